@@ -1,0 +1,303 @@
+"""Side-by-side GPU benchmarks: tegula vs Triton 3.6 vs torch, in one process.
+
+Usage (on the GPU machine):  python benchmarks/run_gpu.py [--out DIR] [--only NAME ...]
+
+The same kernel source (`kernels.py`) and meta-parameters go to both compilers. Every
+row is checked against torch before it is timed; times are medians of
+`triton.testing.do_bench` (the reference's own timer, so both sides are measured the
+same way). Prints a table of ratios last and writes JSON to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
+
+ROWS: list[dict] = []
+ENV: dict = {}
+
+
+def bench(fn) -> float:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        from tegula.testing import do_bench
+    return do_bench(fn, return_mode="median")
+
+
+def record(name, size, unit, metric, **times_ms):
+    row = {"bench": name, "size": size, "unit": unit}
+    for who, ms in times_ms.items():
+        row[who + "_ms"] = ms
+        row[who] = metric(ms) if ms else None
+    if row.get("tegula") and row.get("triton"):
+        row["tegula/triton"] = row["tegula"] / row["triton"]
+    ROWS.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def copy_bandwidth() -> None:
+    n = 2**27
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    ms = bench(lambda: y.copy_(x))
+    ENV["d2d_copy_GBps"] = 8 * n / ms / 1e6
+    print("device-to-device copy GB/s", round(ENV["d2d_copy_GBps"]), flush=True)
+
+
+def bench_add(tg, tr) -> None:
+    for n in (2**20, 2**24, 2**27):
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        outs = {}
+        fns = {}
+        for who, mod in (("tegula", tg), ("triton", tr)):
+            if mod is None:
+                continue
+            o = torch.empty_like(x)
+            fns[who] = (lambda mod=mod, o=o: mod.add_kernel[(triton_cdiv(n, 1024),)](x, y, o, n, BLOCK=1024))
+            fns[who]()
+            outs[who] = o
+        ref = x + y
+        for who, o in outs.items():
+            torch.testing.assert_close(o, ref)
+        o_t = torch.empty_like(x)
+        times = {who: bench(f) for who, f in fns.items()}
+        times["torch"] = bench(lambda: torch.add(x, y, out=o_t))
+        record("vector_add_fp32", n, "GB/s", lambda ms: 12 * n / ms / 1e6, **times)
+        if n == 2**27 and "tegula" in times:
+            ENV["add_2^27_fraction_of_copy"] = (12 * n / times["tegula"] / 1e6) / ENV["d2d_copy_GBps"]
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def bench_softmax(tg, tr) -> None:
+    M = 4096
+    for N in (1000, 4096, 16384):
+        x = torch.randn(M, N, device="cuda")
+        B = next_pow2(N)
+        w = 4 if B < 2048 else (8 if B < 8192 else 16)
+        ref = torch.softmax(x, -1)
+        fns = {}
+        for who, mod in (("tegula", tg), ("triton", tr)):
+            if mod is None:
+                continue
+            o = torch.empty_like(x)
+            fns[who] = (lambda mod=mod, o=o: mod.softmax_kernel[(M,)](o, x, x.stride(0), o.stride(0), N,
+                                                                     BLOCK=B, num_warps=w))
+            fns[who]()
+            torch.testing.assert_close(o, ref)
+        times = {who: bench(f) for who, f in fns.items()}
+        times["torch"] = bench(lambda: torch.softmax(x, -1))
+        record("softmax_fp32", f"{M}x{N}", "GB/s", lambda ms: 8 * M * N / ms / 1e6, **times)
+
+
+def bench_layernorm(tg, tr) -> None:
+    M = 4096
+    for N in (1024, 4096, 8192):
+        x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+        w = torch.rand(N, device="cuda", dtype=torch.float16)
+        b = torch.rand(N, device="cuda", dtype=torch.float16)
+        B = next_pow2(N)
+        nw = min(max(B // 256, 1), 16)
+        ref = torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
+        fns = {}
+        for who, mod in (("tegula", tg), ("triton", tr)):
+            if mod is None:
+                continue
+            y = torch.empty_like(x)
+            fns[who] = (lambda mod=mod, y=y: mod.layernorm_kernel[(M,)](x, y, w, b, x.stride(0), N, 1e-5,
+                                                                       BLOCK=B, num_warps=nw))
+            fns[who]()
+            torch.testing.assert_close(y, ref, atol=1e-2, rtol=1e-2)
+        times = {who: bench(f) for who, f in fns.items()}
+        times["torch"] = bench(lambda: torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5))
+        record("layernorm_fwd_fp16", f"{M}x{N}", "GB/s", lambda ms: 4 * M * N / ms / 1e6, **times)
+
+
+def host_time_per_launch(fn, bursts: int = 50, burst: int = 200) -> float:
+    """Median host time (µs) per call over bursts of back-to-back launches."""
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(bursts):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(burst):
+            fn()
+        samples.append((time.perf_counter() - t0) / burst * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def raw_launch_floor(tg_kernel, args) -> float:
+    """cuLaunchKernel through cuda-bindings with a pre-packed void** array (the floor
+    ANCHORS.md quotes), on the PTX tegula produced for the same kernel."""
+    import ctypes
+
+    from cuda.bindings import driver as cu
+
+    compiled = tg_kernel.warmup(*args, grid=(1,), BLOCK=16)
+    ptx = compiled.asm["ptx"]
+    ptx = ptx.encode() if isinstance(ptx, str) else ptx
+    err, mod = cu.cuModuleLoadData(ptx + b"\0")
+    assert err == cu.CUresult.CUDA_SUCCESS, err
+    err, fn = cu.cuModuleGetFunction(mod, compiled.metadata.name.encode())
+    assert err == cu.CUresult.CUDA_SUCCESS, err
+    x, y, o, n = args
+    slots = [ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()]
+    arr = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(s) for s in slots])
+    addr = ctypes.addressof(arr)
+    stream = torch.cuda.current_stream().cuda_stream
+    threads = 32 * compiled.metadata.num_warps
+
+    def launch():
+        slots[0].value = x.data_ptr()
+        slots[1].value = y.data_ptr()
+        slots[2].value = o.data_ptr()
+        slots[3].value = n
+        cu.cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, stream, addr, 0)
+
+    return host_time_per_launch(launch)
+
+
+def bench_overhead(tg, tr) -> None:
+    x, y = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
+    o = torch.empty_like(x)
+    res = {}
+    for who, mod in (("tegula", tg), ("triton", tr)):
+        if mod is None:
+            continue
+        res[f"{who}_5arg_us"] = host_time_per_launch(lambda mod=mod: mod.add_kernel[(1,)](x, y, o, 16, BLOCK=16))
+        scal = [1.5] * 11
+        res[f"{who}_15arg_us"] = host_time_per_launch(
+            lambda mod=mod: mod.add15_kernel[(1,)](x, y, o, 16, *scal, BLOCK=16))
+    res["torch_add_us"] = host_time_per_launch(lambda: torch.add(x, y, out=o))
+    try:
+        res["raw_cuLaunchKernel_us"] = raw_launch_floor(tg.add_kernel, (x, y, o, 16))
+    except Exception as ex:  # the floor is a reference figure; report why it is missing
+        res["raw_cuLaunchKernel_error"] = repr(ex)[:200]
+    ENV.update(res)
+    print(json.dumps(res), flush=True)
+
+
+COMPILE_SNIPPET = textwrap.dedent('''
+    import os, sys, time, json
+    sys.path.insert(0, {root!r})
+    import torch
+    torch.zeros(1, device="cuda"); torch.cuda.synchronize()   # context set-up outside the timing
+    t0 = time.perf_counter()
+    {imp}
+    t_import = time.perf_counter() - t0
+    x = torch.randn(4096, device="cuda"); o = torch.empty_like(x)
+    t0 = time.perf_counter()
+    mod.add_kernel[(4,)](x, x, o, 4096, BLOCK=1024); torch.cuda.synchronize()
+    print(json.dumps({{"import_s": t_import, "first_launch_s": time.perf_counter() - t0}}))
+''')
+
+
+def bench_compile(tg, tr) -> None:
+    root = str(Path(__file__).resolve().parent.parent)
+    imports = {
+        "tegula": "from benchmarks.load import load_tegula_kernels; mod = load_tegula_kernels()",
+        "triton": "from benchmarks.load import load_triton_kernels; mod = load_triton_kernels()",
+    }
+    for who, imp in imports.items():
+        if (who == "triton" and tr is None) or (who == "tegula" and tg is None):
+            continue
+        cache = tempfile.mkdtemp(prefix=f"{who}-cache-")
+        env = dict(os.environ, TEGULA_CACHE_DIR=cache, TRITON_CACHE_DIR=cache)
+        for phase in ("cold", "warm"):
+            out = subprocess.run([sys.executable, "-c", COMPILE_SNIPPET.format(root=root, imp=imp)],
+                                 capture_output=True, text=True, env=env, timeout=300)
+            if out.returncode != 0:
+                ENV[f"{who}_{phase}_compile_error"] = out.stderr[-500:]
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            ENV[f"{who}_{phase}_first_launch_s"] = r["first_launch_s"]
+            ENV[f"{who}_{phase}_import_s"] = r["import_s"]
+    print(json.dumps({k: v for k, v in ENV.items() if "compile" in k or "first_launch" in k}), flush=True)
+
+
+def environment() -> None:
+    import numpy
+
+    ENV["gpu"] = torch.cuda.get_device_name()
+    ENV["torch"] = torch.__version__
+    ENV["numpy"] = numpy.__version__
+    ENV["python"] = sys.version.split()[0]
+    ENV["date"] = time.strftime("%Y-%m-%d")
+    for name in ("triton", "llvmlite", "cuda.bindings"):
+        try:
+            m = __import__(name, fromlist=["x"])
+            ENV[name] = getattr(m, "__version__", "?")
+        except ImportError:
+            ENV[name] = "missing"
+
+
+def print_table() -> None:
+    print(f"\n{'bench':22} {'size':12} {'tegula':>9} {'triton':>9} {'torch':>9} {'unit':8} {'teg/tri':>8}")
+    for r in ROWS:
+        def f(k):
+            return f"{r[k]:9.1f}" if r.get(k) else f"{'-':>9}"
+        ratio = f"{r['tegula/triton']:8.3f}" if r.get("tegula/triton") else f"{'-':>8}"
+        print(f"{r['bench']:22} {str(r['size']):12} {f('tegula')} {f('triton')} {f('torch')} {r['unit']:8} {ratio}")
+    keys = [k for k in ENV if k.endswith("_us") or k.endswith("_s") or "fraction" in k or "copy" in k]
+    for k in keys:
+        v = ENV[k]
+        print(f"  {k:34} {v:.3f}" if isinstance(v, float) else f"  {k:34} {v}")
+    if ENV.get("tegula_5arg_us") and ENV.get("triton_5arg_us"):
+        print(f"  launch 5-arg tegula/triton          {ENV['tegula_5arg_us'] / ENV['triton_5arg_us']:.3f}")
+        print(f"  launch 15-arg tegula/triton         {ENV['tegula_15arg_us'] / ENV['triton_15arg_us']:.3f}")
+    if ENV.get("tegula_5arg_us") and ENV.get("raw_cuLaunchKernel_us"):
+        print(f"  launch 5-arg tegula/raw floor       {ENV['tegula_5arg_us'] / ENV['raw_cuLaunchKernel_us']:.3f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=os.environ.get("OUT", tempfile.gettempdir()))
+    p.add_argument("--only", nargs="*", default=None)
+    a = p.parse_args()
+    environment()
+    tg = load_tegula_kernels()
+    tr = load_triton_kernels()
+    steps = {"copy": lambda: copy_bandwidth(), "add": lambda: bench_add(tg, tr),
+             "softmax": lambda: bench_softmax(tg, tr), "layernorm": lambda: bench_layernorm(tg, tr),
+             "overhead": lambda: bench_overhead(tg, tr), "compile": lambda: bench_compile(tg, tr)}
+    for name, step in steps.items():
+        if a.only and name not in a.only and name != "copy":
+            continue
+        t0 = time.time()
+        try:
+            step()
+        except Exception as ex:
+            import traceback
+
+            traceback.print_exc()
+            ENV[f"error_{name}"] = repr(ex)[:300]
+        print(f"## {name} took {time.time() - t0:.1f}s", flush=True)
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    Path(a.out, "bench.json").write_text(json.dumps({"env": ENV, "rows": ROWS}, indent=1))
+    print_table()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Every environment knob of tegula, declared once, typed and documented.
+
+No other module reads `os.environ`: they read `tegula.config.knobs.<name>`, which
+re-reads the environment on each access (so tests can monkeypatch variables). Each knob
+has a `TEGULA_*` name and, where Triton has one, the `TRITON_*` alias; the TEGULA name
+wins when both are set.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    alias: Optional[str]
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+    def read(self) -> Any:
+        for var in (self.name, self.alias):
+            if var and var in os.environ and os.environ[var] != "":
+                return self.parse(os.environ[var])
+        return self.default() if callable(self.default) else self.default
+
+
+KNOBS: dict[str, Knob] = {}
+
+
+def _knob(attr: str, name: str, alias: Optional[str], parse, default, doc: str) -> None:
+    KNOBS[attr] = Knob(name, alias, parse, default, doc)
+
+
+_knob("interpret", "TEGULA_INTERPRET", "TRITON_INTERPRET", _bool, False,
+      "Run every kernel on the numpy reference interpreter, whatever the arguments.")
+_knob("cache_dir", "TEGULA_CACHE_DIR", "TRITON_CACHE_DIR", str,
+      lambda: os.path.join(os.path.expanduser("~"), ".cache", "tegula"),
+      "Directory of the on-disk compilation cache.")
+_knob("debug", "TEGULA_DEBUG", "TRITON_DEBUG", _bool, False,
+      "Compile every kernel in debug mode: device_assert on, bounds-checked memory.")
+_knob("dump_dir", "TEGULA_DUMP_DIR", None, str, "",
+      "When set, write every compilation stage's text (tir, tir_opt, ...) here.")
+_knob("override_dir", "TEGULA_OVERRIDE_DIR", None, str, "",
+      "When set, a stage file found here replaces the compiler's output for that stage.")
+_knob("debug_frontend", "TEGULA_DEBUG_FRONTEND", None, _bool, False,
+      "Keep tegula's internal traceback on CompilationError (for tegula developers).")
+_knob("print_autotuning", "TEGULA_PRINT_AUTOTUNING", "TRITON_PRINT_AUTOTUNING", _bool, False,
+      "Print each autotuning config's time and the total tuning time.")
+_knob("cache_autotuning", "TEGULA_CACHE_AUTOTUNING", "TRITON_CACHE_AUTOTUNING", _bool, False,
+      "Persist autotuning results on disk (as autotune(cache_results=True)).")
+_knob("always_compile", "TEGULA_ALWAYS_COMPILE", "TRITON_ALWAYS_COMPILE", _bool, False,
+      "Ignore the on-disk cache and recompile.")
+_knob("verify_ir", "TEGULA_VERIFY_IR", None, _bool, False,
+      "Verify the IR after every pass (always on in tests).")
+_knob("ptxas", "TEGULA_PTXAS_PATH", "TRITON_PTXAS_PATH", str, "",
+      "Path of the ptxas binary to use (else PATH, CUDA_HOME, the nvidia-cuda-nvcc wheel).")
+_knob("cuda_home", "CUDA_HOME", "CUDA_PATH", str, "", "CUDA toolkit root (libdevice, ptxas).")
+_knob("libdevice", "TEGULA_LIBDEVICE_PATH", "TRITON_LIBDEVICE_PATH", str, "",
+      "Path of libdevice.10.bc (else found under the CUDA toolkit).")
+
+
+class _Knobs:
+    """Attribute access to the current value of each knob: `knobs.interpret`."""
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            return KNOBS[attr].read()
+        except KeyError:
+            raise AttributeError(f"tegula.config has no knob '{attr}'") from None
+
+    def __dir__(self):
+        return list(KNOBS)
+
+
+knobs = _Knobs()
+
+
+def describe() -> str:
+    """A table of every knob, its variables and its documentation."""
+    rows = []
+    for attr, k in KNOBS.items():
+        names = k.name + (f" / {k.alias}" if k.alias else "")
+        rows.append(f"{attr:18} {names:50} {k.doc}")
+    return "\n".join(rows)

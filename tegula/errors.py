@@ -1,0 +1,108 @@
+"""User-facing errors and how a source location is rendered.
+
+Every error a kernel author sees names their own file:line:col, shows the source line
+with a caret under the offending span, and (for errors inside called @jit functions)
+the chain of calls that led there. No tegula-internal frames are shown unless
+`TEGULA_DEBUG_FRONTEND=1` (see `config`): raisers use `raise ... from None`.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from .ir.core import Loc
+
+
+def render_location(loc: Loc, message: str, kind: str = "error") -> str:
+    """`path:LINE:COL: error: message`, then the source line and a caret under the span."""
+    head = f"{loc.file}:{loc.line}:{loc.col + 1}: {kind}: {message}"
+    line = linecache.getline(loc.file, loc.line) if loc.line > 0 else ""
+    if not line:
+        return head
+    line = line.rstrip("\n")
+    end = loc.end_col if loc.end_col is not None and loc.end_col > loc.col else loc.col + 1
+    end = min(end, max(len(line), loc.col + 1))
+    caret = " " * loc.col + "^" + "~" * max(0, end - loc.col - 1)
+    return f"{head}\n{line}\n{caret}"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One frame of the @jit call chain: where `callee` was called from."""
+
+    loc: Loc
+    callee: str
+
+
+class TegulaError(Exception):
+    """Base class of every error tegula raises on purpose."""
+
+
+class CompilationError(TegulaError):
+    """A kernel could not be compiled. Triton's name for it.
+
+    `loc` is where in the user's source the problem is; `call_chain` lists the call
+    sites (outermost first) through which a nested @jit function was reached."""
+
+    def __init__(self, message: str, loc: Optional[Loc] = None,
+                 call_chain: Sequence[CallSite] = ()):
+        self.message = message
+        self.loc = loc
+        self.call_chain = tuple(call_chain)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.loc is None:
+            return self.message
+        parts = [render_location(self.loc, self.message)]
+        for site in reversed(self.call_chain):
+            parts.append(render_location(site.loc, f"in the call to '{site.callee}' from here",
+                                         kind="note"))
+        return "\n".join(parts)
+
+    # Triton exposes the source excerpt under `src`; keep the attribute for scripts.
+    @property
+    def src(self) -> str:
+        return str(self)
+
+
+class KernelArgumentError(TegulaError, TypeError):
+    """A launch got the wrong number or kind of arguments (checked before any compile)."""
+
+
+class KernelRuntimeError(TegulaError):
+    """An error while a kernel ran: the kernel line, the program id and the details.
+
+    `loc` is the kernel source location of the failing instruction and `pid` the
+    program id (x, y, z) that failed."""
+
+    def __init__(self, message: str, loc: Optional[Loc] = None,
+                 pid: Optional[tuple[int, int, int]] = None):
+        self.message = message
+        self.loc = loc
+        self.pid = pid
+        where = f" (program id {pid})" if pid is not None else ""
+        text = message + where
+        super().__init__(render_location(loc, text) if loc is not None else text)
+
+
+class OutOfBoundsError(KernelRuntimeError, IndexError):
+    """A load or store touched memory outside the array its pointer came from."""
+
+
+class DeviceAssertionError(KernelRuntimeError, AssertionError):
+    """`tl.device_assert` / `assert` in a kernel failed (with debug on)."""
+
+
+class AutotunerError(TegulaError):
+    """No autotuning config survived; the message lists each config's reason."""
+
+
+class OutOfResources(TegulaError):
+    """A compiled kernel needs more of a resource (shared memory, registers) than the
+    device has. Triton's name, kept for autotuners and user code that catch it."""
+
+    def __init__(self, required: int, limit: int, name: str):
+        self.required, self.limit, self.name = required, limit, name
+        super().__init__(f"out of resource: {name}, required: {required}, hardware limit: {limit}")

@@ -1,0 +1,145 @@
+"""Typed attribute records of IR instructions, one small frozen dataclass per need.
+
+Instructions never carry positional tuples of settings: each op that has settings names
+its attribute class in the op table (`ops.OP_INFO[op].attrs`), and the printer/parser
+write and read the fields by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+
+
+@dataclass(frozen=True)
+class ConstantAttrs:
+    """A literal: a Python bool/int/float (splatted when the result is a tile)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class AxisAttrs:
+    """program_id / num_programs: the grid axis (0, 1, 2)."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class RangeAttrs:
+    """arange: the half-open interval [start, end)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CastAttrs:
+    """cast: the rounding of float narrowing (`rtne` by default, or `rtz`)."""
+
+    rounding: str = "rtne"
+
+
+@dataclass(frozen=True)
+class NanAttrs:
+    """maximum / minimum / clamp: whether a NaN operand propagates (else it is ignored)."""
+
+    propagate_nan: bool = False
+
+
+@dataclass(frozen=True)
+class ShapeAttrs:
+    """broadcast / reshape: the result shape (reshape may reorder when allowed)."""
+
+    shape: tuple[int, ...]
+    can_reorder: bool = False
+
+
+@dataclass(frozen=True)
+class ExpandDimsAttrs:
+    axis: int
+
+
+@dataclass(frozen=True)
+class PermuteAttrs:
+    order: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LoadAttrs:
+    """load: which optional operands (mask, other) are present, and cache hints."""
+
+    has_mask: bool = False
+    has_other: bool = False
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+    volatile: bool = False
+
+
+@dataclass(frozen=True)
+class StoreAttrs:
+    """store: whether a mask operand is present, and cache hints."""
+
+    has_mask: bool = False
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+
+
+@dataclass(frozen=True)
+class ReduceAttrs:
+    axis: int
+
+
+@dataclass(frozen=True)
+class ScanAttrs:
+    axis: int
+    reverse: bool = False
+
+
+@dataclass(frozen=True)
+class DotAttrs:
+    """dot: `tf32`, `tf32x3` or `ieee` for f32 operands; imprecise accumulation cap."""
+
+    input_precision: str = "ieee"
+    max_num_imprecise_acc: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class PrintAttrs:
+    prefix: str
+    hex: bool = False
+
+
+@dataclass(frozen=True)
+class AssertAttrs:
+    message: str
+
+
+@dataclass(frozen=True)
+class HintAttrs:
+    """multiple_of / max_contiguous / max_constancy hints, one value per dimension."""
+
+    kind: str
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FDivAttrs:
+    """fdiv: IEEE round-to-nearest (True) or the fast approximate division (False)."""
+
+    ieee_rounding: bool = False
+
+
+def attr_fields(attrs: Any) -> list[tuple[str, Any]]:
+    """(name, value) pairs of an attribute record, in declaration order."""
+    return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)]
+
+
+ATTR_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
+        ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
+        DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs,
+    )
+}

@@ -1,0 +1,348 @@
+"""The IR's operations: one `Op` enum and one property table beside it.
+
+Each row (`OpInfo`) says how many operands and results an op has, its kind, whether it
+is pure and commutative, its attribute class, the numpy function that defines its
+elementwise semantics (see `numpy_ops`), the LLVM opcode per type class, and the rule
+that gives its result types. Constant folding, the interpreter, the verifier and the
+LLVM lowerings all read this one table: adding an op is one row here, one interpreter
+rule and one lowering per backend (a test checks that every op has all of them).
+
+Conventions the whole IR relies on:
+- Elementwise ops take operands of identical shape (the frontend inserts splat and
+  broadcast); scalars are rank-0 values.
+- LLVM opcode strings are keyed by type class `sint`, `uint`, `float`, `ptr`:
+  `add`, `fadd`, `icmp slt`, `fcmp olt`, `math:<name>` (a math function the backend
+  picks per target: libdevice on NVPTX, libm or an intrinsic on the host).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from . import attrs as A
+from . import numpy_ops as npo
+from .types import I1, I32, PointerType, TileType, Type, element_of, shape_of, with_element, with_shape
+
+
+class Kind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    REDUCE = "reduce"
+    MEMORY = "memory"
+    CONTROL = "control"
+    META = "meta"
+    SHAPE = "shape"
+    SOURCE = "source"  # no data operands: constants, program ids, arange
+    DOT = "dot"
+
+
+class Op(enum.Enum):
+    # sources
+    CONSTANT = "constant"
+    PROGRAM_ID = "program_id"
+    NUM_PROGRAMS = "num_programs"
+    ARANGE = "arange"
+    # unary elementwise
+    NEG = "neg"
+    NOT = "not"
+    ABS = "abs"
+    EXP = "exp"
+    EXP2 = "exp2"
+    LOG = "log"
+    LOG2 = "log2"
+    SIN = "sin"
+    COS = "cos"
+    SQRT = "sqrt"
+    SQRT_RN = "sqrt_rn"
+    RSQRT = "rsqrt"
+    ERF = "erf"
+    CEIL = "ceil"
+    FLOOR = "floor"
+    # binary elementwise
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"          # float division, IEEE round to nearest
+    FDIV = "fdiv"        # float division with selectable (approximate) rounding
+    IDIV = "idiv"        # integer division truncating toward zero
+    REM = "rem"          # remainder with the dividend's sign (ints and floats)
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    SHL = "shl"
+    SHR = "shr"          # arithmetic for signed, logical for unsigned
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    UMULHI = "umulhi"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    ADDPTR = "addptr"    # pointer + integer offset counted in elements
+    # ternary elementwise
+    FMA = "fma"
+    SELECT = "select"
+    # conversions
+    CAST = "cast"
+    BITCAST = "bitcast"
+    PTR_TO_INT = "ptr_to_int"
+    INT_TO_PTR = "int_to_ptr"
+    # shape
+    SPLAT = "splat"
+    BROADCAST = "broadcast"
+    EXPAND_DIMS = "expand_dims"
+    RESHAPE = "reshape"
+    PERMUTE = "permute"
+    JOIN = "join"
+    SPLIT = "split"
+    # memory
+    LOAD = "load"
+    STORE = "store"
+    # reductions, scans, matrix product
+    REDUCE = "reduce"
+    SCAN = "scan"
+    DOT = "dot"
+    # structured control flow and terminators
+    FOR = "for"
+    IF = "if"
+    WHILE = "while"
+    YIELD = "yield"
+    CONDITION = "condition"
+    RETURN = "return"
+    # meta
+    DEVICE_PRINT = "device_print"
+    DEVICE_ASSERT = "device_assert"
+    DEBUG_BARRIER = "debug_barrier"
+    ASSUME = "assume"
+    HINT = "hint"
+
+
+VARIADIC = -1
+
+ResultRule = Callable[[list[Type], Any], Optional[list[Type]]]
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One row of the op table. `result` returns the result types implied by the operand
+    types and attributes, or None when the result type is chosen by the producer (casts,
+    constants, loads of a bitcast pointer, ...) and is only checked for shape."""
+
+    kind: Kind
+    operands: int
+    results: int = 1
+    attrs: Optional[type] = None
+    pure: bool = True
+    commutative: bool = False
+    numpy: Optional[Callable[..., np.ndarray]] = None
+    llvm: dict[str, str] = field(default_factory=dict)
+    result: Optional[ResultRule] = None
+    regions: int = 0
+    terminator: bool = False
+
+
+def _same(ts, _a):
+    return [ts[0]]
+
+
+def _compare(ts, _a):
+    return [with_element(ts[0], I1)]
+
+
+def _second(ts, _a):
+    return [ts[1]]
+
+
+def _none(ts, _a):
+    return []
+
+
+def _scalar_i32(ts, _a):
+    return [I32]
+
+
+def _arange(ts, a):
+    return [TileType((a.end - a.start,), I32)]
+
+
+def _expand_dims(ts, a):
+    shape = list(shape_of(ts[0]))
+    axis = a.axis if a.axis >= 0 else a.axis + len(shape) + 1
+    shape.insert(axis, 1)
+    return [with_shape(element_of(ts[0]), tuple(shape))]
+
+
+def _shape_attr(ts, a):
+    return [with_shape(element_of(ts[0]), tuple(a.shape))]
+
+
+def _permute(ts, a):
+    shape = shape_of(ts[0])
+    return [with_shape(element_of(ts[0]), tuple(shape[i] for i in a.order))]
+
+
+def _join(ts, _a):
+    return [with_shape(element_of(ts[0]), shape_of(ts[0]) + (2,))]
+
+
+def _split(ts, _a):
+    t = with_shape(element_of(ts[0]), shape_of(ts[0])[:-1])
+    return [t, t]
+
+
+def _load(ts, _a):
+    pointee = element_of(ts[0]).pointee if isinstance(element_of(ts[0]), PointerType) else None
+    return None if pointee is None else [with_element(ts[0], pointee)]
+
+
+def _reduce(ts, a):
+    out = []
+    for t in ts:
+        shape = list(shape_of(t))
+        del shape[a.axis]
+        out.append(with_shape(element_of(t), tuple(shape)))
+    return out
+
+
+def _scan(ts, _a):
+    return list(ts)
+
+
+def _dot(ts, _a):
+    return [ts[2]]
+
+
+def _loop_results(ts, _a):
+    return list(ts[3:])
+
+
+def _while_results(ts, _a):
+    return None  # the after-region's argument types decide; the verifier checks them
+
+
+def _elementwise(npfn, llvm, operands=2, commutative=False, result=_same, attrs=None):
+    return OpInfo(Kind.ELEMENTWISE, operands, numpy=npfn, llvm=llvm, commutative=commutative,
+                  result=result, attrs=attrs)
+
+
+def _unary_float(npfn, math_name):
+    return _elementwise(npfn, {"float": f"math:{math_name}"}, operands=1)
+
+
+OP_INFO: dict[Op, OpInfo] = {
+    Op.CONSTANT: OpInfo(Kind.SOURCE, 0, attrs=A.ConstantAttrs),
+    Op.PROGRAM_ID: OpInfo(Kind.SOURCE, 0, attrs=A.AxisAttrs, result=_scalar_i32,
+                          llvm={"nvptx": "ctaid", "host": "arg"}),
+    Op.NUM_PROGRAMS: OpInfo(Kind.SOURCE, 0, attrs=A.AxisAttrs, result=_scalar_i32,
+                            llvm={"nvptx": "nctaid", "host": "arg"}),
+    Op.ARANGE: OpInfo(Kind.SOURCE, 0, attrs=A.RangeAttrs, result=_arange),
+
+    Op.NEG: _elementwise(np.negative, {"sint": "sub0", "uint": "sub0", "float": "fneg"}, 1),
+    Op.NOT: _elementwise(npo.bitwise_not, {"sint": "xor-1", "uint": "xor-1"}, 1),
+    Op.ABS: _elementwise(np.abs, {"sint": "math:iabs", "uint": "identity", "float": "math:fabs"}, 1),
+    Op.EXP: _unary_float(np.exp, "exp"),
+    Op.EXP2: _unary_float(np.exp2, "exp2"),
+    Op.LOG: _unary_float(np.log, "log"),
+    Op.LOG2: _unary_float(np.log2, "log2"),
+    Op.SIN: _unary_float(np.sin, "sin"),
+    Op.COS: _unary_float(np.cos, "cos"),
+    Op.SQRT: _unary_float(np.sqrt, "sqrt"),
+    Op.SQRT_RN: _unary_float(np.sqrt, "sqrt_rn"),
+    Op.RSQRT: _unary_float(npo.rsqrt, "rsqrt"),
+    Op.ERF: _unary_float(npo.erf, "erf"),
+    Op.CEIL: _unary_float(np.ceil, "ceil"),
+    Op.FLOOR: _unary_float(np.floor, "floor"),
+
+    Op.ADD: _elementwise(np.add, {"sint": "add", "uint": "add", "float": "fadd"}, commutative=True),
+    Op.SUB: _elementwise(np.subtract, {"sint": "sub", "uint": "sub", "float": "fsub"}),
+    Op.MUL: _elementwise(np.multiply, {"sint": "mul", "uint": "mul", "float": "fmul"}, commutative=True),
+    Op.DIV: _elementwise(np.divide, {"float": "fdiv"}),
+    Op.FDIV: _elementwise(np.divide, {"float": "fdiv_fast"}, attrs=A.FDivAttrs),
+    Op.IDIV: _elementwise(npo.c_div, {"sint": "sdiv", "uint": "udiv"}),
+    Op.REM: _elementwise(npo.c_rem, {"sint": "srem", "uint": "urem", "float": "frem"}),
+    Op.AND: _elementwise(np.bitwise_and, {"sint": "and", "uint": "and"}, commutative=True),
+    Op.OR: _elementwise(np.bitwise_or, {"sint": "or", "uint": "or"}, commutative=True),
+    Op.XOR: _elementwise(np.bitwise_xor, {"sint": "xor", "uint": "xor"}, commutative=True),
+    Op.SHL: _elementwise(npo.shift_left, {"sint": "shl", "uint": "shl"}),
+    Op.SHR: _elementwise(npo.shift_right, {"sint": "ashr", "uint": "lshr"}),
+    Op.MAXIMUM: _elementwise(npo.maximum, {"sint": "math:smax", "uint": "math:umax", "float": "math:fmax"},
+                             commutative=True, attrs=A.NanAttrs),
+    Op.MINIMUM: _elementwise(npo.minimum, {"sint": "math:smin", "uint": "math:umin", "float": "math:fmin"},
+                             commutative=True, attrs=A.NanAttrs),
+    Op.UMULHI: _elementwise(npo.umulhi, {"sint": "math:umulhi", "uint": "math:umulhi"}, commutative=True),
+    Op.EQ: _elementwise(np.equal, {"sint": "icmp eq", "uint": "icmp eq", "float": "fcmp oeq", "ptr": "icmp eq"},
+                        commutative=True, result=_compare),
+    Op.NE: _elementwise(np.not_equal, {"sint": "icmp ne", "uint": "icmp ne", "float": "fcmp une", "ptr": "icmp ne"},
+                        commutative=True, result=_compare),
+    Op.LT: _elementwise(np.less, {"sint": "icmp slt", "uint": "icmp ult", "float": "fcmp olt", "ptr": "icmp ult"},
+                        result=_compare),
+    Op.LE: _elementwise(np.less_equal, {"sint": "icmp sle", "uint": "icmp ule", "float": "fcmp ole", "ptr": "icmp ule"},
+                        result=_compare),
+    Op.GT: _elementwise(np.greater, {"sint": "icmp sgt", "uint": "icmp ugt", "float": "fcmp ogt", "ptr": "icmp ugt"},
+                        result=_compare),
+    Op.GE: _elementwise(np.greater_equal, {"sint": "icmp sge", "uint": "icmp uge", "float": "fcmp oge", "ptr": "icmp uge"},
+                        result=_compare),
+    Op.ADDPTR: _elementwise(None, {"ptr": "gep"}),
+
+    Op.FMA: _elementwise(npo.fma, {"float": "math:fma"}, operands=3),
+    Op.SELECT: _elementwise(np.where, {"sint": "select", "uint": "select", "float": "select", "ptr": "select"},
+                            operands=3, result=_second),
+
+    Op.CAST: OpInfo(Kind.ELEMENTWISE, 1, attrs=A.CastAttrs, llvm={"any": "convert"}),
+    Op.BITCAST: OpInfo(Kind.ELEMENTWISE, 1, llvm={"any": "bitcast"}),
+    Op.PTR_TO_INT: OpInfo(Kind.ELEMENTWISE, 1, llvm={"ptr": "ptrtoint"}),
+    Op.INT_TO_PTR: OpInfo(Kind.ELEMENTWISE, 1, llvm={"sint": "inttoptr", "uint": "inttoptr"}),
+
+    Op.SPLAT: OpInfo(Kind.SHAPE, 1),
+    Op.BROADCAST: OpInfo(Kind.SHAPE, 1, attrs=A.ShapeAttrs, result=_shape_attr),
+    Op.EXPAND_DIMS: OpInfo(Kind.SHAPE, 1, attrs=A.ExpandDimsAttrs, result=_expand_dims),
+    Op.RESHAPE: OpInfo(Kind.SHAPE, 1, attrs=A.ShapeAttrs, result=_shape_attr),
+    Op.PERMUTE: OpInfo(Kind.SHAPE, 1, attrs=A.PermuteAttrs, result=_permute),
+    Op.JOIN: OpInfo(Kind.SHAPE, 2, result=_join),
+    Op.SPLIT: OpInfo(Kind.SHAPE, 1, results=2, result=_split),
+
+    Op.LOAD: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.LoadAttrs, result=_load),
+    Op.STORE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.StoreAttrs, pure=False, result=_none),
+
+    Op.REDUCE: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ReduceAttrs, result=_reduce, regions=1),
+    Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),
+    Op.DOT: OpInfo(Kind.DOT, 3, attrs=A.DotAttrs, result=_dot),
+
+    Op.FOR: OpInfo(Kind.CONTROL, VARIADIC, results=VARIADIC, result=_loop_results, regions=1, pure=False),
+    Op.IF: OpInfo(Kind.CONTROL, 1, results=VARIADIC, regions=2, pure=False),
+    Op.WHILE: OpInfo(Kind.CONTROL, VARIADIC, results=VARIADIC, result=_while_results, regions=2, pure=False),
+    Op.YIELD: OpInfo(Kind.CONTROL, VARIADIC, results=0, result=_none, terminator=True),
+    Op.CONDITION: OpInfo(Kind.CONTROL, VARIADIC, results=0, result=_none, terminator=True),
+    Op.RETURN: OpInfo(Kind.CONTROL, 0, results=0, result=_none, terminator=True, pure=False),
+
+    Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
+    Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),
+    Op.DEBUG_BARRIER: OpInfo(Kind.META, 0, results=0, pure=False, result=_none),
+    Op.ASSUME: OpInfo(Kind.META, 1, results=0, pure=False, result=_none),
+    Op.HINT: OpInfo(Kind.META, 1, attrs=A.HintAttrs, result=_same),
+}
+
+OP_BY_NAME = {op.value: op for op in Op}
+
+COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
+
+
+def info(op: Op) -> OpInfo:
+    return OP_INFO[op]
+
+
+def type_class(t: Type) -> str:
+    """The key into `OpInfo.llvm`: `sint`, `uint`, `float` or `ptr` (i1 counts as uint)."""
+    e = element_of(t)
+    if isinstance(e, PointerType):
+        return "ptr"
+    if e.is_float:
+        return "float"
+    return "sint" if e.is_signed else "uint"
+
+
+assert set(OP_INFO) == set(Op), "every Op needs a row in OP_INFO"

@@ -1,0 +1,211 @@
+"""IR types: scalar dtypes, pointer types and tile types, with their text form.
+
+A scalar is a rank-0 value and has a `ScalarType` (or `PointerType`) directly; a tile
+has a `TileType` whose shape is static and whose element is a scalar or pointer type.
+Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
+is what the printer writes and the parser reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar dtype: `i1 i8..i64 u8..u64 f8e4m3 f8e5m2 f16 bf16 f32 f64`."""
+
+    name: str
+
+    @property
+    def bits(self) -> int:
+        return _SCALAR_BITS[self.name]
+
+    @property
+    def is_bool(self) -> bool:
+        return self.name == "i1"
+
+    @property
+    def is_int(self) -> bool:
+        """Integer, including i1 and the unsigned types."""
+        return self.name[0] in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name[0] == "i" and self.name != "i1"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.name[0] == "u" or self.name == "i1"
+
+    @property
+    def is_float(self) -> bool:
+        return self.name[0] in "fb"
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.name.startswith("f8")
+
+    @property
+    def bytes(self) -> int:
+        return max(1, self.bits // 8)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_SCALAR_BITS = {
+    "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64,
+    "u8": 8, "u16": 16, "u32": 32, "u64": 64,
+    "f8e4m3": 8, "f8e5m2": 8, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+}
+
+I1, I8, I16, I32, I64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))
+U8, U16, U32, U64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))
+F8E4M3, F8E5M2 = ScalarType("f8e4m3"), ScalarType("f8e5m2")
+F16, BF16, F32, F64 = (ScalarType(n) for n in ("f16", "bf16", "f32", "f64"))
+SCALAR_TYPES = {n: ScalarType(n) for n in _SCALAR_BITS}
+
+
+@dataclass(frozen=True)
+class PointerType:
+    """A pointer to `pointee` in `address_space` (1 = global, 3 = shared)."""
+
+    pointee: Union[ScalarType, "PointerType"]
+    address_space: int = 1
+
+    @property
+    def bits(self) -> int:
+        return 64
+
+    @property
+    def bytes(self) -> int:
+        return 8
+
+    is_bool = is_int = is_signed = is_unsigned = is_float = is_fp8 = False
+
+    def __str__(self) -> str:
+        if self.address_space == 1:
+            return f"ptr<{self.pointee}>"
+        return f"ptr<{self.pointee}, {self.address_space}>"
+
+    __repr__ = __str__
+
+
+ElementType = Union[ScalarType, PointerType]
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A tile of static `shape` (each dimension a power of two) of `element`s."""
+
+    shape: tuple[int, ...]
+    element: ElementType
+
+    def __post_init__(self):
+        if not self.shape:
+            raise ValueError("a tile has rank >= 1; a scalar uses its element type")
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        return "tile<" + "x".join(str(d) for d in self.shape) + f"x{self.element}>"
+
+    __repr__ = __str__
+
+
+Type = Union[ScalarType, PointerType, TileType]
+
+
+def element_of(t: Type) -> ElementType:
+    """The element type of a tile, or the type itself for a scalar."""
+    return t.element if isinstance(t, TileType) else t
+
+
+def shape_of(t: Type) -> tuple[int, ...]:
+    """The shape of a tile, `()` for a scalar."""
+    return t.shape if isinstance(t, TileType) else ()
+
+
+def with_element(t: Type, element: ElementType) -> Type:
+    """`t` with its element type replaced (keeps the shape)."""
+    return TileType(t.shape, element) if isinstance(t, TileType) else element
+
+
+def with_shape(element: ElementType, shape: tuple[int, ...]) -> Type:
+    """A tile of `shape`, or the scalar `element` itself when shape is `()`."""
+    return TileType(tuple(shape), element) if shape else element
+
+
+def is_pointer(t: Type) -> bool:
+    return isinstance(element_of(t), PointerType)
+
+
+def parse_type(text: str) -> Type:
+    """Parse the text form written by `str(type)`."""
+    t, rest = _parse_type_prefix(text.strip())
+    if rest.strip():
+        raise ValueError(f"trailing text after type: {text!r}")
+    return t
+
+
+def _parse_type_prefix(s: str) -> tuple[Type, str]:
+    s = s.lstrip()
+    if s.startswith("ptr<"):
+        inner, rest = _split_angle(s[3:])
+        parts = _split_top_comma(inner)
+        pointee, tail = _parse_type_prefix(parts[0])
+        if tail.strip():
+            raise ValueError(f"bad pointer type: {s!r}")
+        space = int(parts[1]) if len(parts) > 1 else 1
+        return PointerType(pointee, space), rest
+    if s.startswith("tile<"):
+        inner, rest = _split_angle(s[4:])
+        dims = []
+        body = inner
+        while body and body[0].isdigit():
+            num, _, body = body.partition("x")
+            dims.append(int(num))
+        elem, tail = _parse_type_prefix(body)
+        if tail.strip() or isinstance(elem, TileType):
+            raise ValueError(f"bad tile type: {s!r}")
+        return TileType(tuple(dims), elem), rest
+    for name in sorted(_SCALAR_BITS, key=len, reverse=True):
+        if s.startswith(name) and not (s[len(name):len(name) + 1].isalnum()):
+            return SCALAR_TYPES[name], s[len(name):]
+    raise ValueError(f"unknown type: {s!r}")
+
+
+def _split_angle(s: str) -> tuple[str, str]:
+    """`s` starts with '<'; return the text inside the matching '>' and the rest."""
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                return s[1:i], s[i + 1:]
+    raise ValueError(f"unbalanced '<' in type: {s!r}")
+
+
+def _split_top_comma(s: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(s[start:i])
+            start = i + 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]

@@ -1,0 +1,387 @@
+"""The IR verifier: `verify(kernel, stage=None)` checks that a kernel is well formed and
+raises `VerificationError` on the first problem, in textual order.
+
+It owns the IR's static rules: operand/result/region counts and attribute classes from
+the op table (`ops.OP_INFO`), the table's result-type rules, per-op typing (elementwise
+shapes, pointers, loads/stores, shape ops, dot), power-of-two tile shapes, SSA
+dominance across nested regions, the region conventions of `core.py` (for / if / while /
+reduce / scan), terminators, and which ops a compilation stage allows (`STAGE_OPS`).
+
+The error message shows the printed IR with a `^^^ error: ...` marker under the
+offending instruction and, when its source location is known, the user's source line.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
+from .ops import COMPARISONS, OP_INFO, VARIADIC, Kind, Op, type_class
+from .printer import ValueNamer, kernel_arg_name, render_lines
+from .types import I1, PointerType, ScalarType, TileType, Type, element_of, shape_of
+
+# Which ops each compilation stage may contain: a set of `Op`s and/or `Kind`s, or None
+# for "every op". Backends that lower to a restricted form register their stage here.
+STAGE_OPS: dict[str, Optional[frozenset[Union[Op, Kind]]]] = {
+    "tir": None,
+    "tir_opt": None,
+    "tgir": None,
+}
+
+_REGION_TERMINATOR = {Op.FOR: (Op.YIELD,), Op.IF: (Op.YIELD, Op.YIELD),
+                      Op.WHILE: (Op.CONDITION, Op.YIELD), Op.REDUCE: (Op.YIELD,),
+                      Op.SCAN: (Op.YIELD,)}
+_CONVERSIONS = frozenset({Op.CAST, Op.BITCAST, Op.PTR_TO_INT, Op.INT_TO_PTR})
+
+
+class VerificationError(Exception):
+    """The IR breaks a rule. `message` is the one-line problem, `instr` the offending
+    instruction (None for kernel-level problems); str() is the full report."""
+
+    def __init__(self, message: str, instr: Optional[Instr], report: str):
+        self.message = message
+        self.instr = instr
+        super().__init__(report)
+
+
+class _Fail(Exception):
+    def __init__(self, message: str, instr: Optional[Instr]):
+        self.message, self.instr = message, instr
+
+
+def _types(ts: Sequence[Type]) -> str:
+    return "(" + ", ".join(str(t) for t in ts) + ")"
+
+
+def _is_pow2(n: int) -> bool:
+    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
+
+
+def _is_int(t: Type) -> bool:
+    e = element_of(t)
+    return isinstance(e, ScalarType) and e.is_int
+
+
+def _is_i1(t: Type) -> bool:
+    return element_of(t) == I1
+
+
+class _Verifier:
+    def __init__(self, kernel: Kernel, allowed: Optional[frozenset]):
+        self.kernel = kernel
+        self.allowed = allowed
+        self.namer = ValueNamer.for_kernel(kernel)
+        self.visible: set[Value] = set()   # defined and in scope at the current point
+        self.defined: set[Value] = set()   # defined anywhere already visited
+        self.all_defs: set[Value] = set(kernel.body.args)
+        for ins in kernel.walk():
+            self.all_defs.update(ins.results)
+            for region in ins.regions:
+                self.all_defs.update(region.args)
+
+    def fail(self, message: str, ins: Optional[Instr]) -> None:
+        raise _Fail(message, ins)
+
+    def name(self, v: Value) -> str:
+        return self.namer.name(v)
+
+    # ------------------------------------------------------------ structure
+    def run(self) -> None:
+        k = self.kernel
+        seen: set[str] = set()
+        for i, a in enumerate(k.body.args):
+            arg = kernel_arg_name(k, i)
+            if arg in seen:
+                self.fail(f"kernel argument name '{arg}' is used twice", None)
+            seen.add(arg)
+        self.block(k.body, None, Op.RETURN)
+
+    def define(self, v: Value, ins: Optional[Instr]) -> None:
+        if v in self.defined:
+            self.fail(f"value {self.name(v)} is defined more than once", ins)
+        self.check_type(v.type, f"value {self.name(v)}", ins)
+        self.defined.add(v)
+        self.visible.add(v)
+
+    def check_type(self, t: Type, what: str, ins: Optional[Instr]) -> None:
+        if not isinstance(t, (ScalarType, PointerType, TileType)):
+            self.fail(f"{what} has no IR type ({t!r})", ins)
+        if isinstance(t, TileType) and not all(_is_pow2(d) for d in t.shape):
+            self.fail(f"{what} has type {t}: tile dimensions must be powers of two", ins)
+
+    def block(self, block: Block, owner: Optional[Instr], terminator: Op) -> None:
+        for a in block.args:
+            self.define(a, owner)
+        for i, ins in enumerate(block.instrs):
+            self.instr(ins)
+            if OP_INFO[ins.op].terminator and i != len(block.instrs) - 1:
+                self.fail(f"terminator '{ins.op.value}' must be the last instruction of "
+                          "its block", ins)
+        last = block.terminator
+        if last is None or last.op is not terminator:
+            where = "the kernel body" if owner is None else f"a region of '{owner.op.value}'"
+            got = "is empty" if last is None else f"ends in '{last.op.value}'"
+            self.fail(f"{where} must end in '{terminator.value}', but it {got}",
+                      last if last is not None else owner)
+        # leave the block's scope: its values are not visible to enclosing blocks
+        self.visible.difference_update(block.args)
+        for ins in block.instrs:
+            self.visible.difference_update(ins.results)
+
+    def use(self, v: Value, ins: Instr) -> None:
+        if v in self.visible:
+            return
+        what = f"operand {self.name(v)} of '{ins.op.value}'"
+        if v in self.defined:
+            self.fail(f"{what} is defined inside a region and is not visible here", ins)
+        if v in self.all_defs:
+            self.fail(f"{what} is used before its definition", ins)
+        self.fail(f"{what} is not defined in this kernel", ins)
+
+    # ------------------------------------------------------------ one instruction
+    def instr(self, ins: Instr) -> None:
+        op = ins.op
+        if not isinstance(op, Op) or op not in OP_INFO:
+            self.fail(f"unknown op {op!r}", ins)
+        info = OP_INFO[op]
+        if self.allowed is not None and op not in self.allowed and info.kind not in self.allowed:
+            self.fail(f"op '{op.value}' is not allowed at this stage", ins)
+        for v in ins.operands:
+            self.use(v, ins)
+        n_in, n_out = len(ins.operands), len(ins.results)
+        if info.operands != VARIADIC and n_in != info.operands:
+            self.fail(f"'{op.value}' takes {info.operands} operand(s), got {n_in}", ins)
+        if info.results != VARIADIC and n_out != info.results:
+            self.fail(f"'{op.value}' has {info.results} result(s), got {n_out}", ins)
+        if len(ins.regions) != info.regions:
+            self.fail(f"'{op.value}' has {info.regions} region(s), got {len(ins.regions)}", ins)
+        if info.attrs is not None and not isinstance(ins.attrs, info.attrs):
+            got = "none" if ins.attrs is None else type(ins.attrs).__name__
+            self.fail(f"'{op.value}' needs attributes of class {info.attrs.__name__}, got {got}", ins)
+        if info.attrs is None and ins.attrs is not None:
+            self.fail(f"'{op.value}' takes no attributes, got {type(ins.attrs).__name__}", ins)
+        for r in ins.results:
+            self.check_type(r.type, f"result {self.name(r)}", ins)
+        self.op_rules(ins, info.kind)
+        if info.result is not None:
+            try:
+                expected = info.result([v.type for v in ins.operands], ins.attrs)
+            except Exception as e:  # a rule indexing a malformed operand list
+                expected = None
+                self.fail(f"cannot infer the result types of '{op.value}': {e}", ins)
+            got = [r.type for r in ins.results]
+            if expected is not None and got != list(expected):
+                self.fail(f"'{op.value}' should have result types {_types(expected)}, "
+                          f"got {_types(got)}", ins)
+        if ins.regions:
+            self.regions(ins)
+        for r in ins.results:
+            self.define(r, ins)
+
+    def op_rules(self, ins: Instr, kind: Kind) -> None:
+        op, ts = ins.op, [v.type for v in ins.operands]
+        rts = [r.type for r in ins.results]
+        if kind is Kind.ELEMENTWISE:
+            self.elementwise(ins, ts, rts)
+        elif op is Op.SPLAT:
+            if shape_of(ts[0]) != () or element_of(rts[0]) != ts[0]:
+                self.fail(f"'splat' turns a scalar into a tile of it: {ts[0]} -> {rts[0]}", ins)
+        elif op is Op.BROADCAST:
+            src, dst = shape_of(ts[0]), tuple(ins.attrs.shape)
+            if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst)):
+                self.fail(f"cannot broadcast shape {src} to {dst}", ins)
+        elif op is Op.RESHAPE:
+            src, dst = shape_of(ts[0]), tuple(ins.attrs.shape)
+            if _numel(src) != _numel(dst):
+                self.fail(f"cannot reshape {src} to {dst}: element counts differ", ins)
+        elif op is Op.EXPAND_DIMS:
+            rank = len(shape_of(ts[0]))
+            if not -rank - 1 <= ins.attrs.axis <= rank:
+                self.fail(f"'expand_dims' axis {ins.attrs.axis} is out of range for rank {rank}", ins)
+        elif op is Op.PERMUTE:
+            if sorted(ins.attrs.order) != list(range(len(shape_of(ts[0])))):
+                self.fail(f"'permute' order {ins.attrs.order} is not a permutation of the "
+                          f"{len(shape_of(ts[0]))} dimensions", ins)
+        elif op is Op.JOIN:
+            if ts[0] != ts[1]:
+                self.fail(f"'join' operands must have identical types, got {ts[0]} and {ts[1]}", ins)
+        elif op is Op.SPLIT:
+            if shape_of(ts[0])[-1:] != (2,):
+                self.fail(f"'split' needs a last dimension of 2, got {ts[0]}", ins)
+        elif op in (Op.LOAD, Op.STORE):
+            self.memory(ins, ts)
+        elif op in (Op.REDUCE, Op.SCAN):
+            if not ts:
+                self.fail(f"'{op.value}' needs at least one operand", ins)
+            rank = len(shape_of(ts[0]))
+            if any(shape_of(t) != shape_of(ts[0]) for t in ts) or rank == 0:
+                self.fail(f"'{op.value}' operands must be tiles of one shape, got {_types(ts)}", ins)
+            if not -rank <= ins.attrs.axis < rank:
+                self.fail(f"'{op.value}' axis {ins.attrs.axis} is out of range for rank {rank}", ins)
+        elif op is Op.DOT:
+            self.dot(ins, ts)
+        elif op in (Op.PROGRAM_ID, Op.NUM_PROGRAMS) and ins.attrs.axis not in (0, 1, 2):
+            self.fail(f"'{op.value}' axis must be 0, 1 or 2, got {ins.attrs.axis}", ins)
+        elif op is Op.ARANGE and ins.attrs.end <= ins.attrs.start:
+            self.fail(f"'arange' needs end > start, got [{ins.attrs.start}, {ins.attrs.end})", ins)
+        elif op is Op.CONSTANT and not isinstance(ins.attrs.value, (bool, int, float)):
+            self.fail(f"'constant' value must be a bool, int or float, got {ins.attrs.value!r}", ins)
+        elif op is Op.ASSUME and not (_is_i1(ts[0]) and shape_of(ts[0]) == ()):
+            self.fail(f"'assume' takes a scalar i1 condition, got {ts[0]}", ins)
+        elif op is Op.FOR:
+            if len(ts) < 3:
+                self.fail(f"'for' takes lower bound, upper bound and step, got {len(ts)} operand(s)", ins)
+            if not (all(t == ts[0] for t in ts[:3]) and _is_int(ts[0]) and shape_of(ts[0]) == ()):
+                self.fail(f"'for' bounds and step must be scalars of one integer type, got "
+                          f"{_types(ts[:3])}", ins)
+        elif op is Op.IF:
+            if not (_is_i1(ts[0]) and shape_of(ts[0]) == ()):
+                self.fail(f"'if' condition must be a scalar i1, got {ts[0]}", ins)
+
+    def elementwise(self, ins: Instr, ts: list[Type], rts: list[Type]) -> None:
+        op = ins.op
+        shapes = [shape_of(t) for t in ts]
+        if op in _CONVERSIONS:
+            if shape_of(rts[0]) != shapes[0]:
+                self.fail(f"'{op.value}' must keep the shape: {ts[0]} -> {rts[0]}", ins)
+            src, dst = element_of(ts[0]), element_of(rts[0])
+            if op is Op.BITCAST and src.bits != dst.bits:
+                self.fail(f"'bitcast' needs equal bit widths: {src} -> {dst}", ins)
+            if op is Op.PTR_TO_INT and not (isinstance(src, PointerType) and _is_int(dst)):
+                self.fail(f"'ptr_to_int' converts a pointer to an integer: {src} -> {dst}", ins)
+            if op is Op.INT_TO_PTR and not (_is_int(src) and isinstance(dst, PointerType)):
+                self.fail(f"'int_to_ptr' converts an integer to a pointer: {src} -> {dst}", ins)
+            return
+        if any(s != shapes[0] for s in shapes):
+            self.fail(f"operands of '{op.value}' must have identical shapes, got {_types(ts)}", ins)
+        if op is Op.SELECT:
+            if not _is_i1(ts[0]):
+                self.fail(f"'select' condition must be i1, got {ts[0]}", ins)
+            if ts[1] != ts[2]:
+                self.fail(f"'select' values must have identical types, got {ts[1]} and {ts[2]}", ins)
+            return
+        if op is Op.ADDPTR:
+            if not isinstance(element_of(ts[0]), PointerType) or not _is_int(ts[1]):
+                self.fail(f"'addptr' takes a pointer and an integer offset, got {_types(ts)}", ins)
+            return
+        if any(t != ts[0] for t in ts):
+            self.fail(f"operands of '{op.value}' must have identical types, got {_types(ts)}", ins)
+        table = OP_INFO[op].llvm
+        if table and "any" not in table and type_class(ts[0]) not in table:
+            self.fail(f"'{op.value}' is not defined for {element_of(ts[0])}", ins)
+        if op in COMPARISONS and not _is_i1(rts[0]):
+            self.fail(f"comparison '{op.value}' must produce i1, got {rts[0]}", ins)
+
+    def memory(self, ins: Instr, ts: list[Type]) -> None:
+        a, load = ins.attrs, ins.op is Op.LOAD
+        names = ["pointer"] + ([] if load else ["value"]) + (["mask"] if a.has_mask else [])
+        names += ["other"] if load and a.has_other else []
+        if len(ts) != len(names):
+            self.fail(f"'{ins.op.value}' with these attributes takes operands "
+                      f"({', '.join(names)}), got {len(ts)}", ins)
+        ptr = element_of(ts[0])
+        if not isinstance(ptr, PointerType):
+            self.fail(f"'{ins.op.value}' needs a pointer operand, got {ts[0]}", ins)
+        for name, t in zip(names[1:], ts[1:]):
+            if shape_of(t) != shape_of(ts[0]):
+                self.fail(f"'{ins.op.value}' {name} must have the pointer's shape "
+                          f"{shape_of(ts[0])}, got {t}", ins)
+            if name == "mask" and not _is_i1(t):
+                self.fail(f"'{ins.op.value}' mask must be i1, got {t}", ins)
+            if name in ("value", "other") and element_of(t) != ptr.pointee:
+                self.fail(f"'{ins.op.value}' {name} must have the pointee type {ptr.pointee}, "
+                          f"got {t}", ins)
+
+    def dot(self, ins: Instr, ts: list[Type]) -> None:
+        a, b, c = (shape_of(t) for t in ts)
+        ok = len(a) in (2, 3) and len(a) == len(b) == len(c)
+        ok = ok and a[:-2] == b[:-2] == c[:-2] and a[-1] == b[-2]
+        ok = ok and c[-2:] == (a[-2], b[-1])
+        if not ok:
+            self.fail(f"'dot' shapes do not match (M x K) @ (K x N) + (M x N): {_types(ts)}", ins)
+
+    # ------------------------------------------------------------ regions
+    def regions(self, ins: Instr) -> None:
+        op = ins.op
+        ts, rts = [v.type for v in ins.operands], [r.type for r in ins.results]
+        terms = _REGION_TERMINATOR.get(op, (Op.YIELD,) * len(ins.regions))
+        if op is Op.FOR:
+            self.args(ins, ins.regions[0], [ts[0]] + ts[3:], "the 'for' body (iv, iters)")
+        elif op is Op.IF:
+            self.args(ins, ins.regions[0], [], "the 'then' region of 'if'")
+            self.args(ins, ins.regions[1], [], "the 'else' region of 'if'")
+        elif op is Op.WHILE:
+            self.args(ins, ins.regions[0], ts, "the 'before' region of 'while'")
+        elif op in (Op.REDUCE, Op.SCAN):
+            scalars = [element_of(t) for t in ts]
+            self.args(ins, ins.regions[0], scalars * 2, f"the combine region of '{op.value}'")
+        for region, term in zip(ins.regions, terms):
+            self.block(region, ins, term)
+        if op is Op.FOR:
+            self.yields(ins, ins.regions[0], ts[3:], "the loop-carried values")
+        elif op is Op.IF:
+            self.yields(ins, ins.regions[0], rts, "the results of 'if'")
+            self.yields(ins, ins.regions[1], rts, "the results of 'if'")
+        elif op is Op.WHILE:
+            cond = ins.regions[0].terminator
+            if not cond.operands or not (_is_i1(cond.operands[0].type)
+                                         and shape_of(cond.operands[0].type) == ()):
+                self.fail("'condition' must take a scalar i1 first operand", cond)
+            vals = [v.type for v in cond.operands[1:]]
+            if rts != vals:
+                self.fail(f"'while' results {_types(rts)} must have the types of the "
+                          f"'condition' values {_types(vals)}", ins)
+            self.args(ins, ins.regions[1], vals, "the 'after' region of 'while'")
+            self.yields(ins, ins.regions[1], ts, "the loop-carried values of 'while'")
+        elif op in (Op.REDUCE, Op.SCAN):
+            self.yields(ins, ins.regions[0], [element_of(t) for t in ts],
+                        f"the scalar element types of '{op.value}'")
+
+    def args(self, ins: Instr, block: Block, expected: list[Type], what: str) -> None:
+        got = [a.type for a in block.args]
+        if got != list(expected):
+            self.fail(f"{what} must take arguments {_types(expected)}, got {_types(got)}", ins)
+
+    def yields(self, ins: Instr, block: Block, expected: list[Type], what: str) -> None:
+        term = block.terminator
+        got = [v.type for v in term.operands]
+        if got != list(expected):
+            self.fail(f"'yield' in a region of '{ins.op.value}' yields {_types(got)}, but "
+                      f"{what} have types {_types(expected)}", term)
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def format_error(kernel: Kernel, message: str, ins: Optional[Instr]) -> str:
+    """The report: headline, the IR with a marker under the offending instruction (or
+    the kernel header), and the user's source line when the location is known."""
+    lines, where = render_lines(kernel)
+    row = where.get(id(ins), 0) if ins is not None else 0
+    text = lines[row]
+    start = len(text) - len(text.lstrip())
+    marker = " " * start + "^" * max(3, len(text) - start) + f" error: {message}"
+    out = [f"IR verification failed: {message}", *lines[:row + 1], marker, *lines[row + 1:]]
+    loc = ins.loc if ins is not None else kernel.loc
+    if loc is not None and loc != UNKNOWN_LOC and loc.line > 0:
+        from ..errors import render_location  # lazy: tegula.errors imports tegula.ir
+        out.append(render_location(loc, message))
+    return "\n".join(out)
+
+
+def verify(kernel: Kernel, stage: Optional[str] = None) -> None:
+    """Check `kernel`; raise `VerificationError` describing the first problem.
+
+    `stage` names a compilation stage in `STAGE_OPS` whose allowed ops are enforced."""
+    allowed = None
+    if stage is not None:
+        if stage not in STAGE_OPS:
+            raise ValueError(f"unknown IR stage {stage!r}; known: {', '.join(sorted(STAGE_OPS))}")
+        allowed = STAGE_OPS[stage]
+    try:
+        _Verifier(kernel, allowed).run()
+    except _Fail as f:
+        raise VerificationError(f.message, f.instr, format_error(kernel, f.message, f.instr)) from None

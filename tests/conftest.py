@@ -1,0 +1,27 @@
+"""Shared pytest configuration: test-suite-wide fixtures and the GPU marker.
+
+GPU tests run whenever a CUDA GPU is present and skip only for that reason."""
+from __future__ import annotations
+
+import pytest
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+HAS_CUDA = _cuda_available()
+
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets a private on-disk cache so tests never see each other's results."""
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path_factory.mktemp("tegula-cache")))
+    # The pass manager verifies the IR between passes whenever tests run.
+    monkeypatch.setenv("TEGULA_VERIFY_IR", "1")
