@@ -1,0 +1,372 @@
+"""The layout-assignment pass of the CUDA backend: gives every tile value a distributed
+layout (`LinearLayout`) and says in which layout each instruction consumes each operand.
+
+Expects verified tile IR; guarantees a `LayoutPlan` in which every tile value has a
+layout and every (instruction, tile operand) a required layout. Where the required
+layout differs from the value's own, the lowering converts: for free when the thread
+already holds the data (`local_register_map`), by recomputing cheap values
+(rematerialisation of index arithmetic), else through shared memory.
+
+How layouts are chosen:
+1. *Anchors*: every load/store gets a coalesced blocked layout whose fastest dimension
+   and vector width come from the axis analysis (16-byte accesses where the pointers
+   are contiguous and aligned and the mask is constant over the vector); every dot
+   gets the FMA accumulator layout.
+2. *Hints* flow backward from the anchors through elementwise ops, expand_dims,
+   broadcast (to the slice of the wanted layout), reshape, permute and loop-carried
+   values, so index computations are built directly in the layout their use wants.
+3. A *forward* walk fixes each value's layout: sources and elementwise ops take their
+   hint (else an operand's layout, else the default blocked layout), view ops take the
+   induced layout, reductions produce slice layouts, scans keep or pick a scan-friendly
+   layout, loops and ifs carry their operands' layouts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.ops import OP_INFO, Kind, Op
+from ...ir.types import TileType, shape_of
+from . import layouts as LY
+from .linear_layout import LinearLayout, broadcast_view, local_register_map
+
+Layout = Optional[LinearLayout]
+
+# ops whose value is cheap to recompute in another layout (no memory, no reduction)
+REMAT_OPS = frozenset({Op.CONSTANT, Op.ARANGE, Op.SPLAT, Op.EXPAND_DIMS, Op.BROADCAST,
+                       Op.RESHAPE, Op.PERMUTE})
+
+
+@dataclass
+class LayoutPlan:
+    num_warps: int
+    layouts: dict[Value, LinearLayout] = field(default_factory=dict)
+    operand_layouts: dict[Instr, list[Layout]] = field(default_factory=dict)
+    vec: dict[Instr, int] = field(default_factory=dict)
+
+    def layout(self, v: Value) -> Layout:
+        return self.layouts.get(v)
+
+    def required(self, ins: Instr, k: int) -> Layout:
+        req = self.operand_layouts.get(ins)
+        return req[k] if req is not None and k < len(req) else self.layouts.get(ins.operands[k])
+
+
+def is_tile(v: Value) -> bool:
+    return isinstance(v.type, TileType)
+
+
+def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> bool:
+    """Whether `v` is computed only from scalars by sources, view ops and pure
+    elementwise ops, so recomputing it in another layout costs only ALU work."""
+    memo = {} if memo is None else memo
+    if v in memo:
+        return memo[v]
+    ins = v.owner
+    ok = False
+    if isinstance(ins, Instr) and not ins.regions:
+        info = OP_INFO[ins.op]
+        if ins.op in REMAT_OPS or (info.kind is Kind.ELEMENTWISE and info.pure) or ins.op is Op.HINT:
+            memo[v] = True  # provisional, for the recursion
+            ok = all(not is_tile(o) or is_rematerializable(o, memo) for o in ins.operands)
+    memo[v] = ok
+    return ok
+
+
+def axis_info_of(kernel: Kernel) -> Mapping[Value, Any]:
+    """The axis analysis' facts (empty when the analysis is not available: every
+    access is then scalar, which is correct but slow)."""
+    try:
+        from ...passes import axis_info as analysis
+    except ImportError:
+        return {}
+    if callable(analysis):
+        return analysis(kernel)
+    for name in ("analyze", "analyze_kernel", "compute"):
+        fn = getattr(analysis, name, None)
+        if callable(fn):
+            return fn(kernel)
+    return {}
+
+
+def memory_layout(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[LinearLayout, int]:
+    """The coalesced layout of a load/store and its vector width (elements)."""
+    ptr = ins.operands[0]
+    shape = shape_of(ptr.type)
+    mask = ins.operands[1] if getattr(ins.attrs, "has_mask", False) and ins.op is Op.LOAD else None
+    if ins.op is Op.STORE and getattr(ins.attrs, "has_mask", False):
+        mask = ins.operands[2]
+    try:
+        from ...passes.axis_info import contiguity_order, vector_width
+        order = contiguity_order(ptr, info)
+        vec = vector_width(ptr, mask, info, axis=order[0]) if info else 1
+    except ImportError:
+        order, vec = list(reversed(range(len(shape)))), 1
+    numel = 1
+    for s in shape:
+        numel *= s
+    # keep every thread busy before widening vectors (Triton's rule)
+    vec = max(1, min(vec, numel // (32 * num_warps)))
+    return LY.default_blocked(shape, num_warps, vec, order), vec
+
+
+class _Assigner:
+    def __init__(self, kernel: Kernel, num_warps: int, info: Mapping[Value, Any]):
+        self.kernel = kernel
+        self.nw = num_warps
+        self.info = info
+        self.plan = LayoutPlan(num_warps)
+        self.hints: dict[Value, LinearLayout] = {}
+        self.anchors: dict[Instr, LinearLayout] = {}
+        self.remat_memo: dict[Value, bool] = {}
+
+    # ---------------------------------------------------------------- anchors & hints
+    def seed(self) -> None:
+        instrs = list(self.kernel.walk())
+        for ins in instrs:
+            if ins.op is Op.DOT:
+                m, n = shape_of(ins.results[0].type)[-2:]
+                c = LY.fma_dot_layout(m, n, self.nw)
+                self.anchors[ins] = c
+                self.hint(ins.operands[2], c)
+                self.hint(ins.results[0], c)
+        for ins in instrs:
+            if ins.op in (Op.LOAD, Op.STORE) and is_tile(ins.operands[0]):
+                lay, vec = memory_layout(ins, self.nw, self.info)
+                self.anchors[ins] = lay
+                self.plan.vec[ins] = vec
+                for v in ins.operands + ins.results:
+                    self.hint(v, lay)
+
+    def hint(self, v: Value, lay: Layout) -> bool:
+        if lay is None or not is_tile(v) or v in self.hints:
+            return False
+        if tuple(lay.shape) != shape_of(v.type):
+            return False
+        self.hints[v] = lay
+        return True
+
+    def propagate(self) -> None:
+        instrs = list(self.kernel.walk())
+        for _ in range(8):
+            changed = False
+            for ins in reversed(instrs):
+                changed |= self.back(ins)
+            if not changed:
+                break
+
+    def back(self, ins: Instr) -> bool:
+        op, h = ins.op, self.hints
+        info = OP_INFO[op]
+        changed = False
+        res = ins.results[0] if len(ins.results) == 1 else None
+        if info.kind is Kind.ELEMENTWISE or op is Op.HINT:
+            if res is not None and res in h:
+                for o in ins.operands:
+                    changed |= self.hint(o, h[res])
+        elif op in (Op.EXPAND_DIMS, Op.RESHAPE) and res in h and is_tile(ins.operands[0]):
+            changed |= self.hint(ins.operands[0], h[res].with_shape(shape_of(ins.operands[0].type)))
+        elif op is Op.PERMUTE and res in h:
+            changed |= self.hint(ins.operands[0], LY.permute_source(h[res], ins.attrs.order))
+        elif op is Op.BROADCAST and res in h and is_tile(ins.operands[0]):
+            changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)))
+        elif op is Op.FOR:
+            body = ins.regions[0]
+            for k, r in enumerate(ins.results):
+                group = [r, body.args[k + 1], ins.operands[3 + k], body.terminator.operands[k]]
+                changed |= self.unify(group)
+        elif op is Op.IF:
+            for k, r in enumerate(ins.results):
+                group = [r] + [reg.terminator.operands[k] for reg in ins.regions]
+                changed |= self.unify(group)
+        elif op is Op.WHILE:
+            before, after = ins.regions
+            for k, a in enumerate(before.args):
+                changed |= self.unify([a, ins.operands[k], after.terminator.operands[k]])
+            cond = before.terminator
+            for k, r in enumerate(ins.results):
+                changed |= self.unify([r, after.args[k], cond.operands[k + 1]])
+        return changed
+
+    def unify(self, group: list[Value]) -> bool:
+        known = next((self.hints[v] for v in group if v in self.hints), None)
+        changed = False
+        for v in group:
+            changed |= self.hint(v, known)
+        return changed
+
+    # ---------------------------------------------------------------- forward walk
+    def default(self, v: Value) -> LinearLayout:
+        return LY.default_blocked(shape_of(v.type), self.nw)
+
+    def own(self, v: Value) -> Layout:
+        return self.plan.layouts.get(v) if is_tile(v) else None
+
+    def set(self, v: Value, lay: Layout) -> None:
+        if is_tile(v):
+            assert lay is not None and tuple(lay.shape) == shape_of(v.type), (v, lay)
+            self.plan.layouts[v] = lay
+
+    def require(self, ins: Instr, lays: list[Layout]) -> None:
+        self.plan.operand_layouts[ins] = [lay if is_tile(o) else None for o, lay in zip(ins.operands, lays)]
+
+    def block(self, block: Block) -> None:
+        for ins in block.instrs:
+            self.forward(ins)
+
+    def pick(self, ins: Instr) -> LinearLayout:
+        """An elementwise result's layout without a hint: an operand's that would be
+        costly to move (loaded data, reductions) rather than cheap index math."""
+        tiles = [o for o in ins.operands if is_tile(o) and o in self.plan.layouts]
+        for o in tiles:
+            if not is_rematerializable(o, self.remat_memo):
+                return self.plan.layouts[o]
+        return self.plan.layouts[tiles[0]] if tiles else self.default(ins.results[0])
+
+    def forward(self, ins: Instr) -> None:
+        op, ops = ins.op, ins.operands
+        info = OP_INFO[op]
+        res = ins.results[0] if len(ins.results) == 1 else None
+        own = [self.own(o) for o in ops]
+        if op in (Op.LOAD, Op.STORE) and ins in self.anchors:
+            a = self.anchors[ins]
+            self.require(ins, [a] * len(ops))
+            for r in ins.results:
+                self.set(r, a)
+        elif op is Op.DOT:
+            c = self.anchors[ins]
+            self.require(ins, [own[0], own[1], c])
+            self.set(res, c)
+        elif info.kind is Kind.SOURCE or op is Op.SPLAT:
+            if res is not None and is_tile(res):
+                self.set(res, self.hints.get(res) or self.default(res))
+            self.require(ins, own)
+        elif (info.kind is Kind.ELEMENTWISE or op is Op.HINT) and res is not None:
+            if is_tile(res):
+                lay = self.hints.get(res) or self.pick(ins)
+                self.set(res, lay)
+                self.require(ins, [lay] * len(ops))
+            else:
+                self.require(ins, own)
+        elif op in (Op.EXPAND_DIMS, Op.RESHAPE):
+            self.require(ins, own)
+            if own[0] is None:  # scalar → tile of ones
+                self.set(res, self.hints.get(res) or self.default(res))
+            else:
+                self.set(res, own[0].with_shape(shape_of(res.type)))
+        elif op is Op.PERMUTE:
+            self.require(ins, own)
+            self.set(res, LY.permute_layout(own[0], ins.attrs.order))
+        elif op is Op.BROADCAST:
+            self.broadcast(ins, own[0])
+        elif op is Op.JOIN:
+            self.require(ins, [own[0], own[0]])
+            self.set(res, LY.join_layout(own[0]))
+        elif op is Op.SPLIT:
+            ready = LY.split_ready(own[0])
+            self.require(ins, [ready])
+            half, _bit = LY.split_layout(ready)
+            for r in ins.results:
+                self.set(r, half)
+        elif op is Op.REDUCE:
+            base = own[0]
+            self.require(ins, [base] * len(ops))
+            for r in ins.results:
+                self.set(r, LY.slice_layout(base, ins.attrs.axis))
+            self.block(ins.regions[0])
+        elif op is Op.SCAN:
+            base = own[0]
+            if not LY.scan_ready(base, ins.attrs.axis):
+                base = LY.scan_layout(base.shape, ins.attrs.axis, self.nw)
+            self.require(ins, [base] * len(ops))
+            for r in ins.results:
+                self.set(r, base)
+            self.block(ins.regions[0])
+        elif op is Op.FOR:
+            self.for_loop(ins, own)
+        elif op is Op.IF:
+            self.if_op(ins, own)
+        elif op is Op.WHILE:
+            self.while_loop(ins, own)
+        else:
+            self.require(ins, own)
+            for region in ins.regions:
+                self.block(region)
+
+    def broadcast(self, ins: Instr, src: Layout) -> None:
+        res = ins.results[0]
+        shape = shape_of(res.type)
+        if src is None:  # a scalar broadcast is a splat
+            self.set(res, self.hints.get(res) or self.default(res))
+            self.require(ins, [None])
+            return
+        want = self.hints.get(res)
+        if want is None:
+            self.set(res, LY.broadcast_fill(src, shape))
+            self.require(ins, [src])
+            return
+        view = broadcast_view(src.shape, shape)
+        if local_register_map(src, want, view) is not None:
+            self.require(ins, [src])
+        else:
+            self.require(ins, [LY.broadcast_source(want, src.shape)])
+        self.set(res, want)
+
+    def carried(self, values: list[Value], fallback: list[Layout]) -> list[Layout]:
+        out = []
+        for vs, fb in zip(values, fallback):
+            lay = next((self.hints[v] for v in vs if v in self.hints), None)
+            out.append(lay or fb)
+        return out
+
+    def for_loop(self, ins: Instr, own: list[Layout]) -> None:
+        body = ins.regions[0]
+        n = len(ins.results)
+        lays = self.carried([[body.args[k + 1], ins.results[k]] for k in range(n)], own[3:])
+        self.require(ins, own[:3] + lays)
+        for k in range(n):
+            self.set(body.args[k + 1], lays[k])
+            self.set(ins.results[k], lays[k])
+        self.block(body)
+        self.require(body.terminator, lays)
+
+    def if_op(self, ins: Instr, own: list[Layout]) -> None:
+        for region in ins.regions:
+            self.block(region)
+        n = len(ins.results)
+        then_y = ins.regions[0].terminator
+        fallback = [self.own(then_y.operands[k]) for k in range(n)]
+        lays = self.carried([[ins.results[k]] for k in range(n)], fallback)
+        for k in range(n):
+            self.set(ins.results[k], lays[k])
+        for region in ins.regions:
+            self.require(region.terminator, lays)
+        self.require(ins, own)
+
+    def while_loop(self, ins: Instr, own: list[Layout]) -> None:
+        before, after = ins.regions
+        lays = self.carried([[a] for a in before.args], own)
+        self.require(ins, lays)
+        for a, lay in zip(before.args, lays):
+            self.set(a, lay)
+        self.block(before)
+        cond = before.terminator
+        fallback = [self.own(v) for v in cond.operands[1:]]
+        out = self.carried([[after.args[k], ins.results[k]] for k in range(len(ins.results))], fallback)
+        self.require(cond, [None] + out)
+        for k, lay in enumerate(out):
+            self.set(after.args[k], lay)
+            self.set(ins.results[k], lay)
+        self.block(after)
+        self.require(after.terminator, lays)
+
+
+def assign_layouts(kernel: Kernel, num_warps: int,
+                   info: Optional[Mapping[Value, Any]] = None) -> LayoutPlan:
+    """Choose every tile value's layout for a CTA of `num_warps` warps."""
+    a = _Assigner(kernel, num_warps, axis_info_of(kernel) if info is None else info)
+    a.seed()
+    a.propagate()
+    a.block(kernel.body)
+    return a.plan

@@ -1,0 +1,146 @@
+"""Layout conversion of a lowered value, cheapest way first:
+
+1. *local*: every thread already holds what it needs (`local_register_map`): the
+   registers are renamed/duplicated, no instruction is emitted;
+2. *remat*: the value is index arithmetic over scalars (`is_rematerializable`): it is
+   recomputed directly in the wanted layout (a few ALU ops, no memory);
+3. *smem*: the tile goes through the shared-memory scratch: each thread writes its
+   registers at their flat indices (vectorised over registers that hold consecutive
+   elements), a barrier, and each thread reads what the new layout gives it.
+
+Also home of the scratch helpers other lowerings use (`smem_store`, `smem_load`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr, Value
+from ...ir.ops import Op
+from ...ir.types import ScalarType, element_of, shape_of
+from ..llvm.types import I8, I32, byte_size, memory_type
+from . import layouts as LY
+from .assign_layouts import is_rematerializable
+from .linear_layout import LinearLayout, broadcast_view, local_register_map
+from .lower_elementwise import arange_regs, elementwise_regs
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+MAX_VECTOR_BYTES = 16
+
+
+def convert_value(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir.Value]:
+    t = lw.tile(v)
+    m = local_register_map(t.layout, want)
+    if m is not None:
+        return [t.regs[i] for i in m]
+    if is_rematerializable(v):
+        return rematerialize(lw, v, want)
+    return through_smem(lw, t.regs, t.layout, want, element_of(v.type))
+
+
+def rematerialize(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir.Value]:
+    """Recompute `v` (a rematerializable value) directly in layout `want`."""
+    ins: Instr = v.owner
+    op, n = ins.op, want.n_regs
+    src = ins.operands[0] if ins.operands else None
+    if op is Op.CONSTANT:
+        return [lw.tile(v).regs[0]] * n
+    if op is Op.ARANGE:
+        return arange_regs(lw, want, ins.attrs.start)
+    if src is not None and lw.tile(src).layout is None:  # splat / broadcast of a scalar
+        if op in (Op.SPLAT, Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE):
+            return [lw.scalar(src)] * n
+    if op in (Op.EXPAND_DIMS, Op.RESHAPE):
+        return lw.convert(src, want.with_shape(shape_of(src.type)))
+    if op is Op.PERMUTE:
+        src_l = LY.permute_source(want, ins.attrs.order)
+        regs = lw.convert(src, src_l)
+        m = local_register_map(src_l, want, LY.view_for_permute(src_l.shape, ins.attrs.order))
+        return [regs[i] for i in m]
+    if op is Op.BROADCAST:
+        src_l = LY.broadcast_source(want, shape_of(src.type))
+        regs = lw.convert(src, src_l)
+        m = local_register_map(src_l, want, broadcast_view(src_l.shape, want.shape))
+        return [regs[i] for i in m]
+    # elementwise (and hint): operands in the same layout, op per register
+    ops = [lw.convert(o, want) if lw.tile(o).layout is not None else [lw.scalar(o)]
+           for o in ins.operands]
+    if op is Op.HINT:
+        return ops[0]
+    return elementwise_regs(lw, ins, ops, n)
+
+
+# ---------------------------------------------------------------- shared-memory scratch
+
+def storage(elem: Any) -> ir.Type:
+    return memory_type(elem)
+
+
+def to_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
+    if isinstance(elem, ScalarType) and elem.is_bool:
+        return b.zext(v, I8)
+    return v
+
+
+def from_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
+    if isinstance(elem, ScalarType) and elem.is_bool:
+        return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    return v
+
+
+def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any) -> None:
+    """Store consecutive elements (one, or a vector) at a scratch byte offset."""
+    b = lw.b
+    mt = storage(elem)
+    vals = [to_memory(b, v, elem) for v in values]
+    ptr = lw.dev.shared_ptr(b, byte_offset)
+    if len(vals) == 1:
+        b.store(vals[0], ptr, align=byte_size(elem))
+        return
+    vt = ir.VectorType(mt, len(vals))
+    vec = ir.Constant(vt, ir.Undefined)
+    for i, x in enumerate(vals):
+        vec = b.insert_element(vec, x, ir.Constant(I32, i))
+    b.store(vec, ptr, align=len(vals) * byte_size(elem))
+
+
+def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any) -> list[ir.Value]:
+    b = lw.b
+    mt = storage(elem)
+    ptr = lw.dev.shared_ptr(b, byte_offset)
+    if count == 1:
+        return [from_memory(b, b.load(ptr, typ=mt, align=byte_size(elem)), elem)]
+    vt = ir.VectorType(mt, count)
+    vec = b.load(ptr, typ=vt, align=count * byte_size(elem))
+    return [from_memory(b, b.extract_element(vec, ir.Constant(I32, i)), elem) for i in range(count)]
+
+
+def flat_run(lay: LinearLayout, max_count: int) -> int:
+    """How many consecutive registers (from 0) hold consecutive flat indices."""
+    k = 0
+    while k < len(lay.reg) and lay.reg[k] == 1 << k and (2 << k) <= max_count:
+        k += 1
+    return 1 << k
+
+
+def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, dst: LinearLayout,
+                 elem: Any) -> list[ir.Value]:
+    """Convert a tile from `src` to `dst` through the scratch buffer (flat-index order)."""
+    b = lw.b
+    esize = byte_size(elem)
+    lw.smem_begin(src.numel * esize)
+    per = max(1, MAX_VECTOR_BYTES // esize)
+    w = flat_run(src, per)
+    for g in range(0, src.n_regs, w):
+        off = b.mul(lw.element_flat(src, g), ir.Constant(I32, esize))
+        smem_store(lw, off, regs[g:g + w], elem)
+    lw.smem_written()
+    r = flat_run(dst, per)
+    out: list[ir.Value] = []
+    for g in range(0, dst.n_regs, r):
+        off = b.mul(lw.element_flat(dst, g), ir.Constant(I32, esize))
+        out.extend(smem_load(lw, off, r, elem))
+    return out

@@ -1,0 +1,149 @@
+"""Lowering of `dot` with FMAs (correct on every GPU; tensor cores are a later step).
+
+The operands are written to shared memory (A transposed, [K][M], so that a thread's
+consecutive rows are one vector; B as [K][N]), then a loop over k reads, for each
+thread, the A column entries of its accumulator rows and the B row entries of its
+columns and does one FMA per accumulator register. The accumulator layout
+(`layouts.fma_dot_layout`) gives each thread a near-square sub-tile so every value read
+feeds several FMAs. fp16/bf16/fp8 operands are widened to f32 and accumulate in f32;
+`input_precision="tf32"` rounds f32 operands with `cvt.rna.tf32.f32` first (as the
+tensor cores would); integer operands accumulate in 32 bits.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr
+from ...ir.ops import Op
+from ...ir.types import F32, F64, ScalarType, element_of
+from ...ir.types import I32 as T_I32
+from ..llvm import casts
+from ..llvm.intrinsics import intrinsic
+from ..llvm.types import F32 as LF32
+from ..llvm.types import I32, byte_size
+from .convert import smem_load, smem_store
+from .linear_layout import LinearLayout, dim_fields
+from .registry import handles
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+
+def _compute_type(e: ScalarType) -> ScalarType:
+    if e.is_float:
+        return F64 if e.name == "f64" else F32
+    return T_I32 if e.bits <= 32 else e
+
+
+def dim_run(lay: LinearLayout, dim: int) -> int:
+    """How many consecutive elements along `dim` a thread holds together (register
+    bases that are the lowest bits of the dimension, wherever they sit in the list)."""
+    s, n = dim_fields(lay.shape)[dim]
+    k = 0
+    while k < n and (1 << (s + k)) in lay.reg:
+        k += 1
+    return 1 << k
+
+
+def _write_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, elem: ScalarType,
+                   base: int, row_stride: int, transpose: bool) -> None:
+    """Store operand registers at base + (k * row_stride + i) * size, where (i, k) is
+    (m, k) for A (transposed) and (k, n) → (n, k) for B."""
+    b = lw.b
+    size = byte_size(elem)
+    for r in range(lay.n_regs):
+        c = lw.element_coords(lay, r)
+        i, k = (c[0], c[1]) if transpose else (c[1], c[0])
+        idx = b.add(b.mul(k, ir.Constant(I32, row_stride)), i)
+        off = b.add(b.mul(idx, ir.Constant(I32, size)), ir.Constant(I32, base))
+        smem_store(lw, off, [regs[r]], elem)
+
+
+def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, tf32: bool) -> ir.Value:
+    b = lw.b
+    w = casts.convert(b, lw.target, v, elem, ct)
+    if tf32 and ct == F32:
+        # cvt.rna.tf32.f32: keep 10 mantissa bits, round half away from zero (NaN kept)
+        bits = b.add(b.bitcast(w, I32), ir.Constant(I32, 0x1000))
+        r = b.bitcast(b.and_(bits, ir.Constant(I32, -0x2000)), LF32)
+        w = b.select(b.fcmp_unordered("uno", w, w), w, r)
+    return w
+
+
+@handles(Op.DOT)
+def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
+    b = lw.b
+    la, lb_, lc = (lw.plan.required(ins, k) for k in range(3))
+    a_regs, b_regs, acc_regs = (lw.operand(ins, k) for k in range(3))
+    ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
+    ec = element_of(ins.results[0].type)
+    m_size, k_size = la.shape
+    n_size = lb_.shape[1]
+    ct = _compute_type(ec)
+    tf32 = ins.attrs.input_precision == "tf32" and ea.name == "f32"
+
+    size_a = (m_size * k_size * byte_size(ea) + 15) // 16 * 16
+    lw.smem_begin(size_a + n_size * k_size * byte_size(eb))
+    _write_operand(lw, a_regs, la, ea, 0, m_size, transpose=True)
+    _write_operand(lw, b_regs, lb_, eb, size_a, n_size, transpose=False)
+    lw.smem_written()
+
+    # which rows/columns this thread needs: (register coordinate) per C register
+    tm, tn = lw.thread_coords(lc)
+    m_of, n_of = [], []
+    for r in range(lc.n_regs):
+        e = lc.reg_element(r)
+        (sm, nm), (sn, nn) = dim_fields(lc.shape)
+        m_of.append((e >> sm) & ((1 << nm) - 1))
+        n_of.append((e >> sn) & ((1 << nn) - 1))
+    ms, ns = sorted(set(m_of)), sorted(set(n_of))
+    run_m = min(dim_run(lc, 0), 16 // byte_size(ea))
+    run_n = min(dim_run(lc, 1), 16 // byte_size(eb))
+
+    acc0 = [casts.convert(b, lw.target, v, ec, ct) for v in acc_regs]
+    pre = b.block
+    loop = b.function.append_basic_block("dot.k")
+    done = b.function.append_basic_block("dot.end")
+    b.branch(loop)
+    b.position_at_end(loop)
+    kk = b.phi(I32)
+    kk.add_incoming(ir.Constant(I32, 0), pre)
+    accs = []
+    for v in acc0:
+        p = b.phi(v.type)
+        p.add_incoming(v, pre)
+        accs.append(p)
+
+    def read(values: list[int], run: int, thread: ir.Value, stride: int, base: int,
+             elem: ScalarType) -> dict[int, ir.Value]:
+        out: dict[int, ir.Value] = {}
+        row = b.mul(kk, ir.Constant(I32, stride))
+        for start in values:
+            if start in out:
+                continue
+            count = run if all(start + j in values for j in range(run)) and start % run == 0 else 1
+            idx = b.add(row, b.add(thread, ir.Constant(I32, start)))
+            off = b.add(b.mul(idx, ir.Constant(I32, byte_size(elem))), ir.Constant(I32, base))
+            for j, v in enumerate(smem_load(lw, off, count, elem)):
+                out[start + j] = _widen(lw, v, elem, ct, tf32)
+        return out
+
+    a_val = read(ms, run_m, tm, m_size, 0, ea)
+    b_val = read(ns, run_n, tn, n_size, size_a, eb)
+    new = []
+    for r, acc in enumerate(accs):
+        x, y = a_val[m_of[r]], b_val[n_of[r]]
+        if ct.is_float:
+            new.append(intrinsic(b, "fma", [x, y, acc]))
+        else:
+            new.append(b.add(acc, b.mul(x, y)))
+    nxt = b.add(kk, ir.Constant(I32, 1))
+    latch = b.block
+    for p, v in zip(accs, new):
+        p.add_incoming(v, latch)
+    kk.add_incoming(nxt, latch)
+    b.cbranch(b.icmp_unsigned("<", nxt, ir.Constant(I32, k_size)), loop, done)
+    b.position_at_end(done)
+    lw.define(ins.results[0], [casts.convert(b, lw.target, v, ct, ec) for v in new])

@@ -1,0 +1,84 @@
+"""Lowering of source ops (constants, program ids, arange, splat) and of every
+elementwise op: one `scalar_ops.lower_op` per register, all operands in the result's
+layout (the plan guarantees it)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr
+from ...ir.ops import OP_INFO, Kind, Op
+from ..llvm.scalar_ops import lower_op
+from ..llvm.types import I32, constant
+from .linear_layout import LinearLayout
+from .registry import handles
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+_AXES = "xyz"
+
+
+@handles(Op.CONSTANT)
+def lower_constant(lw: "KernelLowering", ins: Instr) -> None:
+    r = ins.results[0]
+    c = constant(r.type, ins.attrs.value)
+    lay = lw.plan.layouts.get(r)
+    lw.define(r, [c] * (lay.n_regs if lay else 1))
+
+
+@handles(Op.PROGRAM_ID, Op.NUM_PROGRAMS)
+def lower_program_id(lw: "KernelLowering", ins: Instr) -> None:
+    name = "ctaid" if ins.op is Op.PROGRAM_ID else "nctaid"
+    lw.define(ins.results[0], [lw.dev.sreg(lw.b, f"{name}.{_AXES[ins.attrs.axis]}")])
+
+
+def arange_regs(lw: "KernelLowering", lay: LinearLayout, start: int) -> list[ir.Value]:
+    out = []
+    for r in range(lay.n_regs):
+        c = lw.element_coords(lay, r)[0]
+        out.append(lw.b.add(c, ir.Constant(I32, start)) if start else c)
+    return out
+
+
+@handles(Op.ARANGE)
+def lower_arange(lw: "KernelLowering", ins: Instr) -> None:
+    r = ins.results[0]
+    lw.define(r, arange_regs(lw, lw.plan.layouts[r], ins.attrs.start))
+
+
+@handles(Op.SPLAT)
+def lower_splat(lw: "KernelLowering", ins: Instr) -> None:
+    r = ins.results[0]
+    v = lw.scalar(ins.operands[0])
+    lw.define(r, [v] * lw.plan.layouts[r].n_regs)
+
+
+def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequence[ir.Value]],
+                     n: int) -> list[ir.Value]:
+    """Apply `ins`'s op register by register; scalar operands (one value) broadcast."""
+    types = [o.type for o in ins.operands]
+    rtype = ins.results[0].type
+    out = []
+    for r in range(n):
+        args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
+        out.append(lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
+    return out
+
+
+_ELEMENTWISE = [op for op, info in OP_INFO.items() if info.kind is Kind.ELEMENTWISE]
+
+
+@handles(*_ELEMENTWISE)
+def lower_elementwise(lw: "KernelLowering", ins: Instr) -> None:
+    r = ins.results[0]
+    lay = lw.plan.layouts.get(r)
+    ops = [lw.operand(ins, k) for k in range(len(ins.operands))]
+    lw.define(r, elementwise_regs(lw, ins, ops, lay.n_regs if lay else 1))
+
+
+@handles(Op.HINT)
+def lower_hint(lw: "KernelLowering", ins: Instr) -> None:
+    lw.define(ins.results[0], lw.operand(ins, 0))
+

@@ -1,0 +1,274 @@
+"""Lowering of a layout-annotated kernel to an LLVM module for NVPTX.
+
+Each thread holds its share of a tile as a list of LLVM scalars, one per register of
+the value's layout (`Tile.regs[r]` is the element `layout.element(r, lane, warp)`); a
+scalar IR value is one LLVM value, the same in every thread. `KernelLowering` owns the
+function, the builders, the value map and the services every op lowering uses: operands
+in the layout the plan requires (converting when needed, see `convert`), per-layout
+thread coordinates (computed once in the entry block), shared-memory scratch and
+barriers, combine regions, and source locations. The op lowerings themselves live in
+the `lower_*` modules and register in `registry.HANDLERS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import llvmlite.ir as ir
+
+from ...errors import CompilationError
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.types import PointerType, ScalarType, element_of
+from ..llvm.scalar_ops import ScalarTarget
+from ..llvm.types import I32, llvm_type
+from . import convert as conv
+from . import (  # noqa: F401  (registers the op lowerings)
+    lower_control,
+    lower_debug,
+    lower_dot,
+    lower_elementwise,
+    lower_memory,
+    lower_reduce,
+    lower_scan,
+    lower_shape,
+)
+from .assign_layouts import LayoutPlan
+from .checked import CheckedMode
+from .line_info import LineInfo
+from .linear_layout import LinearLayout, dim_fields
+from .nvptx_target import NVPTXTarget
+from .nvvm import NVPTXDevice
+from .registry import HANDLERS
+
+
+@dataclass
+class Tile:
+    regs: list[ir.Value]
+    layout: Optional[LinearLayout]
+
+
+class KernelLowering:
+    def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,
+                 debug: bool = False, checked: bool = False, device: Optional[NVPTXDevice] = None,
+                 target: Optional[ScalarTarget] = None):
+        self.kernel = kernel
+        self.dev = device or NVPTXDevice()
+        self.plan = plan
+        self.num_warps = plan.num_warps
+        self.capability = capability
+        self.debug = debug
+        self.target = target or NVPTXTarget(capability)
+        self.module = ir.Module(name=kernel.name)
+        self.module.triple = self.dev.triple
+        self.vals: dict[Value, Tile] = {}
+        self.conv_cache: list[dict[tuple[Value, LinearLayout], list[ir.Value]]] = [{}]
+        self.thread_cache: dict[LinearLayout, tuple[ir.Value, list[ir.Value]]] = {}
+        self.dup_cache: dict[LinearLayout, ir.Value] = {}
+        self.loop_depth = 0
+        self.smem_used = False  # a shared-memory access was emitted earlier
+        self.smem_bytes = 0     # the scratch size the kernel needs (max over ops)
+        self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
+        self.current: Optional[Instr] = None
+
+    # ---------------------------------------------------------------- the function
+    def build(self) -> ir.Module:
+        params = []
+        for a in self.kernel.args:
+            e = element_of(a.type)
+            # booleans travel as 32-bit ints (what ctypes and the driver pass)
+            params.append(I32 if isinstance(e, ScalarType) and e.is_bool else llvm_type(e))
+        if self.checked:
+            params += self.checked.param_types()
+        n_own = len(params)
+        params += self.dev.extra_params()
+        fnty = ir.FunctionType(ir.VoidType(), params)
+        self.fn = fn = ir.Function(self.module, fnty, self.kernel.name)
+        self.lines = LineInfo(self.module, fn, self.kernel.loc)
+        entry = fn.append_basic_block("entry")
+        body = fn.append_basic_block("body")
+        self.pb = ir.IRBuilder(entry)
+        self.pb.debug_metadata = self.lines.entry
+        self.b = ir.IRBuilder(body)
+        self.b.debug_metadata = self.lines.entry
+        self.dev.begin(fn, self.pb, list(fn.args[n_own:]))
+        tid = self.dev.sreg(self.pb, "tid.x")
+        self.lane = self.pb.and_(tid, ir.Constant(I32, 31))
+        self.warp = self.pb.lshr(tid, ir.Constant(I32, 5))
+        self.tid = tid
+        for i, a in enumerate(self.kernel.args):
+            p = fn.args[i]
+            p.name = self.kernel.arg_names[i] if i < len(self.kernel.arg_names) else f"arg{i}"
+            e = element_of(a.type)
+            if isinstance(e, ScalarType) and e.is_bool:
+                p = self.pb.icmp_unsigned("!=", p, ir.Constant(I32, 0))
+            self.vals[a] = Tile([p], None)
+        if self.checked:
+            self.checked.bind(self, fn.args[len(self.kernel.args):])
+        self.lower_block(self.kernel.body)
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        self.pb.branch(body)
+        self.dev.annotate(self.module, fn, 32 * self.num_warps)
+        return self.module
+
+    # ---------------------------------------------------------------- blocks & values
+    def lower_block(self, block: Block) -> None:
+        for ins in block.instrs:
+            self.lower_instr(ins)
+
+    def lower_instr(self, ins: Instr) -> None:
+        handler = HANDLERS.get(ins.op)
+        if handler is None:
+            raise CompilationError(f"the CUDA backend cannot lower '{ins.op.value}' yet", ins.loc)
+        saved = self.current
+        self.current = ins
+        self.b.debug_metadata = self.lines.location(ins.loc)
+        try:
+            handler(self, ins)
+        finally:
+            self.current = saved
+
+    def tile(self, v: Value) -> Tile:
+        try:
+            return self.vals[v]
+        except KeyError:
+            raise CompilationError(f"value {v} used before it is defined", self.loc()) from None
+
+    def scalar(self, v: Value) -> ir.Value:
+        t = self.tile(v)
+        assert t.layout is None and len(t.regs) == 1, v
+        return t.regs[0]
+
+    def operand(self, ins: Instr, k: int) -> list[ir.Value]:
+        """Operand k's registers in the layout the plan says `ins` consumes it in."""
+        v = ins.operands[k]
+        t = self.tile(v)
+        want = self.plan.required(ins, k)
+        if t.layout is None or want is None or t.layout == want:
+            return t.regs
+        return self.convert(v, want)
+
+    def convert(self, v: Value, want: LinearLayout) -> list[ir.Value]:
+        key = (v, want)
+        for scope in reversed(self.conv_cache):
+            if key in scope:
+                return scope[key]
+        regs = conv.convert_value(self, v, want)
+        self.conv_cache[-1][key] = regs
+        return regs
+
+    def define(self, v: Value, regs: Sequence[ir.Value], layout: Optional[LinearLayout] = None) -> None:
+        lay = layout if layout is not None else self.plan.layouts.get(v)
+        regs = list(regs)
+        if lay is None:
+            assert len(regs) == 1, (v, len(regs))
+        else:
+            assert len(regs) == lay.n_regs, (v, len(regs), lay.n_regs)
+        self.vals[v] = Tile(regs, lay)
+
+    def push_scope(self) -> None:
+        """Conversions emitted inside a region do not dominate code after it."""
+        self.conv_cache.append({})
+
+    def pop_scope(self) -> None:
+        self.conv_cache.pop()
+
+    def run_region(self, block: Block, args: Sequence[ir.Value]) -> list[ir.Value]:
+        """Lower a combine region on scalars; returns the yielded values."""
+        for a, v in zip(block.args, args):
+            self.vals[a] = Tile([v], None)
+        for ins in block.instrs[:-1]:
+            self.lower_instr(ins)
+        return [self.scalar(o) for o in block.terminator.operands]
+
+    def loc(self) -> Any:
+        return self.current.loc if self.current is not None else self.kernel.loc
+
+    # ---------------------------------------------------------------- thread coordinates
+    def thread_part(self, lay: LinearLayout) -> ir.Value:
+        """The flat-index contribution of this thread's lane and warp bits (i32)."""
+        return self._thread(lay)[0]
+
+    def thread_coords(self, lay: LinearLayout) -> list[ir.Value]:
+        return self._thread(lay)[1]
+
+    def _thread(self, lay: LinearLayout) -> tuple[ir.Value, list[ir.Value]]:
+        if lay in self.thread_cache:
+            return self.thread_cache[lay]
+        pb = self.pb
+        part: ir.Value = ir.Constant(I32, 0)
+        combine = pb.or_ if lay.is_disjoint() else pb.xor
+        for src, bases in ((self.lane, lay.lane), (self.warp, lay.warp)):
+            i = 0
+            while i < len(bases):
+                b0 = bases[i]
+                if b0 == 0:
+                    i += 1
+                    continue
+                j = i + 1
+                if b0 & (b0 - 1) == 0:
+                    # a run of input bits mapping to consecutive output bits is one field
+                    while j < len(bases) and bases[j] == bases[j - 1] << 1:
+                        j += 1
+                    field = pb.and_(pb.lshr(src, ir.Constant(I32, i)), ir.Constant(I32, (1 << (j - i)) - 1))
+                    term = pb.shl(field, ir.Constant(I32, b0.bit_length() - 1))
+                else:
+                    bit = pb.and_(pb.lshr(src, ir.Constant(I32, i)), ir.Constant(I32, 1))
+                    term = pb.mul(bit, ir.Constant(I32, b0))
+                part = combine(part, term)
+                i = j
+        coords = [pb.and_(pb.lshr(part, ir.Constant(I32, s)), ir.Constant(I32, (1 << n) - 1))
+                  for s, n in dim_fields(lay.shape)]
+        self.thread_cache[lay] = (part, coords)
+        return part, coords
+
+    def element_coords(self, lay: LinearLayout, r: int) -> list[ir.Value]:
+        """The coordinates (i32 per dimension) of the element register r holds."""
+        reg = lay.reg_element(r)
+        if lay.is_disjoint():
+            out = []
+            for (s, n), tc in zip(dim_fields(lay.shape), self.thread_coords(lay)):
+                c = (reg >> s) & ((1 << n) - 1)
+                out.append(self.b.add(tc, ir.Constant(I32, c)) if c else tc)
+            return out
+        flat = self.b.xor(self.thread_part(lay), ir.Constant(I32, reg))
+        return [self.b.and_(self.b.lshr(flat, ir.Constant(I32, s)), ir.Constant(I32, (1 << n) - 1))
+                for s, n in dim_fields(lay.shape)]
+
+    def element_flat(self, lay: LinearLayout, r: int) -> ir.Value:
+        reg = ir.Constant(I32, lay.reg_element(r))
+        tp = self.thread_part(lay)
+        return self.b.or_(tp, reg) if lay.is_disjoint() else self.b.xor(tp, reg)
+
+    def duplicate_free(self, lay: Optional[LinearLayout]) -> Optional[ir.Value]:
+        """An i1 true in exactly one thread of each group holding the same elements
+        (stores and prints use it to act once), or None when no thread duplicates."""
+        pb = self.pb
+        if lay is None:
+            return pb.icmp_unsigned("==", self.tid, ir.Constant(I32, 0))
+        lane_mask = sum(1 << i for i, b in enumerate(lay.lane) if b == 0)
+        warp_mask = sum(1 << i for i, b in enumerate(lay.warp) if b == 0)
+        if not lane_mask and not warp_mask:
+            return None
+        if lay not in self.dup_cache:
+            bits = pb.or_(pb.and_(self.lane, ir.Constant(I32, lane_mask)),
+                          pb.shl(pb.and_(self.warp, ir.Constant(I32, warp_mask)), ir.Constant(I32, 5)))
+            self.dup_cache[lay] = pb.icmp_unsigned("==", bits, ir.Constant(I32, 0))
+        return self.dup_cache[lay]
+
+    # ---------------------------------------------------------------- shared memory
+    def smem_begin(self, nbytes: int) -> None:
+        """Before writing scratch: wait until every thread finished reading the last
+        scratch (a barrier, unless no shared memory was touched before on any path)."""
+        if self.smem_used or self.loop_depth:
+            self.dev.barrier(self.b)
+        self.smem_used = True
+        self.smem_bytes = max(self.smem_bytes, nbytes)
+
+    def smem_written(self) -> None:
+        """Between writing scratch and reading it back."""
+        self.dev.barrier(self.b)
+
+    def pointee(self, v: Value) -> Any:
+        e = element_of(v.type)
+        return e.pointee if isinstance(e, PointerType) else None

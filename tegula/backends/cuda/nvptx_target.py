@@ -1,0 +1,68 @@
+"""The NVPTX answers to the scalar lowering's target questions: math through libdevice
+(`__nv_*`, linked in by `codegen`) or single PTX instructions, and the conversions PTX
+does in hardware (fp8 on sm_89+, round-toward-zero narrowing).
+
+Accuracy (vs the numpy interpreter): exp/exp2/log/log2/sin/cos/erf/rsqrt/fmod are
+libdevice's (≤ 2 ulp for f32 in the full range, fmod exact); `sqrt` is
+`sqrt.approx.f32` (Triton's fast square root, ~1 ulp), `sqrt_rn` is IEEE; `fdiv` with
+`ieee_rounding=False` is `div.full.f32` (≤ 2 ulp); everything else is correctly rounded.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import llvmlite.ir as ir
+
+from ...ir.types import ScalarType
+from ..llvm.intrinsics import call, inline_asm
+from ..llvm.scalar_ops import ScalarTarget
+from ..llvm.types import BF16, F16, F32, I8, I16
+
+_LIBDEVICE = {
+    "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
+    "log": ("__nv_logf", "__nv_log"), "log2": ("__nv_log2f", "__nv_log2"),
+    "sin": ("__nv_sinf", "__nv_sin"), "cos": ("__nv_cosf", "__nv_cos"),
+    "erf": ("__nv_erff", "__nv_erf"), "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt"),
+    "fmod": ("__nv_fmodf", "__nv_fmod"),
+}
+
+_FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
+
+
+class NVPTXTarget(ScalarTarget):
+    name = "nvptx"
+
+    def __init__(self, capability: int):
+        self.capability = capability
+
+    def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
+        if name in _LIBDEVICE:
+            fn = _LIBDEVICE[name][0 if t.bits <= 32 else 1]
+            return call(b, fn, args[0].type, list(args))
+        if t.name == "f32" and name == "sqrt":
+            return inline_asm(b, F32, args, "sqrt.approx.f32 $0, $1;", "=f,f")
+        if t.name == "f32" and name == "fdiv_fast":
+            return inline_asm(b, F32, args, "div.full.f32 $0, $1, $2;", "=f,f,f")
+        return super().math(b, name, args, t)
+
+    def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
+                rounding: str) -> Optional[ir.Value]:
+        if self.capability >= 89 and src.name == "f32" and dst.is_fp8:
+            # the pair instruction converts two values; feed the same one twice
+            asm = f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}.f32 $0, $1, $1;"
+            return b.trunc(inline_asm(b, I16, [v], asm, "=h,f"), I8)
+        if self.capability >= 89 and src.is_fp8 and dst.name in ("f16", "f32"):
+            asm = ("{ .reg .b32 t; .reg .b16 lo, hi;\n"
+                   f"cvt.rn.f16x2.{_FP8_PTX[src.name]} t, $1;\n"
+                   "mov.b32 {lo, hi}, t;\n"
+                   + ("mov.b16 $0, lo; }" if dst.name == "f16" else "cvt.f32.f16 $0, lo; }"))
+            out_ty, cons = (F16, "=h,h") if dst.name == "f16" else (F32, "=f,h")
+            return inline_asm(b, out_ty, [b.zext(v, I16)], asm, cons)
+        if rounding == "rtz" and src.name == "f32" and dst.name in ("f16", "bf16"):
+            if dst.name == "bf16" and self.capability < 80:
+                return None
+            asm = f"cvt.rz.{dst.name}.f32 $0, $1;"
+            r = inline_asm(b, I16, [v], asm, "=h,f")
+            return b.bitcast(r, F16 if dst.name == "f16" else BF16)
+        return None
+

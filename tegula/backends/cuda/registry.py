@@ -1,0 +1,24 @@
+"""The table of op lowerings of the CUDA backend: `@handles(Op.X)` registers a function
+`(lowering, instr) -> None` that emits LLVM IR for one instruction. Each `lower_*`
+module fills its part; `lower_kernel` imports them all."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ...ir.core import Instr
+from ...ir.ops import Op
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+Handler = Callable[["KernelLowering", Instr], None]
+HANDLERS: dict[Op, Handler] = {}
+
+
+def handles(*ops: Op) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for op in ops:
+            assert op not in HANDLERS, f"two CUDA lowerings of {op}"
+            HANDLERS[op] = fn
+        return fn
+    return register

@@ -1,0 +1,136 @@
+"""Run code written for `import triton` on tegula, unchanged.
+
+    python -m tegula.compat script.py [args...]      # run a script
+    python -m tegula.compat -m package.module [args] # run a module, as `python -m`
+
+or, from Python, `tegula.compat.install()` before the first `import triton`.
+
+`install()` puts a finder first on `sys.meta_path` that resolves `triton` and every
+`triton.X` to the tegula module `tegula.X` (the very same module object, so
+`triton.language is tegula.language`), with a few renames where tegula's layout differs
+(`triton.language.extra.cuda.libdevice` → tegula's libdevice functions, ...). A Triton
+module tegula does not have fails to import with a message naming both.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import runpy
+import sys
+from types import ModuleType
+from typing import Optional, Sequence
+
+# triton name -> tegula candidates, tried in order (the first that imports wins).
+_RENAMES: dict[str, tuple[str, ...]] = {
+    "triton.language.extra.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
+    "triton.language.extra.cuda.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
+    "triton.language.extra.cuda": ("tegula.language.extra.cuda", "tegula.language.extra"),
+    "triton.language.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
+    "triton.compiler.compiler": ("tegula.compiler.compiler",),
+    "triton.runtime.jit": ("tegula.runtime.jit",),
+}
+
+
+def _candidates(fullname: str) -> tuple[str, ...]:
+    if fullname in _RENAMES:
+        return _RENAMES[fullname]
+    return ("tegula" + fullname[len("triton"):],)
+
+
+class TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves `triton[.X]` to the already-importable tegula module."""
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != "triton" and not fullname.startswith("triton."):
+            return None
+        module = None
+        tried = _candidates(fullname)
+        for real in tried:
+            try:
+                module = importlib.import_module(real)
+                break
+            except ModuleNotFoundError as e:
+                # Only "this tegula module does not exist" moves on; a broken import inside
+                # an existing tegula module is a real error.
+                if e.name is None or not (real == e.name or real.startswith(e.name + ".")):
+                    raise
+        if module is None:
+            raise ModuleNotFoundError(
+                f"No module named '{fullname}': tegula runs Triton code but has no counterpart "
+                f"for it (looked for {', '.join(tried)})", name=fullname)
+        return importlib.machinery.ModuleSpec(fullname, self, loader_state=module,
+                                              is_package=hasattr(module, "__path__"))
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = spec.loader_state
+        spec.loader_state = (module, getattr(module, "__spec__", None))
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The import system set `module.__spec__` to the alias spec; give the tegula
+        # module its own back (reloads and pickling look at it).
+        spec = module.__spec__
+        if spec is not None and isinstance(spec.loader_state, tuple):
+            module.__spec__ = spec.loader_state[1]
+
+
+_FINDER = TritonAliasFinder()
+
+
+def install() -> None:
+    """Make `import triton...` resolve to tegula in this process (idempotent). Triton
+    modules imported before this call are forgotten, so later imports get tegula."""
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        mod = sys.modules[name]
+        if not getattr(mod, "__name__", "").startswith("tegula"):
+            del sys.modules[name]
+
+
+def uninstall() -> None:
+    """Undo `install()`: `import triton` finds the real Triton (if any) again."""
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        if getattr(sys.modules[name], "__name__", "").startswith("tegula"):
+            del sys.modules[name]
+
+
+_USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_USAGE, file=sys.stderr if not argv else sys.stdout)
+        return 0 if argv else 2
+    install()
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print(_USAGE, file=sys.stderr)
+            return 2
+        sys.argv = [argv[1], *argv[2:]]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return 0
+    script = argv[0]
+    if not os.path.exists(script):
+        print(f"tegula.compat: can't open file {script!r}", file=sys.stderr)
+        return 2
+    sys.argv = [script, *argv[1:]]
+    # As `python script.py` does: the script's directory comes first on the path.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    # `python -m` runs this file as `__main__`, a second copy of the module: use the
+    # real `tegula.compat` so that scripts calling install()/uninstall() share its finder.
+    from tegula.compat import main as _main
+
+    sys.exit(_main())

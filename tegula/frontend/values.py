@@ -1,0 +1,179 @@
+"""What the frontend knows about the language layer's values, in one place.
+
+The code generator handles Python values of a few kinds: `tensor`s (IR values with a
+type, made and operated on by `tegula.language`), `constexpr`s (compile-time Python
+values), Python tuples of values, and plain objects reachable from a kernel (dtypes,
+modules, @jit functions, builtins). This module classifies them, wraps and unwraps
+constexprs, converts tuples of tensors to and from flat lists of IR values (for the
+results and block arguments of structured control flow), and describes values in
+error messages. Everything else about their meaning belongs to `tegula.language`.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Iterator
+
+from ..ir.types import Type
+
+# The submodules themselves: the package re-exports classes under their names.
+from ..language.constexpr import constexpr as constexpr_class
+from ..language.core import Builtin, condition, static_range
+from ..language.core import range as tl_range
+from ..language.dtypes import dtype as dtype_class
+from ..language.semantic import Semantic
+from ..language.tensor import tensor as tensor_class
+
+_PY_SCALARS = (bool, int, float)
+
+
+class _Language:
+    """The language layer's classes the frontend needs, under short names."""
+
+    constexpr = constexpr_class
+    tensor = tensor_class
+    dtype = dtype_class
+    Builtin = Builtin
+    range = tl_range
+    static_range = static_range
+    condition = condition
+    Semantic = Semantic
+
+
+_LANGUAGE = _Language()
+
+
+def language() -> _Language:
+    return _LANGUAGE
+
+
+# ---------------------------------------------------------------- classification
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, language().tensor)
+
+
+def is_constexpr(x: Any) -> bool:
+    return isinstance(x, language().constexpr)
+
+
+def is_dtype(x: Any) -> bool:
+    return isinstance(x, language().dtype)
+
+
+def is_jit(x: Any) -> bool:
+    return not is_constexpr(x) and bool(getattr(x, "_tegula_jit", False)) and callable(getattr(x, "fn", None))
+
+
+def is_builtin(x: Any) -> bool:
+    return isinstance(x, language().Builtin)
+
+
+def is_language_object(x: Any) -> bool:
+    """Classes, enums and functions defined by `tegula.language` (tl.constexpr, tl.range...)."""
+    module = getattr(x, "__module__", None) or ""
+    if not isinstance(module, str):
+        return False
+    return module == "tegula.language" or module.startswith("tegula.language.")
+
+
+# ---------------------------------------------------------------- constexpr wrapping
+
+def unwrap(x: Any) -> Any:
+    """The Python value of a constexpr (recursively for tuples); anything else as is."""
+    if is_constexpr(x):
+        return x.value
+    if type(x) is tuple:
+        return tuple(unwrap(v) for v in x)
+    return x
+
+
+def constexpr(value: Any) -> Any:
+    return language().constexpr(unwrap(value))
+
+
+def to_value(x: Any) -> Any:
+    """A Python result (of a constexpr computation, an attribute...) as a frontend value:
+    scalars, strings and None become constexprs; tuples are converted element-wise."""
+    if x is None or isinstance(x, (*_PY_SCALARS, str)):
+        return constexpr(x)
+    if type(x) is tuple:
+        return tuple(to_value(v) for v in x)
+    return x
+
+
+def is_number(x: Any) -> bool:
+    """A compile-time Python number (bool, int or float), wrapped or not."""
+    v = unwrap(x)
+    return isinstance(v, _PY_SCALARS) and not is_tensor(v)
+
+
+def contains_tensor(x: Any) -> bool:
+    if is_tensor(x):
+        return True
+    return type(x) is tuple and any(contains_tensor(v) for v in x)
+
+
+# ---------------------------------------------------------------- tensors and IR values
+
+def ir_type(t: Any) -> Type:
+    return t.handle.type
+
+
+def flatten(x: Any) -> list[Any]:
+    """The tensors of a tensor or (nested) tuple of tensors, in order."""
+    if type(x) is tuple:
+        return [leaf for v in x for leaf in flatten(v)]
+    return [x]
+
+
+def unflatten(template: Any, leaves: Iterator[Any]) -> Any:
+    """Rebuild the structure of `template` from `leaves` (the inverse of `flatten`)."""
+    if type(template) is tuple:
+        return tuple(unflatten(v, leaves) for v in template)
+    return next(leaves)
+
+
+def same_structure(a: Any, b: Any) -> bool:
+    if type(a) is tuple or type(b) is tuple:
+        return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
+                and all(same_structure(x, y) for x, y in zip(a, b)))
+    return True
+
+
+def static_equal(a: Any, b: Any) -> bool:
+    """Two non-tensor values that are certainly the same compile-time value."""
+    if a is b:
+        return True
+    if contains_tensor(a) or contains_tensor(b):
+        return False
+    ua, ub = unwrap(a), unwrap(b)
+    if ua is ub:
+        return True
+    try:
+        return type(ua) is type(ub) and bool(ua == ub)
+    except Exception:
+        return False
+
+
+def describe(x: Any) -> str:
+    """A short description of a value's type for error messages."""
+    if is_tensor(x):
+        return str(ir_type(x))
+    if type(x) is tuple:
+        return "(" + ", ".join(describe(v) for v in x) + ("," if len(x) == 1 else "") + ")"
+    v = unwrap(x)
+    if v is None:
+        return "None"
+    if isinstance(v, _PY_SCALARS) or isinstance(v, str):
+        kind = "constexpr " if is_constexpr(x) else ""
+        return f"{kind}{type(v).__name__} ({v!r})"
+    if is_dtype(v):
+        return f"dtype {v}"
+    if is_builtin(v):
+        return f"builtin tl.{v.__name__}"
+    if is_jit(v):
+        return f"@jit function '{getattr(v, '__name__', v.fn.__name__)}'"
+    if isinstance(v, ModuleType):
+        return f"module '{v.__name__}'"
+    return type(v).__name__
+

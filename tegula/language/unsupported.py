@@ -1,0 +1,47 @@
+"""Triton 3.6 builtins that tegula's IR cannot express yet (atomics, block pointers,
+tensor descriptors, gather/histogram, inline asm, sort...). They exist under their Triton
+names so that kernels import fine and kernels that do not reach them compile; calling
+one raises a clear NotImplementedError naming it.
+"""
+from __future__ import annotations
+
+from .core import Builtin
+
+
+def _unsupported(name: str, why: str) -> Builtin:
+    def impl(sem, *args, **kwargs):
+        raise NotImplementedError(f"tl.{name} is not supported by tegula yet ({why})")
+
+    impl.__name__ = name
+    impl.__doc__ = f"Triton's tl.{name}; not supported by tegula yet ({why})."
+    return Builtin(impl, name)
+
+
+_ATOMIC = "the IR has no atomic memory operations"
+atomic_add = _unsupported("atomic_add", _ATOMIC)
+atomic_and = _unsupported("atomic_and", _ATOMIC)
+atomic_cas = _unsupported("atomic_cas", _ATOMIC)
+atomic_max = _unsupported("atomic_max", _ATOMIC)
+atomic_min = _unsupported("atomic_min", _ATOMIC)
+atomic_or = _unsupported("atomic_or", _ATOMIC)
+atomic_xchg = _unsupported("atomic_xchg", _ATOMIC)
+atomic_xor = _unsupported("atomic_xor", _ATOMIC)
+
+_BLOCK_PTR = "block pointers need IR support; use a tensor of pointers with a mask"
+make_block_ptr = _unsupported("make_block_ptr", _BLOCK_PTR)
+advance = _unsupported("advance", _BLOCK_PTR)
+
+_DESC = "tensor descriptors (TMA) need IR support"
+make_tensor_descriptor = _unsupported("make_tensor_descriptor", _DESC)
+load_tensor_descriptor = _unsupported("load_tensor_descriptor", _DESC)
+store_tensor_descriptor = _unsupported("store_tensor_descriptor", _DESC)
+
+gather = _unsupported("gather", "the IR has no gather operation")
+histogram = _unsupported("histogram", "the IR has no histogram operation")
+inline_asm_elementwise = _unsupported("inline_asm_elementwise", "inline PTX cannot run on every backend")
+map_elementwise = _unsupported("map_elementwise", "the IR has no map_elementwise region op")
+dot_scaled = _unsupported("dot_scaled", "microscaled formats are not in the IR")
+sort = _unsupported("sort", "not implemented yet")
+topk = _unsupported("topk", "not implemented yet")
+flip = _unsupported("flip", "not implemented yet")
+bitonic_merge = _unsupported("bitonic_merge", "not implemented yet")

@@ -1,0 +1,24 @@
+"""Target-independent passes over the tile IR and the analyses backends read.
+
+Transformations are plain functions `pass_fn(kernel, ctx) -> kernel` run by
+`run_pipeline` from named pipelines (`PIPELINES`): `canonicalize`, `cse`, `dce`,
+`licm`. Analyses leave the IR alone: `axis_info` (divisibility / contiguity /
+constancy per value, with `vector_width` and `contiguity_order` for the GPU backend)
+and `written_arguments` (pointer arguments a kernel may store through).
+This package never imports `tegula.frontend`.
+"""
+from .axis_analysis import axis_info
+from .axis_info import AxisInfo, contiguity_order, vector_width
+from .canonicalize import canonicalize
+from .cse import cse
+from .dce import dce
+from .licm import licm
+from .manager import PASSES, PassContext, PassError, register_pass, run_pipeline
+from .pipelines import PIPELINES, register_pipeline
+from .written_args import written_arguments
+
+__all__ = [
+    "AxisInfo", "PASSES", "PIPELINES", "PassContext", "PassError", "axis_info",
+    "canonicalize", "contiguity_order", "cse", "dce", "licm", "register_pass",
+    "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
+]

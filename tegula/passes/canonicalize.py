@@ -1,0 +1,130 @@
+"""canonicalize: constant folding, algebraic simplification and control-flow cleanup,
+repeated to a fixed point.
+
+Expects: verified IR. Guarantees: verified IR computing the same results and
+performing the same stores, prints, asserts and barriers in the same order. Per
+instruction it applies `rewrite_rules.simplify` (folding through the op table, the
+algebraic identities listed there). Structurally it
+- inlines the taken region of an `if` whose condition is a constant;
+- replaces an `if` whose regions hold only a `yield` of the same values by those values;
+- removes a `for` whose bounds and step are constants giving zero iterations (its
+  results are its initial values);
+- drops a loop-carried value that the body yields back unchanged (its uses become the
+  initial value).
+Instructions made dead by these rewrites are left for `dce`, except the rewritten ones
+themselves, which are removed.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Optional
+
+from ..ir.core import Block, Instr, Kernel, Value
+from ..ir.ops import Op
+from .const_fold import canonical_literal
+from .ir_utils import constant_of, resolve, taken_region
+from .rewrite_rules import simplify
+
+# Each round is linear in the IR; rules only shrink or simplify it, so a handful of
+# rounds reaches the fixed point in practice. The cap guards against a rule pair that
+# would undo each other.
+_MAX_ROUNDS = 32
+
+
+def canonicalize(kernel: Kernel, ctx: Any = None) -> Kernel:
+    """Simplify `kernel` in place until no rule applies; returns it."""
+    for _ in range(_MAX_ROUNDS):
+        if not _Round().block(kernel.body):
+            break
+    return kernel
+
+
+class _Round:
+    """One sweep over the IR in textual order, so that every definition is visited
+    before its uses and replacements can be applied to operands as they are met."""
+
+    def __init__(self) -> None:
+        self.mapping: dict[Value, Value] = {}
+        self.changed = False
+
+    def replace(self, old: Value, new: Value) -> None:
+        self.mapping[old] = new
+        self.changed = True
+
+    def block(self, block: Block) -> bool:
+        work = deque(block.instrs)
+        out: list[Instr] = []
+        while work:
+            ins = work.popleft()
+            ins.operands = [resolve(v, self.mapping) for v in ins.operands]
+            inlined = self.structural(ins)
+            if inlined is not None:
+                work.extendleft(reversed(inlined))
+                continue
+            rewrite = simplify(ins)
+            if rewrite is None:
+                if ins.op is Op.FOR:
+                    self.drop_invariant_iters(ins)
+                for region in ins.regions:
+                    self.block(region)
+                out.append(ins)
+            elif isinstance(rewrite, Value):
+                self.replace(ins.result, rewrite)
+            else:
+                # the replacement may simplify further (e.g. a new constant feeding a
+                # folded splat), so it goes back on the worklist
+                self.changed = True
+                work.appendleft(rewrite)
+        block.instrs = out
+        return self.changed
+
+    # ------------------------------------------------------------ structured control flow
+    def structural(self, ins: Instr) -> Optional[list[Instr]]:
+        """Instructions replacing a removable `if`/`for` (possibly none), else None."""
+        if ins.op is Op.IF:
+            cond = constant_of(ins.operands[0])
+            if cond is not None:
+                body, results = taken_region(ins, 0 if bool(cond) else 1)
+                for old, new in results.items():
+                    self.replace(old, new)
+                self.changed = True
+                return body
+            if all(len(r.instrs) == 1 for r in ins.regions):
+                then_vals = [resolve(v, self.mapping) for v in ins.regions[0].instrs[0].operands]
+                else_vals = [resolve(v, self.mapping) for v in ins.regions[1].instrs[0].operands]
+                if all(a is b for a, b in zip(then_vals, else_vals)):
+                    for old, new in zip(ins.results, then_vals):
+                        self.replace(old, new)
+                    self.changed = True
+                    return []
+        elif ins.op is Op.FOR and _zero_trip(ins):
+            for old, new in zip(ins.results, ins.operands[3:]):
+                self.replace(old, new)
+            self.changed = True
+            return []
+        return None
+
+    def drop_invariant_iters(self, loop: Instr) -> None:
+        """Remove loop-carried values the body yields back unchanged."""
+        body = loop.regions[0]
+        term = body.terminator
+        if term is None or term.op is not Op.YIELD:
+            return
+        for i in reversed(range(len(loop.results))):
+            arg = body.args[1 + i]
+            if resolve(term.operands[i], self.mapping) is not arg:
+                continue
+            init = loop.operands[3 + i]
+            self.replace(arg, init)
+            self.replace(loop.results[i], init)
+            del loop.results[i], loop.operands[3 + i], body.args[1 + i], term.operands[i]
+
+
+def _zero_trip(loop: Instr) -> bool:
+    """A `for` with constant bounds and a positive constant step that never iterates."""
+    lits = [constant_of(v) for v in loop.operands[:3]]
+    if any(lit is None for lit in lits):
+        return False
+    t = loop.operands[0].type
+    lb, ub, step = (canonical_literal(lit, t) for lit in lits)
+    return step > 0 and lb >= ub

@@ -1,0 +1,36 @@
+"""Named pass pipelines and the registration of the target-independent passes.
+
+A pipeline is a list of registered pass names, run in order by
+`manager.run_pipeline`. `tir_opt` is the target-independent optimisation every
+backend starts from (its output is the `tir_opt` stage); a backend extends it by
+registering its own list, e.g. `register_pipeline("cuda", PIPELINES["tir_opt"] + [...])`.
+Only the compiler driver decides which pipeline runs when.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .canonicalize import canonicalize
+from .cse import cse
+from .dce import dce
+from .licm import licm
+from .manager import PASSES, register_pass
+
+register_pass("canonicalize", canonicalize)
+register_pass("cse", cse)
+register_pass("dce", dce)
+register_pass("licm", licm)
+
+PIPELINES: dict[str, list[str]] = {
+    # canonicalize first so CSE sees folded constants; once more after LICM, which
+    # exposes invariant operands to the folding rules; DCE last sweeps what they left
+    "tir_opt": ["canonicalize", "cse", "licm", "canonicalize", "dce"],
+}
+
+
+def register_pipeline(name: str, passes: Sequence[str]) -> None:
+    """Add or replace a named pipeline (every name must be a registered pass)."""
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown:
+        raise KeyError(f"pipeline {name!r} names unregistered passes: {', '.join(unknown)}")
+    PIPELINES[name] = list(passes)

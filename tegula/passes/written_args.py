@@ -1,0 +1,82 @@
+"""written_arguments: which pointer arguments of a kernel it may write through.
+
+The runtime uses this to know which arrays a launch modifies (autotuning restores only
+those; a CPU-side copy is written back only for those). It must never miss one, so
+every unclear case answers "all pointer arguments".
+
+Each memory op that is not pure (`store` today, atomics when they come; its pointer is
+operand 0) is traced back to the arguments its pointer can derive from, through
+`addptr` (the pointer side), `select` (both values), shape ops, `hint`, pointer
+bitcasts, `join`/`split`, and loop-carried values (`for` / `while` / `if` results and
+region arguments, following initial values and yields). Anything else that produces a
+pointer — a pointer loaded from memory, `int_to_ptr`, a constant — could point
+anywhere: all pointer arguments are reported.
+"""
+from __future__ import annotations
+
+from ..ir.core import Block, Instr, Kernel, Value
+from ..ir.ops import OP_INFO, Kind, Op
+from .ir_utils import pointer_args, region_parents
+
+# ops whose pointer result points into the same allocation as these operands
+_PASS_THROUGH = {
+    Op.ADDPTR: (0,), Op.SELECT: (1, 2), Op.BITCAST: (0,), Op.SPLAT: (0,),
+    Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,), Op.PERMUTE: (0,),
+    Op.HINT: (0,), Op.JOIN: (0, 1), Op.SPLIT: (0,),
+}
+
+
+def written_arguments(kernel: Kernel) -> set[str]:
+    """Names of the pointer kernel arguments that some store may write through."""
+    args = pointer_args(kernel)
+    by_value = {v: name for name, v in args}
+    everything = {name for name, _ in args}
+    parents = region_parents(kernel)
+
+    written: set[str] = set()
+    seen: set[Value] = set()
+    work: list[Value] = []
+    for ins in kernel.walk():
+        info = OP_INFO[ins.op]
+        if info.kind is Kind.MEMORY and not info.pure and ins.operands:
+            work.append(ins.operands[0])
+
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in by_value:
+            written.add(by_value[v])
+            continue
+        sources = _sources(v, parents)
+        if sources is None:
+            return everything
+        work.extend(sources)
+    return written
+
+
+def _sources(v: Value, parents: dict[Block, tuple[Instr, int]]) -> list[Value] | None:
+    """Values `v` may have been computed from as a pointer, or None if unknown."""
+    owner = v.owner
+    if isinstance(owner, Instr):
+        if owner.op in _PASS_THROUGH:
+            return [owner.operands[i] for i in _PASS_THROUGH[owner.op]]
+        i = owner.results.index(v)
+        if owner.op is Op.FOR:
+            return [owner.operands[3 + i], owner.regions[0].terminator.operands[i]]
+        if owner.op is Op.IF:
+            return [region.terminator.operands[i] for region in owner.regions]
+        if owner.op is Op.WHILE:
+            return [owner.regions[0].terminator.operands[1 + i]]
+        return None
+    if isinstance(owner, Block) and owner in parents:
+        ins, region = parents[owner]
+        i = owner.args.index(v)
+        if ins.op is Op.FOR and i > 0:
+            return [ins.operands[3 + i - 1], owner.terminator.operands[i - 1]]
+        if ins.op is Op.WHILE and region == 0:
+            return [ins.operands[i], ins.regions[1].terminator.operands[i]]
+        if ins.op is Op.WHILE and region == 1:
+            return [ins.regions[0].terminator.operands[1 + i]]
+    return None

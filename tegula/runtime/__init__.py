@@ -1,0 +1,15 @@
+"""`tegula.runtime`: launching kernels (`jit`, `JITFunction`), the compiler driver, the
+caches, autotuning and heuristics, and the device `driver` (Triton's `triton.runtime`)."""
+from ..errors import OutOfResources
+from .args import MockTensor, TensorWrapper, reinterpret
+from .autotuner import Autotuner, Config, autotune
+from .driver import driver
+from .heuristics import Heuristics, heuristics
+from .jit import JITFunction, KernelParam, jit
+from .kernel_interface import KernelInterface
+
+__all__ = [
+    "Autotuner", "Config", "Heuristics", "JITFunction", "KernelInterface", "KernelParam",
+    "MockTensor", "OutOfResources", "TensorWrapper", "autotune", "driver", "heuristics", "jit",
+    "reinterpret",
+]

@@ -1,0 +1,229 @@
+"""The launch hot path of a @jit function, generated once per function.
+
+`build_runner(jitfn)` writes and `exec`s a Python function whose parameter list is the
+kernel's own, so CPython binds positional, keyword and default arguments in C (no
+`inspect.signature(...).bind` per launch). `kernel[grid]` is `functools.partial(runner,
+grid)`, which adds almost nothing to a direct call. The runner:
+
+1. checks that every required parameter got a value (parameters without a default are
+   given a sentinel default, and surplus positional arguments land in `*_tg_extra`, so
+   a wrong argument count becomes a KernelArgumentError naming the kernel's file:line,
+   not a bare TypeError);
+2. builds the cache key from the arguments, inline for the common types: a torch
+   tensor contributes (dtype, 16-byte alignment, device), an int its spec constant
+   (`== 1`, divisible by 16, 32/64-bit), a constexpr its value and type; anything else
+   goes through `specialization.spec_value`. Each parameter's `do_not_specialize` /
+   `do_not_specialize_on_alignment` is folded in when the code is written;
+3. looks the key (plus the knob flags and launch options) up in the in-memory cache —
+   one dict lookup — and compiles on a miss (`jitfn._compile_miss`, which recomputes
+   the full specs with `compute_specs`);
+4. normalizes the grid (a 3-tuple passes through untouched) and calls the compiled
+   kernel's launcher with every parameter's value.
+
+Keys are flat tuples; a tensor's atoms start with a torch dtype and any other
+argument's with a tuple, so two different argument lists never share a key.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable, Sequence
+
+from .. import config
+from ..config import knobs
+from ..errors import KernelArgumentError
+from . import specialization as S
+from .kernel import normalize_grid
+
+
+def launch_flags() -> tuple[bool, bool]:
+    """The knobs that change what a launch compiles to: (interpret, debug)."""
+    return (knobs.interpret, knobs.debug)
+
+
+def _flags_reader() -> Callable[[], tuple[bool, bool]]:
+    # Reading two knobs through `knobs` costs microseconds per launch (each environment
+    # lookup of an unset variable raises and catches KeyError inside os.environ). When
+    # config offers a cheaper reader of the same two values, the launch path uses it.
+    return getattr(config, "launch_flags", None) or launch_flags
+
+
+def options_key(opts: dict) -> tuple:
+    key = tuple(opts.items())
+    try:
+        hash(key)
+        return key
+    except TypeError:  # e.g. extern_libs given as a dict
+        return tuple((k, repr(v)) for k, v in opts.items())
+
+
+_PLAIN = frozenset((int, bool, float, str, type(None)))
+
+
+def annotated_spec(value: Any, sig: str, specialize: bool, align: bool) -> tuple:
+    """A parameter whose annotation fixes its type (`n: tl.int64`, `p: "*fp16"`): the
+    signature is the annotation; ints keep divisibility but never become `== 1`
+    constexprs, and floats and bools are not specialized (Triton's rule)."""
+    if sig.startswith("*"):
+        spec = S.spec_value(value, specialize, align)
+        if not spec[0].startswith("*"):
+            raise S.UnsupportedArgument(value, f"the parameter is annotated as a pointer ({sig})")
+        return (sig, spec[1], spec[2])
+    if sig[0] in "iu" and sig != "i1":
+        try:
+            div16 = specialize and align and not isinstance(value, bool) and value.__index__() % 16 == 0
+        except (AttributeError, TypeError):
+            div16 = False
+        return (sig, 16 if div16 else 1, None)
+    return (sig, 1, None)
+
+
+def param_spec(p: Any, value: Any) -> tuple:
+    """The full spec of one parameter's value (the slow path's view of the key)."""
+    if p.is_constexpr:
+        return S.constexpr_spec(value)
+    specialize, align = not p.do_not_specialize, not p.do_not_specialize_on_alignment
+    if p.annotation_type:
+        return annotated_spec(value, p.annotation_type, specialize, align)
+    return S.spec_value(value, specialize, align)
+
+
+def compute_specs(params: Sequence[Any], values: Sequence[Any]) -> list[tuple]:
+    return [param_spec(p, v) for p, v in zip(params, values)]
+
+
+def _int_expr(a: str, slow: str, specialize: bool, align: bool) -> str:
+    """An expression giving int `a`'s spec; `slow` handles ints outside int32."""
+    in32 = f"-2147483648 <= {a} <= 2147483647"
+    if not specialize:
+        return f"(_tg_I32 if {in32} else {slow})"
+    i32 = f"(_tg_I32_16 if not {a} & 15 else _tg_I32)" if align else "_tg_I32"
+    return f"(_tg_ONE if {a} == 1 else ({i32} if {in32} else {slow}))"
+
+
+def _key_lines(i: int, p: Any, with_torch: bool) -> tuple[list[str], list[str]]:
+    """Code computing parameter i's key atoms, and the names of those atoms."""
+    a, k0, k1, k2 = p.name, f"_tg_a{i}", f"_tg_b{i}", f"_tg_c{i}"
+    if p.is_constexpr:
+        return ([f"    if {a}.__class__ in _tg_PLAIN:",
+                 f"        {k0} = {a}; {k1} = {a}.__class__",
+                 "    else:",
+                 f"        {k0} = _tg_cx({a}); {k1} = None"], [k0, k1])
+    specialize, align = not p.do_not_specialize, not p.do_not_specialize_on_alignment
+    if p.annotation_type:
+        return ([f"    {k0} = _tg_slow{i}({a})"], [k0])
+    lines = [f"    _tg_cls = {a}.__class__"]
+    branch = "if"
+    if with_torch:
+        div = f"16 if not {a}.data_ptr() & 15 else 1" if specialize and align else "1"
+        lines += ["    if _tg_cls is _tg_Tensor:",
+                  f"        {k0} = {a}.dtype; {k1} = {div}; {k2} = {a}.get_device()"]
+        branch = "elif"
+    lines += [f"    {branch} _tg_cls is int:",
+              f"        {k0} = {_int_expr(a, f'_tg_slow{i}({a})', specialize, align)}; {k1} = {k2} = None",
+              "    elif _tg_cls is float:",
+              f"        {k0} = _tg_FP32; {k1} = {k2} = None",
+              "    else:",
+              f"        {k0} = _tg_slow{i}({a}); {k1} = {k2} = None"]
+    return lines, [k0, k1, k2]
+
+
+def _slow_spec(jitfn: Any, p: Any) -> Callable[[Any], tuple]:
+    """The generic spec of parameter `p`, turning an unsupported value into an error
+    that names the parameter."""
+
+    def slow(value: Any) -> tuple:
+        try:
+            return param_spec(p, value)
+        except S.UnsupportedArgument as e:
+            why = f": {e.why}" if e.why else ""
+            raise KernelArgumentError(
+                f"argument '{p.name}' of kernel '{jitfn.__name__}' ({jitfn.definition_site()}) is a "
+                f"{S.describe_value(value)}, which a kernel cannot take{why}. Kernel arguments are "
+                "arrays or tensors (for pointers), ints, floats, bools, None, and constexpr values") from None
+
+    return slow
+
+
+def build_runner(jitfn: Any) -> Callable[..., Any]:
+    """Generate the launch function of `jitfn` (see the module docstring). It is called
+    as `runner(grid, *args, _tg_warmup=False, **kwargs)`."""
+    params = jitfn.params
+    for p in params:
+        if p.kind != "positional":
+            raise KernelArgumentError(
+                f"kernel '{jitfn.__name__}' ({jitfn.definition_site()}) cannot be launched: parameter "
+                f"'{p.name}' is {p.kind}; kernel parameters must be plain positional parameters")
+    torch = sys.modules.get("torch")
+    no_arg = object()
+    ns: dict[str, Any] = {
+        "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_spec,
+        "_tg_ONE": S.SPEC_ONE, "_tg_I32": S.SPEC_I32, "_tg_I32_16": S.SPEC_I32_16, "_tg_FP32": S.SPEC_FP32,
+        "_tg_flags": _flags_reader(), "_tg_okey": options_key,
+        "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,
+        "_tg_MISSING": object(), "_tg_globals_changed": jitfn._globals_changed, "_tg_NA": no_arg,
+    }
+    if torch is not None:
+        ns["_tg_Tensor"] = torch.Tensor
+    names = [p.name for p in params]
+    vals = "(" + "".join(f"{n}, " for n in names) + ")"
+    ns["_tg_grid"] = lambda grid, values: _grid(grid, names, values, jitfn.__name__)
+    ns["_tg_bind_error"] = lambda values, extra, opts: jitfn._binding_error(values, extra, opts, no_arg)
+
+    arglist = ["_tg_grid_arg"]
+    for i, p in enumerate(params):
+        ns[f"_tg_slow{i}"] = _slow_spec(jitfn, p)
+        if p.has_default:
+            ns[f"_tg_d{i}"] = p.default
+            arglist.append(f"{p.name}=_tg_d{i}")
+        else:
+            arglist.append(f"{p.name}=_tg_NA")
+    arglist += ["*_tg_extra", "_tg_warmup=False", "**_tg_opts"]
+    body = [f"def {jitfn.__name__}({', '.join(arglist)}):"]
+    required = [p.name for p in params if not p.has_default]
+    checks = " or ".join([f"{n} is _tg_NA" for n in required] + ["_tg_extra"])
+    body += [f"    if {checks}:", f"        _tg_bind_error({vals}, _tg_extra, _tg_opts)"]
+    for i, hook in enumerate(jitfn.pre_run_hooks):
+        ns[f"_tg_hook{i}"] = hook
+        body.append(f"    _tg_hook{i}({''.join(f'{n}, ' for n in names)}**_tg_opts)")
+    for i, g in enumerate(jitfn.used_globals):
+        ns[f"_tg_gns{i}"], ns[f"_tg_gval{i}"] = g.namespace, g.value
+        body.append(f"    if _tg_gns{i}.get({g.name.split('.')[0]!r}, _tg_MISSING) is not _tg_gval{i}: "
+                    "_tg_globals_changed()")
+    atoms: list[str] = []
+    for i, p in enumerate(params):
+        lines, names_i = _key_lines(i, p, torch is not None)
+        body += lines
+        atoms += names_i
+    body += [
+        f"    _tg_key = ({''.join(a + ', ' for a in atoms)}_tg_flags(), "
+        "_tg_okey(_tg_opts) if _tg_opts else ())",
+        "    _tg_kernel = _tg_get(_tg_key)",
+        f"    _tg_vals = {vals}",
+        "    if _tg_kernel is None:",
+        "        _tg_kernel = _tg_miss(_tg_key, _tg_vals, _tg_opts)",
+        "    if _tg_warmup:",
+        "        return _tg_kernel",
+        "    if _tg_grid_arg.__class__ is tuple and len(_tg_grid_arg) == 1:",
+        "        _tg_grid_arg = (_tg_grid_arg[0], 1, 1)",
+        "    elif _tg_grid_arg.__class__ is not tuple or len(_tg_grid_arg) != 3:",
+        "        _tg_grid_arg = _tg_grid(_tg_grid_arg, _tg_vals)",
+        "    _tg_kernel._launch(_tg_grid_arg, _tg_vals)",
+        "    return _tg_kernel",
+    ]
+    code = "\n".join(body) + "\n"
+    exec(compile(code, f"<tegula launcher of {jitfn.__name__}>", "exec"), ns)
+    run = ns[jitfn.__name__]
+    run.__tegula_source__ = code
+    return run
+
+
+def bind(runner: Callable[..., Any], grid: Any) -> Callable[..., Any]:
+    """`kernel[grid]`: the runner with the grid bound (C-level partial: cheap to call)."""
+    return functools.partial(runner, grid)
+
+
+def _grid(grid: Any, names: list[str], vals: tuple, kernel: str) -> tuple:
+    if grid is None:
+        raise KernelArgumentError(f"launching kernel '{kernel}' needs a grid: {kernel}[grid](...)")
+    return normalize_grid(grid, lambda: dict(zip(names, vals)), kernel)

@@ -1,0 +1,365 @@
+"""`@jit` and `JITFunction`: a Python function that is compiled per specialization and
+launched over a grid (`kernel[grid](*args, num_warps=..., **meta)`), as in Triton 3.6.
+
+A JITFunction keeps its in-memory cache of compiled kernels, keyed by the specs of the
+arguments (see `specialization`), the knobs that change code generation and the launch
+options; devices are part of the specs, so the cache is per device. The launch path is
+a function generated once per JITFunction (`binder.build_runner`); this module holds
+what happens around it: the first-launch set-up, the cache miss (compile and store),
+and the error messages for launches that do not fit the kernel's parameters.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+import threading
+from typing import Any, Callable, Iterable, Optional, Union
+
+from ..errors import KernelArgumentError, TegulaError
+from . import specialization as S
+from .args import MockTensor
+from .binder import bind, build_runner, compute_specs
+from .kernel_interface import KernelInterface
+from .options import CompileOptions
+
+_TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
+# Annotation spellings that fix a parameter's type (tl dtype names and Triton's short
+# names). Python's own `int`/`float`/`bool` annotations are ignored, as in Triton.
+_ANNOTATION_TYPES = {
+    n: S._DTYPE_NAMES[n] for n in (
+        "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64",
+        "fp16", "bf16", "fp32", "fp64", "float16", "bfloat16", "float32", "float64",
+        "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
+}
+_KINDS = {
+    inspect.Parameter.POSITIONAL_ONLY: "positional",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+    inspect.Parameter.KEYWORD_ONLY: "keyword-only",
+    inspect.Parameter.VAR_POSITIONAL: "*args",
+    inspect.Parameter.VAR_KEYWORD: "**kwargs",
+}
+
+
+def _annotation_text(a: Any) -> str:
+    if a is inspect.Parameter.empty or a is None:
+        return ""
+    if isinstance(a, str):
+        # Under `from __future__ import annotations` a quoted annotation keeps its quotes.
+        return a.strip().strip("'\"").strip()
+    if isinstance(a, type):
+        return a.__name__
+    name = getattr(a, "name", None)  # a tl dtype
+    return name if isinstance(name, str) else str(a)
+
+
+def _annotation_type(text: str) -> str:
+    """The signature type an annotation fixes (`i64`, `*fp16`), or "" for none."""
+    for prefix in _TL_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    if text.startswith("*"):
+        inner = _annotation_type(text[1:])
+        return "*" + inner if inner and not inner.startswith("*") else ""
+    return _ANNOTATION_TYPES.get(text, "")
+
+
+class KernelParam:
+    """One parameter of a @jit function (Triton's `KernelParam`)."""
+
+    def __init__(self, num: int, param: inspect.Parameter, do_not_specialize: bool,
+                 do_not_specialize_on_alignment: bool):
+        self.num = num
+        self.name = param.name
+        self.kind = _KINDS[param.kind]
+        self.default = param.default
+        self.annotation = _annotation_text(param.annotation)
+        self.is_constexpr = "constexpr" in self.annotation
+        self.annotation_type = "" if self.is_constexpr else _annotation_type(self.annotation)
+        self.do_not_specialize = do_not_specialize
+        self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not inspect.Parameter.empty
+
+    def describe(self) -> str:
+        text = self.name + (": constexpr" if self.is_constexpr else "")
+        return text + (f" = {self.default!r}" if self.has_default else "")
+
+    def __repr__(self) -> str:
+        return f"KernelParam({self.describe()})"
+
+
+def _index_set(values: Optional[Iterable[Union[int, str]]], names: list[str], what: str) -> set[str]:
+    out = set()
+    for v in values or ():
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(names):
+            out.add(names[v])
+        elif isinstance(v, str) and v in names:
+            out.add(v)
+        else:
+            raise KernelArgumentError(f"{what} names no parameter {v!r} (parameters: {', '.join(names)})")
+    return out
+
+
+class JITFunction(KernelInterface):
+    """See the module docstring. `fn` is the Python function."""
+
+    _tegula_jit = True
+
+    def __init__(self, fn: Callable, version: Any = None,
+                 do_not_specialize: Optional[Iterable[Union[int, str]]] = None,
+                 do_not_specialize_on_alignment: Optional[Iterable[Union[int, str]]] = None,
+                 debug: Optional[bool] = None, noinline: Optional[bool] = None,
+                 repr: Optional[Callable] = None, launch_metadata: Optional[Callable] = None):
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise TypeError(f"@jit needs a Python function, got {type(fn).__name__}")
+        self.fn = fn
+        self.module = fn.__module__
+        self.version = version
+        self.signature = inspect.signature(fn)
+        names = list(self.signature.parameters)
+        dns = _index_set(do_not_specialize, names, "do_not_specialize")
+        dnsa = _index_set(do_not_specialize_on_alignment, names, "do_not_specialize_on_alignment")
+        self.do_not_specialize = list(do_not_specialize or [])
+        self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment or [])
+        self.params = [KernelParam(i, p, p.name in dns, p.name in dnsa)
+                       for i, p in enumerate(self.signature.parameters.values())]
+        self.arg_names = names
+        self.constexprs = [p.num for p in self.params if p.is_constexpr]
+        self.debug = debug
+        self.noinline = noinline
+        self._repr = repr
+        self.launch_metadata = launch_metadata
+        self.pre_run_hooks: list[Callable] = []
+        self.used_globals: list = []
+        self._src: Optional[str] = None
+        self._raw_src: Optional[list[str]] = None
+        self._start_line: Optional[int] = None
+        self._hash: Optional[str] = None
+        self._kernel_cache: dict = {}
+        self._locks: dict = {}
+        self._locks_guard = threading.Lock()
+        self._runner: Optional[Callable[..., Any]] = None
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__globals__ = fn.__globals__
+        self.__module__ = fn.__module__
+
+    # ------------------------------------------------------------------ source and keys
+    def _read_source(self) -> None:
+        try:
+            lines, start = inspect.getsourcelines(self.fn)
+        except (OSError, TypeError) as e:
+            raise TegulaError(
+                f"cannot read the source of @jit function '{self.__name__}' ({e}); @jit functions "
+                "must be defined in a file") from None
+        self._raw_src, self._start_line = lines, start
+        src = textwrap.dedent("".join(lines))
+        m = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
+        self._src = src[m.start():] if m else src
+
+    @property
+    def src(self) -> str:
+        if self._src is None:
+            self._read_source()
+        return self._src  # type: ignore[return-value]
+
+    @property
+    def raw_src(self) -> list[str]:
+        if self._raw_src is None:
+            self._read_source()
+        return self._raw_src  # type: ignore[return-value]
+
+    @property
+    def starting_line_number(self) -> int:
+        if self._start_line is None:
+            self._read_source()
+        return self._start_line  # type: ignore[return-value]
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the source the kernel compiles from (Triton's test hook)."""
+        self.src  # read the original first, so positions stay known
+        self._src = new_src
+        self.clear_cache()
+
+    @property
+    def cache_key(self) -> str:
+        """Hash of the source, of the @jit functions it calls and of the constexpr
+        globals it reads (`dependencies.compute_cache_key`)."""
+        if self._hash is None:
+            from .dependencies import compute_cache_key
+
+            self._hash = f"recursion:{self.module}.{self.__qualname__}"
+            try:
+                key, used = compute_cache_key(self)
+            except BaseException:
+                self._hash = None
+                raise
+            self._hash, self.used_globals = key, used
+        return self._hash
+
+    @property
+    def hash(self) -> Optional[str]:
+        return self._hash
+
+    def definition_site(self) -> str:
+        """`file:line` of the `def` (after any decorators), for messages."""
+        code = self.fn.__code__
+        line = code.co_firstlineno
+        try:
+            for i, text in enumerate(self.raw_src):
+                if text.lstrip().startswith("def "):
+                    line = self.starting_line_number + i
+                    break
+        except TegulaError:
+            pass
+        return f"{code.co_filename}:{line}"
+
+    # ------------------------------------------------------------------ calling and launching
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TegulaError(
+            f"@jit function '{self.__name__}' cannot be called from Python; launch it with "
+            f"{self.__name__}[grid](...) or call it from another @jit function")
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        # A launcher made before add_pre_run_hook/clear_cache keeps the launch function
+        # it was made with (hooks added later do not run through it).
+        return bind(self._runner or self._build_runner(), grid)
+
+    def run(self, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch (or with `warmup=True` only compile); returns the CompiledKernel."""
+        return (self._runner or self._build_runner())(grid, *args, _tg_warmup=warmup, **kwargs)
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """Compile for these arguments without launching. Dtypes (torch, numpy, tl) may
+        stand in for tensors: `k.warmup(torch.float16, torch.float16, 1024, grid=(1,), BLOCK=64)`."""
+        args = tuple(a if i < len(self.params) and self.params[i].is_constexpr else MockTensor.wrap_dtype(a)
+                     for i, a in enumerate(args))
+        cx = {p.name for p in self.params if p.is_constexpr}
+        kwargs = {k: (v if k in cx else MockTensor.wrap_dtype(v)) for k, v in kwargs.items()}
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def _build_runner(self) -> Callable[..., Any]:
+        # Built on first use, so decorating a kernel stays cheap; the source key is
+        # computed first because the launch function checks the globals it found.
+        try:
+            self.cache_key
+        except TegulaError:
+            pass  # no source: the compile reports it
+        self._runner = build_runner(self)
+        return self._runner
+
+    def add_pre_run_hook(self, hook: Callable[..., Any]) -> None:
+        """Call `hook(*args, **kwargs)` before every launch."""
+        if not callable(hook):
+            raise TypeError("a pre-run hook must be callable")
+        self.pre_run_hooks.append(hook)
+        self._runner = None
+
+    def clear_cache(self) -> None:
+        """Forget compiled kernels and the source key (they are rebuilt on demand)."""
+        self._kernel_cache.clear()
+        self._hash = None
+        self.used_globals = []
+        self._runner = None
+
+    @property
+    def kernel_cache(self) -> dict:
+        """The in-memory cache: launch key -> CompiledKernel (for inspection)."""
+        return self._kernel_cache
+
+    # ------------------------------------------------------------------ the cache miss
+    def _key_lock(self, key: Any) -> threading.Lock:
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.Lock()
+            return lock
+
+    def _compile_miss(self, key: tuple, values: tuple, opts: dict) -> Any:
+        # Compiles for different keys run in parallel (the autotuner warms configs up on
+        # a thread pool); the same key compiles once.
+        with self._key_lock(key):
+            kernel = self._kernel_cache.get(key)
+            if kernel is None:
+                kernel = self._compile(key, values, opts)
+                self._kernel_cache[key] = kernel
+        with self._locks_guard:
+            self._locks.pop(key, None)
+        return kernel
+
+    def _compile(self, key: tuple, values: tuple, opts: dict) -> Any:
+        from . import backend_registry
+        from .compiler import compile
+        from .source import ASTSource
+
+        interpret, knob_debug = key[-2]
+        specs = compute_specs(self.params, values)
+        spec = S.describe_specs(self.arg_names, [p.is_constexpr for p in self.params],
+                                specs, values, self.__name__)
+        debug = opts.get("debug")
+        debug = bool((self.debug if debug is None else debug) or knob_debug)
+        what = f"the launch of kernel '{self.__name__}' ({self.definition_site()})"
+        try:
+            options = CompileOptions.from_dict({**opts, "debug": debug}, strict=True, what=what,
+                                               params=self.arg_names)
+        except KernelArgumentError as e:
+            if what in str(e):
+                raise
+            raise KernelArgumentError(f"{what}: {e}") from None
+        first = next((nm for nm, sp in zip(self.arg_names, specs)
+                      if sp[0].startswith("*") and sp[2] == spec.device), "")
+        backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)
+        target = backend.current_target(device)
+        src = ASTSource(self, spec.signature, spec.constexprs, spec.attrs)
+        return compile(src, target=target, options=options, device=device)
+
+    def _globals_changed(self) -> None:
+        for g in self.used_globals:
+            if g.changed():
+                raise TegulaError(
+                    f"global '{g.name}' used by @jit function '{self.__name__}' changed from "
+                    f"{g.value!r} to {g.namespace.get(g.name)!r} after the kernel was compiled; pass "
+                    "values that change as constexpr parameters instead")
+
+    # ------------------------------------------------------------------ error messages
+    def _binding_error(self, values: tuple, extra: tuple, opts: dict, no_arg: Any) -> None:
+        """Raise the KernelArgumentError of a launch whose arguments do not fit."""
+        params = self.params
+        problems = []
+        if extra:
+            given = len(params) + len(extra)
+            problems.append(f"got {given} positional arguments for {len(params)} parameters")
+        missing = [p.name for p, v in zip(params, values) if v is no_arg]
+        if missing:
+            problems.append("missing " + ", ".join(f"'{m}'" for m in missing))
+        expected = ", ".join(p.describe() for p in params)
+        raise KernelArgumentError(
+            f"kernel '{self.__name__}' ({self.definition_site()}): {'; '.join(problems)}. "
+            f"Its parameters are ({expected})")
+
+    def repr(self, _: Any = None) -> str:
+        return f"{self.module}.{self.__qualname__}" if self._repr is None else self._repr(_)
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.module}:{self.__qualname__})"
+
+
+def jit(fn: Optional[Callable] = None, *, version: Any = None, repr: Optional[Callable] = None,
+        launch_metadata: Optional[Callable] = None,
+        do_not_specialize: Optional[Iterable[Union[int, str]]] = None,
+        do_not_specialize_on_alignment: Optional[Iterable[Union[int, str]]] = None,
+        debug: Optional[bool] = None, noinline: Optional[bool] = None) -> Any:
+    """Decorator making a kernel (or a device function callable from kernels): `@jit`
+    or `@jit(do_not_specialize=["n"], debug=True, ...)`."""
+
+    def decorator(f: Callable) -> JITFunction:
+        return JITFunction(f, version=version, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+                           debug=debug, noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+
+    return decorator(fn) if fn is not None else decorator

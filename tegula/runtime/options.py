@@ -1,0 +1,109 @@
+"""`CompileOptions`: the launch/compile options a kernel is compiled with.
+
+One frozen (hashable) dataclass shared by every backend. Its field names are the
+keyword arguments a launch accepts besides the kernel's parameters
+(`kernel[grid](..., num_warps=8, num_stages=2)`), which are also the keys of a Triton
+`compile(..., options={...})` dict and of an autotuning `Config`. Defaults are
+Triton 3.6's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, fields
+from typing import Any, Mapping, Optional, Sequence
+
+from ..errors import KernelArgumentError
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: Optional[int] = None
+    debug: bool = False
+    enable_fp_fusion: bool = True
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    default_dot_input_precision: str = "tf32"
+    allowed_dot_input_precisions: tuple[str, ...] = ("tf32", "tf32x3", "ieee")
+    max_num_imprecise_acc_default: int = 0
+    sanitize_overflow: bool = True
+    extern_libs: Optional[tuple[tuple[str, str], ...]] = None
+    # A stage file (`k.tir_opt`, `k.ptx`, ...) that replaces that stage's output, as an
+    # autotuning Config's `ir_override` (Triton 3.6); the extension names the stage.
+    ir_override: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        w = self.num_warps
+        if not isinstance(w, int) or w <= 0 or w & (w - 1):
+            raise KernelArgumentError(f"num_warps must be a power of 2, got {w!r}")
+        if not isinstance(self.num_stages, int) or self.num_stages < 0:
+            raise KernelArgumentError(f"num_stages must be a non-negative int, got {self.num_stages!r}")
+        if not isinstance(self.num_ctas, int) or self.num_ctas < 1:
+            raise KernelArgumentError(f"num_ctas must be a positive int, got {self.num_ctas!r}")
+        if self.maxnreg is not None and (not isinstance(self.maxnreg, int) or self.maxnreg <= 0):
+            raise KernelArgumentError(f"maxnreg must be a positive int or None, got {self.maxnreg!r}")
+        if self.default_dot_input_precision not in self.allowed_dot_input_precisions:
+            raise KernelArgumentError(
+                f"default_dot_input_precision must be one of {self.allowed_dot_input_precisions}, "
+                f"got {self.default_dot_input_precision!r}")
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return _FIELD_NAMES
+
+    @classmethod
+    def from_dict(cls, values: Optional[Mapping[str, Any]], *, strict: bool,
+                  what: str = "compile options", params: Sequence[str] = ()) -> "CompileOptions":
+        """Options from a dict. `strict`: unknown keys are an error (a launch's keyword
+        arguments); otherwise they are ignored, as Triton's `compile(options=...)` does.
+        `None` values mean "the default" (an autotuning Config leaves maxnreg unset so)."""
+        if not values:
+            return _DEFAULT
+        known: dict[str, Any] = {}
+        unknown = []
+        for k, v in values.items():
+            if k in _FIELD_NAMES:
+                if v is not None or k == "maxnreg":
+                    known[k] = _normalize(k, v)
+            else:
+                unknown.append(k)
+        if unknown and strict:
+            hints = []
+            for k in unknown:
+                close = difflib.get_close_matches(k, [*params, *_FIELD_NAMES], n=1)
+                if close:
+                    hints.append(f"'{k}' (did you mean '{close[0]}'?)")
+                else:
+                    hints.append(f"'{k}'")
+            listed = f"parameters are {', '.join(params)}; " if params else ""
+            raise KernelArgumentError(
+                f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(hints)} in {what}; "
+                f"its {listed}launch options are {', '.join(sorted(_FIELD_NAMES))}")
+        return cls(**known) if known else _DEFAULT
+
+    def replace(self, **changes: Any) -> "CompileOptions":
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _normalize(name: str, value: Any) -> Any:
+    # Keep the dataclass hashable: Triton passes extern_libs as a dict and the dot
+    # precisions as a list.
+    if name == "extern_libs" and isinstance(value, Mapping):
+        return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    if name == "allowed_dot_input_precisions" and isinstance(value, (list, tuple)):
+        return tuple(value)
+    if name == "debug":
+        return bool(value)
+    if name in ("num_warps", "num_stages", "num_ctas") and hasattr(value, "__index__"):
+        return value.__index__()
+    return value
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(CompileOptions))
+_DEFAULT = CompileOptions()

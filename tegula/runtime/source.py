@@ -1,0 +1,148 @@
+"""What `compile()` compiles: `ASTSource` (a @jit function and its specialization, as
+Triton's `triton.compiler.ASTSource`) or `IRSource` (a `.tir` / `.tir_opt` text file).
+
+Both normalize their inputs to the compiler's form: dicts keyed by parameter name, in
+parameter order. ASTSource accepts Triton's spellings too: keys given as parameter
+indices or 1-tuples of indices (`{(2,): 16}`), attributes given as
+`[["tt.divisibility", 16]]`, and the bool type `u1`.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Mapping, Optional
+
+from ..errors import KernelArgumentError
+from ..ir.core import ArgAttrs
+from .cache import stable_repr
+
+
+def _param_name(key: Any, names: list[str], what: str) -> str:
+    if isinstance(key, tuple) and len(key) == 1:
+        key = key[0]
+    if isinstance(key, int) and not isinstance(key, bool):
+        if 0 <= key < len(names):
+            return names[key]
+    elif isinstance(key, str) and key in names:
+        return key
+    raise KernelArgumentError(f"{what} names no parameter {key!r} (parameters: {', '.join(names)})")
+
+
+def _by_name(mapping: Optional[Mapping[Any, Any]], names: list[str], what: str) -> dict[str, Any]:
+    return {_param_name(k, names, what): v for k, v in (mapping or {}).items()}
+
+
+def _type_text(t: Any) -> str:
+    if not isinstance(t, str):
+        t = str(getattr(t, "name", t))
+    t = t.strip()
+    return {"u1": "i1", "*u1": "*i1"}.get(t, t)
+
+
+def _unwrap(v: Any) -> Any:
+    return getattr(v, "value", v) if type(v).__name__ == "constexpr" else v
+
+
+def _attrs(value: Any, name: str) -> ArgAttrs:
+    if isinstance(value, ArgAttrs):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ArgAttrs(divisibility=value)
+    if value == "D":  # Triton's specialization key for "divisible by 16"
+        return ArgAttrs(divisibility=16)
+    if isinstance(value, Mapping):
+        div = value.get("divisibility", value.get("tt.divisibility", 1))
+        return ArgAttrs(divisibility=int(div))
+    if isinstance(value, (list, tuple)):
+        div = 1
+        for pair in value:
+            if len(pair) == 2 and pair[0] in ("tt.divisibility", "divisibility"):
+                div = int(pair[1])
+        return ArgAttrs(divisibility=div)
+    raise KernelArgumentError(f"cannot read attributes {value!r} of parameter '{name}'")
+
+
+class ASTSource:
+    """A @jit function specialized by `signature` (param → `*fp32`, `i32`, `constexpr`, ...),
+    `constexprs` (param → value) and `attrs` (param → ArgAttrs or Triton's form)."""
+
+    def __init__(self, fn: Any, signature: Mapping[Any, Any], constexprs: Optional[Mapping[Any, Any]] = None,
+                 attrs: Optional[Mapping[Any, Any]] = None):
+        if not getattr(fn, "_tegula_jit", False):
+            raise TypeError(f"ASTSource needs a @jit function, got {type(fn).__name__}")
+        self.fn = fn
+        self.name: str = fn.__name__
+        names = list(fn.arg_names)
+        self.param_names = names
+        sig = {n: _type_text(t) for n, t in _by_name(signature, names, "signature").items()}
+        cx = {n: _unwrap(v) for n, v in _by_name(constexprs, names, "constexprs").items()}
+        raw_attrs = _by_name(attrs, names, "attrs")
+        self.signature: dict[str, str] = {}
+        self.constexprs: dict[str, Any] = {}
+        self.attrs: dict[str, ArgAttrs] = {}
+        missing = []
+        for p in fn.params:
+            n = p.name
+            declared = sig.get(n)
+            if n in cx or declared == "constexpr" or (declared is None and p.is_constexpr):
+                if n in cx:
+                    self.constexprs[n] = cx[n]
+                elif p.has_default:
+                    self.constexprs[n] = _unwrap(p.default)
+                else:
+                    missing.append(f"{n} (a constexpr: give its value in constexprs)")
+                    continue
+                self.signature[n] = "constexpr"
+            elif declared is None:
+                missing.append(n)
+            else:
+                self.signature[n] = declared
+                self.attrs[n] = _attrs(raw_attrs.get(n, 1), n)
+        if missing:
+            raise KernelArgumentError(f"ASTSource for '{self.name}' lacks the type of: {', '.join(missing)}")
+
+    def fn_key(self) -> str:
+        return self.fn.cache_key
+
+    def hash(self) -> str:
+        """Identity of the source and its specialization (not of options or target)."""
+        h = hashlib.sha256(self.fn_key().encode())
+        h.update(repr(sorted(self.signature.items())).encode())
+        h.update(repr([(k, stable_repr(v)[0]) for k, v in self.constexprs.items()]).encode())
+        h.update(repr([(k, a.divisibility) for k, a in self.attrs.items()]).encode())
+        return h.hexdigest()
+
+    def __repr__(self) -> str:
+        return f"ASTSource({self.name}, {self.signature})"
+
+
+class IRSource:
+    """A kernel from the text of a tile IR stage: a path ending in `.tir` / `.tir_opt`,
+    or the text itself with `stage` given."""
+
+    def __init__(self, path_or_text: str, stage: Optional[str] = None):
+        if stage is None:
+            ext = os.path.splitext(path_or_text)[1].lstrip(".")
+            if ext not in ("tir", "tir_opt"):
+                raise ValueError(f"cannot compile {path_or_text!r}: expected a .tir or .tir_opt file")
+            with open(path_or_text) as f:
+                text = f.read()
+            stage = ext
+        else:
+            text = path_or_text
+        from .compiler import _parse_ir
+
+        kernel = _parse_ir(text)
+        self.text = text
+        self.stage = stage
+        self.name: str = kernel.name
+        self.param_names = list(kernel.arg_names)
+        self.signature = {n: str(v.type) for n, v in zip(kernel.arg_names, kernel.args)}
+        self.constexprs: dict[str, Any] = {}
+        self.attrs = {n: a for n, a in zip(kernel.arg_names, kernel.arg_attrs)}
+
+    def fn_key(self) -> str:
+        return hashlib.sha256(f"{self.stage}|{self.text}".encode()).hexdigest()
+
+    def hash(self) -> str:
+        return self.fn_key()

@@ -1,0 +1,275 @@
+"""@jit / JITFunction: attributes, launching, grids and the errors of a bad launch.
+
+The compiler pipeline is faked (`jit_fakes.fake`): these tests check the runtime only.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula.errors import KernelArgumentError, TegulaError
+from tegula.runtime.jit import JITFunction, jit
+
+
+@jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    pass
+
+
+ADD_DEF_LINE = inspect.getsourcelines(add_kernel.fn)[1] + 1
+
+
+@jit
+def scalar_kernel(a, b, c, FLAG: tl.constexpr):
+    pass
+
+
+def _arrays(n: int = 64):
+    return np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+
+
+# ---------------------------------------------------------------------------- the decorator
+
+def test_bare_and_parametrized_jit():
+    assert isinstance(add_kernel, JITFunction) and add_kernel._tegula_jit
+
+    @jit(do_not_specialize=["n"], debug=True, noinline=True)
+    def k(x, n):
+        pass
+
+    assert isinstance(k, JITFunction) and k.debug is True and k.noinline is True
+    assert [p.do_not_specialize for p in k.params] == [False, True]
+    assert k.__name__ == "k" and k.fn.__name__ == "k"
+
+
+def test_params_and_names():
+    assert add_kernel.arg_names == ["x_ptr", "y_ptr", "out_ptr", "n", "BLOCK"]
+    assert [p.is_constexpr for p in add_kernel.params] == [False, False, False, False, True]
+    assert add_kernel.params[4].default == 128 and add_kernel.params[4].has_default
+    assert add_kernel.constexprs == [4]
+    assert add_kernel.src.startswith("def add_kernel(")
+
+
+@pytest.mark.parametrize("annotation", ["tl.constexpr", "triton.language.constexpr", "constexpr",
+                                        "tegula.language.constexpr"])
+def test_string_annotations_are_constexpr(annotation):
+    ns: dict = {}
+    exec(f"def k(x, B: '{annotation}'):\n    pass\n", ns)
+    assert [p.is_constexpr for p in JITFunction(ns["k"]).params] == [False, True]
+
+
+def test_future_annotations_module(tmp_path, monkeypatch):
+    (tmp_path / "fut_mod.py").write_text(
+        "from __future__ import annotations\n"
+        "import tegula\nimport tegula.language as tl\n"
+        "@tegula.jit\ndef k(x, n: tl.int64, B: tl.constexpr):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fut_mod
+
+    params = fut_mod.k.params
+    assert [p.is_constexpr for p in params] == [False, False, True]
+    assert params[1].annotation_type == "i64"
+
+
+def test_do_not_specialize_by_index_and_unknown_name():
+    @jit(do_not_specialize=[1], do_not_specialize_on_alignment=["x"])
+    def k(x, n):
+        pass
+
+    assert k.params[1].do_not_specialize and k.params[0].do_not_specialize_on_alignment
+    with pytest.raises(KernelArgumentError, match="no parameter 'nope'"):
+        jit(do_not_specialize=["nope"])(lambda x: None)
+
+
+def test_calling_from_python_is_an_error():
+    with pytest.raises(TegulaError, match=r"cannot be called from Python; launch it with add_kernel\[grid\]"):
+        add_kernel(1, 2, 3, 4)
+
+
+def test_cache_key_depends_on_callees_and_constexpr_globals(tmp_path, monkeypatch):
+    src = (
+        "import tegula\nimport tegula.language as tl\n"
+        "SCALE = tl.constexpr({scale})\n"
+        "@tegula.jit\ndef helper(x):\n    return x * {factor}\n"
+        "@tegula.jit\ndef k(x_ptr):\n    tl.store(x_ptr, helper(SCALE))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    keys = {}
+    for i, (scale, factor) in enumerate([(2, 3), (2, 3), (5, 3), (2, 4)]):
+        name = f"ck_mod{i}"
+        (tmp_path / f"{name}.py").write_text(src.format(scale=scale, factor=factor))
+        mod = __import__(name)
+        keys[(scale, factor, i)] = mod.k.cache_key
+    values = list(keys.values())
+    assert values[0] == values[1]           # same source, same globals
+    assert values[2] != values[0]           # a constexpr global changed
+    assert values[3] != values[0]           # a callee's source changed
+
+
+def test_changed_global_is_reported(fake, tmp_path, monkeypatch):
+    (tmp_path / "glob_mod.py").write_text(
+        "import tegula\nimport tegula.language as tl\nBLOCK = tl.constexpr(16)\n"
+        "@tegula.jit\ndef k(x_ptr):\n    tl.store(x_ptr, BLOCK)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import glob_mod
+
+    x = np.zeros(4, np.float32)
+    glob_mod.k[(1,)](x)
+    glob_mod.BLOCK = tl.constexpr(32)
+    with pytest.raises(TegulaError, match="global 'BLOCK' used by @jit function 'k' changed"):
+        glob_mod.k[(1,)](x)
+
+
+# ---------------------------------------------------------------------------- launching
+
+def test_launch_passes_every_parameter_value(fake):
+    x, y, out = _arrays()
+    compiled = add_kernel[(2,)](x, y, out, 64, BLOCK=32)
+    (kernel, grid, values), = fake.launches
+    assert kernel is compiled and grid == (2, 1, 1)
+    assert values[:3] == (x, y, out) and values[3:] == (64, 32)
+
+
+def test_default_parameter_value(fake):
+    x, y, out = _arrays()
+    add_kernel[(1,)](x, y, out, 64)
+    assert fake.frontend_calls[-1][2] == {"BLOCK": 128}
+    assert fake.launches[-1][2][4] == 128
+
+
+@pytest.mark.parametrize("grid, expected", [
+    ((3,), (3, 1, 1)), ((3, 2), (3, 2, 1)), ((3, 2, 5), (3, 2, 5)), ([4], (4, 1, 1)), ([4, 5], (4, 5, 1)),
+])
+def test_grid_forms(fake, grid, expected):
+    x, y, out = _arrays()
+    add_kernel[grid](x, y, out, 64)
+    assert fake.launches[-1][1] == expected
+
+
+def test_callable_grid_sees_bound_arguments_and_meta_parameters(fake):
+    x, y, out = _arrays()
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (tegula.cdiv(meta["n"], meta["BLOCK"]),)
+
+    add_kernel[grid](x, y, out, 100, BLOCK=32)
+    add_kernel[grid](x, y, out, n=100)
+    assert seen[0]["BLOCK"] == 32 and seen[0]["n"] == 100 and seen[0]["x_ptr"] is x
+    assert seen[1]["BLOCK"] == 128  # the default is bound too
+    assert [launch[1] for launch in fake.launches] == [(4, 1, 1), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("grid, message", [
+    ((1, 2, 3, 4), "1 to 3 dimensions"), ((), "1 to 3 dimensions"), ("ab", "must be a tuple"),
+    (None, "needs a grid"), (object(), "must be a tuple"),
+])
+def test_bad_grids(fake, grid, message):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError, match=message):
+        add_kernel[grid](x, y, out, 64)
+
+
+def test_run_and_warmup(fake):
+    x, y, out = _arrays()
+    compiled = add_kernel.warmup(x, y, out, 64, grid=(1,), BLOCK=64)
+    assert compiled.name == "add_kernel" and fake.launches == []
+    assert add_kernel.run(x, y, out, 64, grid=(1,), warmup=False, BLOCK=64) is compiled
+    assert len(fake.launches) == 1 and len(fake.frontend_calls) == 1
+
+
+def test_warmup_with_dtypes_instead_of_arrays(fake):
+    torch = pytest.importorskip("torch")
+    compiled = add_kernel.warmup(torch.float16, np.dtype(np.float32), torch.float16, 64, grid=(1,))
+    sig = compiled.metadata.signature
+    assert (sig["x_ptr"], sig["y_ptr"], sig["out_ptr"]) == ("*fp16", "*fp32", "*fp16")
+    assert fake.frontend_calls[-1][3]["x_ptr"].divisibility == 16
+    assert fake.launches == []
+
+
+def test_pre_run_hook(fake):
+    calls = []
+    add_kernel.add_pre_run_hook(lambda *args, **kwargs: calls.append((len(args), sorted(kwargs))))
+    try:
+        x, y, out = _arrays()
+        add_kernel[(1,)](x, y, out, 64, num_warps=2)
+        assert calls == [(5, ["num_warps"])]
+    finally:
+        add_kernel.pre_run_hooks.clear()
+        add_kernel.clear_cache()
+
+
+# ---------------------------------------------------------------------------- bad launches
+
+def test_missing_argument_names_parameters_and_definition(fake):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError) as info:
+        add_kernel[(1,)](x, y, out)
+    text = str(info.value)
+    assert "missing 'n'" in text
+    assert "(x_ptr, y_ptr, out_ptr, n, BLOCK: constexpr = 128)" in text
+    assert f"{__file__}:{ADD_DEF_LINE}" in text
+
+
+def test_too_many_arguments(fake):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError, match=r"got 6 positional arguments for 5 parameters") as info:
+        add_kernel[(1,)](x, y, out, 64, 32, 7)
+    assert f"{__file__}:{ADD_DEF_LINE}" in str(info.value)
+
+
+def test_unknown_keyword_argument(fake):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError, match=r"'num_wraps' \(did you mean 'num_warps'\?\)") as info:
+        add_kernel[(1,)](x, y, out, 64, num_wraps=8)
+    assert "add_kernel" in str(info.value) and "launch options are" in str(info.value)
+    with pytest.raises(KernelArgumentError, match=r"'BLOK' \(did you mean 'BLOCK'\?\)"):
+        add_kernel[(1,)](x, y, out, 64, BLOK=8)
+
+
+def test_bad_option_value_names_the_kernel(fake):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError, match=r"add_kernel.*num_warps must be a power of 2"):
+        add_kernel[(1,)](x, y, out, 64, num_warps=3)
+
+
+@pytest.mark.parametrize("value, kind", [("text", "str"), ([1, 2], "list"), ({"a": 1}, "dict"),
+                                         (object(), "object"), ((1, 2), "tuple"), (2**70, "int")])
+def test_unsupported_argument_types(fake, value, kind):
+    x, y, out = _arrays()
+    with pytest.raises(KernelArgumentError, match=rf"argument 'y_ptr' of kernel 'add_kernel' .* is a {kind}"):
+        add_kernel[(1,)](x, value, out, 64)
+
+
+def test_launch_options_reach_the_compiler(fake):
+    x, y, out = _arrays()
+    c = add_kernel[(1,)](x, y, out, 64, num_warps=8, num_stages=2, num_ctas=1, maxnreg=128, debug=True)
+    opts = fake.frontend_calls[-1][4]
+    assert (opts.num_warps, opts.num_stages, opts.maxnreg, opts.debug) == (8, 2, 128, True)
+    md = c.metadata
+    assert (md.num_warps, md.num_stages, md.num_ctas, md.debug, md.shared) == (8, 2, 1, True, 128)
+
+
+def test_jit_debug_and_debug_knob(fake, monkeypatch):
+    @jit(debug=True)
+    def dk(x_ptr):
+        pass
+
+    x = np.zeros(4, np.float32)
+    assert dk[(1,)](x).metadata.debug is True
+    assert add_kernel[(1,)](x, x, x, 4).metadata.debug is False
+    monkeypatch.setenv("TEGULA_DEBUG", "1")
+    assert add_kernel[(1,)](x, x, x, 4).metadata.debug is True
+
+
+def test_keyword_only_parameters_cannot_be_launched(fake):
+    @jit
+    def kw(x_ptr, *, n):
+        pass
+
+    with pytest.raises(KernelArgumentError, match="'n' is keyword-only"):
+        kw[(1,)](np.zeros(4, np.float32), n=3)
