@@ -13,6 +13,7 @@ interface (see docs/internals.md). The modules, one concept each:
 - `loops`       — `for` over range / tl.range / tl.static_range, `while`
 - `calls`       — builtins, Python builtins, @jit inlining
 - `diagnostics` — the frontend's errors and their wording
+- `signature`   — Triton argument type strings (`*fp32`, `i32`) as IR types
 - `codegen`     — the visitor that ties them together; `kernel` — the entry point
 """
 from .kernel import build_kernel

@@ -19,7 +19,6 @@ from typing import Any, Optional, Sequence
 
 from ..ir.core import Block
 from ..ir.ops import Op
-from ..ir.types import I1, shape_of
 from .diagnostics import FrontendError
 from .scan import contains_return
 from .scope import RETURN_SLOT, Scope
@@ -62,15 +61,11 @@ class BranchesMixin:
         return bool(value)
 
     def condition(self, cond: Any) -> Any:
-        """A scalar i1 tensor for a branch or loop condition."""
+        """A scalar i1 tensor for a branch or loop condition (the language layer checks
+        that a tensor condition is a scalar and converts it)."""
         if not is_tensor(cond):
-            return self.sem.to_tensor(bool(unwrap(cond)))
-        fn = getattr(self.sem, "bool_condition", None)
-        if fn is not None:
-            return fn(cond)
-        if shape_of(ir_type(cond)):
-            raise FrontendError(f"a condition must be a scalar, not a {describe(cond)}")
-        return cond if ir_type(cond) == I1 else cond != 0
+            cond = bool(unwrap(cond))
+        return self.sem.bool_condition(cond)
 
     def tensor_if(self, node: ast.If, cond: Any, then_stmts: Sequence[ast.stmt],
                   else_stmts: Sequence[ast.stmt], returns: bool) -> None:

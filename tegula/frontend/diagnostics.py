@@ -50,7 +50,6 @@ _UNSUPPORTED: dict[type, str] = {
     ast.Raise: "'raise'",
     ast.Import: "'import'",
     ast.ImportFrom: "'import'",
-    ast.ListComp: "list comprehensions",
     ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions",
     ast.GeneratorExp: "generator expressions",
@@ -64,7 +63,7 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     _UNSUPPORTED[ast.TryStar] = "'try'"
 
 
-_PLURAL = {ast.ClassDef, ast.FunctionDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+_PLURAL = {ast.ClassDef, ast.FunctionDef, ast.SetComp, ast.DictComp, ast.GeneratorExp,
            ast.Dict, ast.Set, ast.NamedExpr}
 
 

@@ -78,6 +78,30 @@ class ExpressionsMixin:
                 raise FrontendError(f"only tuples can be unpacked with '*', not a {describe(value)}")
         return tuple(to_value(v) for v in value)
 
+    def visit_ListComp(self, node: ast.ListComp) -> tuple:
+        """`[f(x) for x in T]` over a compile-time sequence: a tuple, built by unrolling
+        (Triton 3.6 supports exactly this form)."""
+        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
+            raise unsupported(node, "list comprehensions with several `for` or an `if`", plural=True)
+        gen = node.generators[0]
+        iterable = self.visit(gen.iter)
+        if is_tensor(iterable):
+            raise FrontendError(f"a list comprehension cannot iterate over a tensor ({describe(iterable)})")
+        items = iterable if type(iterable) is tuple else unwrap(iterable)
+        if not isinstance(items, (tuple, list, range)):
+            raise FrontendError(f"a list comprehension can only iterate over a tuple, "
+                                f"not a {describe(iterable)}")
+        outer = self.scope
+        self.scope = outer.copy()  # the comprehension variable is local to it, as in Python
+        try:
+            results = []
+            for item in items:
+                self.assign(gen.target, to_value(item), keep_constexpr=True)
+                results.append(self.visit(node.elt))
+            return tuple(results)
+        finally:
+            self.scope = outer
+
     def visit_Starred(self, node: ast.Starred) -> Any:
         raise unsupported(node, "'*' unpacking here")
 

@@ -5,7 +5,9 @@ argument's dtype; a new key benchmarks every (pruned) config and caches the winn
 repeated key reuses it; `prune_configs_by` ({early_config_prune, perf_model, top_k})
 narrows the candidates; `reset_to_zero`, `restore_value`, `pre_hook`, `post_hook`,
 `do_bench`, `warmup`, `rep`, `use_cuda_graph` and `cache_results` as documented there;
-`best_config`, `cache`, `configs_timings`, `bench_time` afterwards.
+`best_config`, `cache`, `configs_timings`, `bench_time` (the whole tuning's seconds)
+afterwards, plus tegula's `compile_time` (its compile part) and `failed_configs`
+(config -> why it was skipped).
 
 Where tegula does better:
 - Tuning never corrupts the caller's data: the arguments the compiled kernel writes
@@ -17,7 +19,11 @@ Where tegula does better:
 - `reset_to_zero` / `restore_value` keep working when a user `pre_hook`/`post_hook` is
   given (Triton silently drops them then).
 - Repeatable choice within measured noise, progress bar, `TEGULA_PRINT_AUTOTUNING`,
-  on-disk results (`autotuner_report`, `autotuner_cache`).
+  on-disk results (`autotuner_report`, `autotuner_cache`), also under the interpreter.
+- Mistakes are named early: `reset_to_zero`/`restore_value` names that are not kernel
+  arguments fail at decoration, `key` names that are not arguments warn (Triton
+  ignores them, so the kernel never retunes), and passing a value a config sets
+  (a meta-parameter or `num_warps`...) is a ValueError on every launch, cached or not.
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ import os
 import platform
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
 
@@ -36,62 +42,13 @@ from tegula.errors import AutotunerError, CompilationError, KernelArgumentError,
 
 from . import autotuner_cache
 from .arg_snapshot import ArgSnapshot, is_array_like, zero_
+from .autotune_config import Config
 from .autotuner_report import TuningProgress, choose_best, print_table
 from .kernel_interface import KernelInterface
 
-_LAUNCH_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "ir_override")
+__all__ = ["Autotuner", "Config", "autotune"]
+
 _INF3 = [math.inf, math.inf, math.inf]
-
-
-class Config:
-    """One candidate: meta-parameters (`kwargs`) and launch options for the autotuner."""
-
-    def __init__(self, kwargs: dict[str, Any], num_warps: Optional[int] = 4, num_stages: Optional[int] = 3,
-                 num_ctas: Optional[int] = 1, maxnreg: Optional[int] = None,
-                 pre_hook: Optional[Callable[[dict[str, Any]], Any]] = None,
-                 ir_override: Optional[str] = None) -> None:
-        self.kwargs = kwargs
-        self.num_warps = num_warps
-        self.num_ctas = num_ctas
-        self.num_stages = num_stages
-        self.maxnreg = maxnreg
-        self.pre_hook = pre_hook
-        self.ir_override = ir_override
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.kwargs = state.get("kwargs", {})
-        self.num_warps = state.get("num_warps", 4)
-        self.num_stages = state.get("num_stages", 3)
-        self.num_ctas = state.get("num_ctas", 1)
-        self.maxnreg = state.get("maxnreg", None)
-        self.pre_hook = state.get("pre_hook", None)
-        self.ir_override = state.get("ir_override", None)
-
-    def all_kwargs(self) -> dict[str, Any]:
-        """The meta-parameters and every launch option that is set (not None)."""
-        options = {k: getattr(self, k) for k in _LAUNCH_OPTIONS if getattr(self, k) is not None}
-        return {**self.kwargs, **options}
-
-    def __str__(self) -> str:
-        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
-        parts += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}",
-                  f"num_stages: {self.num_stages}", f"maxnreg: {self.maxnreg}"]
-        if self.ir_override is not None:
-            parts.append(f"ir_override: {self.ir_override}")
-        return ", ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"Config({self.kwargs!r}, num_warps={self.num_warps}, num_stages={self.num_stages}, " \
-               f"num_ctas={self.num_ctas}, maxnreg={self.maxnreg})"
-
-    def __hash__(self) -> int:
-        return hash((*self.all_kwargs().items(), self.pre_hook))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Config):
-            return NotImplemented
-        mine = (tuple(self.all_kwargs().items()), self.pre_hook)
-        return mine == (tuple(other.all_kwargs().items()), other.pre_hook)
 
 
 def _base_function(fn: Any) -> Any:
@@ -224,8 +181,10 @@ class Autotuner(KernelInterface):
         self.bench_time = 0.0
         self.compile_time = 0.0
         self._bench_device = "cpu"
-        # Names a caller must not pass: the configs set them (checked on every launch).
-        self._tuned_names = frozenset(k for c in self.configs for k in c.all_kwargs())
+        # Names a caller must not pass because the configs set them (checked on every
+        # launch); recomputed if the user assigns a new list to `kernel.configs`.
+        self._tuned_for: Optional[list[Config]] = None
+        self._tuned_names: frozenset[str] = frozenset()
 
     @property
     def __name__(self) -> str:  # type: ignore[override]
@@ -249,6 +208,9 @@ class Autotuner(KernelInterface):
 
     # ------------------------------------------------------------------ launch
     def _check_conflicts(self, kwargs: dict[str, Any]) -> None:
+        if self._tuned_for is not self.configs:
+            self._tuned_names = frozenset(k for c in self.configs for k in c.all_kwargs())
+            self._tuned_for = self.configs
         conflicts = self._tuned_names.intersection(kwargs)
         if conflicts:
             names = ", ".join(sorted(conflicts))
@@ -323,7 +285,8 @@ class Autotuner(KernelInterface):
         return out
 
     # ------------------------------------------------------------------ tuning
-    def _compile_all(self, configs: Sequence[Config], args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+    def _compile_all(self, configs: Sequence[Config], args: tuple, kwargs: dict[str, Any],
+                     progress: Optional[TuningProgress] = None) -> list[Any]:
         """fn.warmup for each config, concurrently; an exception object where one failed."""
         warm = getattr(self.fn, "warmup", None)
         if warm is None:
@@ -336,11 +299,19 @@ class Autotuner(KernelInterface):
             except Exception as e:  # recorded per config; the caller decides what is fatal
                 return e
 
-        workers = min(len(configs), os.cpu_count() or 1, 16)
-        if workers <= 1:
-            return [compile_one(c) for c in configs]
+        if len(configs) == 1:
+            return [compile_one(configs[0])]
+        # At least a few threads even on a small machine: much of a GPU compile waits on
+        # ptxas subprocesses and LLVM, which release the GIL.
+        workers = min(len(configs), max(4, os.cpu_count() or 1), 16)
+        results: list[Any] = [None] * len(configs)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tegula-autotune") as pool:
-            return list(pool.map(compile_one, configs))
+            futures = {pool.submit(compile_one, c): i for i, c in enumerate(configs)}
+            for done, future in enumerate(as_completed(futures), 1):
+                results[futures[future]] = future.result()
+                if progress is not None:
+                    progress.update(done, "compiled")
+        return results
 
     def _disk_key(self, key: tuple, configs: Sequence[Config], values: Sequence[Any]) -> list[str]:
         import tegula
@@ -400,19 +371,19 @@ class Autotuner(KernelInterface):
                        kwargs: dict[str, Any]) -> tuple[int, list[Any], dict[int, str]]:
         progress = TuningProgress(self.__name__, len(configs))
         t0 = time.perf_counter()
-        compiled = self._compile_all(configs, args, kwargs)
+        compiled = self._compile_all(configs, args, kwargs, progress)
         t1 = time.perf_counter()
         failures: dict[int, str] = {}
         written: Optional[set[str]] = set()
         for i, result in enumerate(compiled):
             if isinstance(result, KernelArgumentError):
+                progress.close()
                 raise result  # the launch itself is wrong, whatever the config
             if isinstance(result, Exception):
                 failures[i] = _reason(result)
                 continue
             part = _written_args(result)
             written = None if (written is None or part is None) else written | part
-        progress.update(0, "compiled")
         named = {**self.nargs, **kwargs}
         # Unknown written set (a backend that does not report it): save every buffer.
         to_save = ([n for n, v in named.items() if is_array_like(v)] if written is None
@@ -439,7 +410,8 @@ class Autotuner(KernelInterface):
             snapshot.restore()
             progress.close()
         t2 = time.perf_counter()
-        self.compile_time, self.bench_time = t1 - t0, t2 - t1
+        # bench_time is the whole tuning, as in Triton (where compiling happens inside it).
+        self.compile_time, self.bench_time = t1 - t0, t2 - t0
         self.configs_timings = dict(zip(configs, timings))
         self.failed_configs = {configs[i]: r for i, r in failures.items()}
         best_index = choose_best(timings)
@@ -454,7 +426,7 @@ class Autotuner(KernelInterface):
             self.pre_hook(full_nargs, reset_only=True)
         if knobs.print_autotuning:
             print_table(self.__name__, key, configs, timings, failures, best_index, self.compile_time,
-                        self.bench_time)
+                        self.bench_time - self.compile_time)
         return best_index, timings, failures
 
     def _bench(self, args: tuple, config: Config, kwargs: dict[str, Any], snapshot: ArgSnapshot) -> Any:

@@ -108,7 +108,7 @@ def _key_lines(i: int, p: Any, with_torch: bool) -> tuple[list[str], list[str]]:
         return ([f"    if {a}.__class__ in _tg_PLAIN:",
                  f"        {k0} = {a}; {k1} = {a}.__class__",
                  "    else:",
-                 f"        {k0} = _tg_cx({a}); {k1} = None"], [k0, k1])
+                 f"        {k0}, {k1} = _tg_cx({a})"], [k0, k1])
     specialize, align = not p.do_not_specialize, not p.do_not_specialize_on_alignment
     if p.annotation_type:
         return ([f"    {k0} = _tg_slow{i}({a})"], [k0])
@@ -157,7 +157,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
     torch = sys.modules.get("torch")
     no_arg = object()
     ns: dict[str, Any] = {
-        "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_spec,
+        "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_atoms,
         "_tg_ONE": S.SPEC_ONE, "_tg_I32": S.SPEC_I32, "_tg_I32_16": S.SPEC_I32_16, "_tg_FP32": S.SPEC_FP32,
         "_tg_flags": _flags_reader(), "_tg_okey": options_key,
         "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,

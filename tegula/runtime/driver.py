@@ -10,7 +10,7 @@ else the host CPU driver. Every driver answers what tutorials and the autotuner 
 `driver` is importable both ways Triton code uses it: `from tegula.runtime import driver;
 driver.active` works whether the package exports this module or the `DriverConfig`
 object below, because the module forwards `active`, `default`, `set_active` and
-`reset_active` to that object.
+`reset_active` to that object, and the object forwards the module's other names.
 
 The CPU driver's properties describe the host honestly where a notion carries over (a
 core is a "multiprocessor") and are nominal where it does not: `warpSize` is 1 because a
@@ -400,6 +400,14 @@ class DriverConfig:
 
     def reset_active(self) -> None:
         self._active = None
+
+    def __getattr__(self, name: str) -> Any:
+        # `tegula.runtime.driver` is this object when the package re-exports it (as Triton
+        # does), which hides the module; forward the module's names (CudaDriver, ...).
+        try:
+            return globals()[name]
+        except KeyError:
+            raise AttributeError(f"'DriverConfig' object has no attribute {name!r}") from None
 
 
 driver = DriverConfig()

@@ -245,6 +245,13 @@ def constexpr_spec(v: Any) -> tuple:
     return ("constexpr", v, type(v))
 
 
+def constexpr_atoms(v: Any) -> tuple[Any, type]:
+    """(value, type) that stand for a constexpr value in a cache key (the launcher's
+    form of `constexpr_spec`)."""
+    spec = constexpr_spec(v)
+    return spec[1], spec[2]
+
+
 _HANDLERS: dict[type, Callable[[Any, bool, bool], tuple]] = {
     int: spec_int, bool: _spec_bool, float: _spec_float, type(None): _spec_none,
 }
@@ -286,9 +293,13 @@ def _find_handler(cls: type) -> Callable[[Any, bool, bool], tuple]:
 
 
 def _unsupported(x: Any, specialize: bool, align: bool) -> tuple:
-    if hasattr(x, "data_ptr"):  # an instance attribute `dtype` (not seen on the class)
-        if hasattr(x, "dtype"):
-            return _spec_duck_tensor(x, specialize, align)
+    # The class did not say; the instance may (interfaces set as instance attributes).
+    if hasattr(x, "__cuda_array_interface__"):
+        return _spec_cuda_interface(x, specialize, align)
+    if hasattr(x, "data_ptr") and hasattr(x, "dtype"):
+        return _spec_duck_tensor(x, specialize, align)
+    if hasattr(x, "__array_interface__"):
+        return _spec_array_interface(x, specialize, align)
     raise UnsupportedArgument(x)
 
 

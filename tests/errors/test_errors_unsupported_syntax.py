@@ -94,8 +94,8 @@ def uses_raise(n):
 
 
 @jit
-def uses_list_comprehension(n):
-    t = [i for i in range(3)]  # E
+def uses_generator_expression(n):
+    t = (i for i in (1, 2))  # E
 
 
 @jit
@@ -144,7 +144,7 @@ CASES = [
     (uses_global, "global", "'global' is not supported in @jit functions"),
     (uses_nonlocal, "nonlocal", "'nonlocal' is not supported in @jit functions"),
     (uses_raise, "raise", "'raise' is not supported in @jit functions"),
-    (uses_list_comprehension, "[i for", "list comprehensions are not supported in @jit functions"),
+    (uses_generator_expression, "(i for", "generator expressions are not supported in @jit functions"),
     (uses_walrus, "m :=", "assignment expressions (':=') are not supported in @jit functions"),
     (uses_double_star, "**n", "'**' argument unpacking is not supported in @jit functions"),
     (uses_starred_target, "a, *b",

@@ -177,3 +177,32 @@ def printing(x_ptr, n):
 def test_print_is_device_print():
     ir = compile_ir(printing, {"x_ptr": "*i32", "n": "i32"})
     assert ir.count("device_print") == 2
+
+
+@jit
+def comprehension(x_ptr, n):
+    parts = [n * k for k in (1, 2, 3)]
+    tl.store(x_ptr, parts[0] + parts[1] + parts[2])
+
+
+def test_list_comprehension_over_a_tuple_unrolls():
+    ir = compile_ir(comprehension, {"x_ptr": "*i32", "n": "i32"})
+    assert ir.count("mul %n") == 3
+
+
+@jit
+def introspection(x_ptr, y_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :])
+    rows: tl.constexpr = x.shape[0]
+    rank: tl.constexpr = len(x.shape)
+    bits: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth
+    is_tensor: tl.constexpr = isinstance(x, tl.tensor)
+    name: tl.constexpr = getattr(x.dtype, "name")
+    scale: tl.constexpr = float(int(rows * 2.5)) / 4
+    tl.static_assert(rows == 8 and rank == 2 and bits == 32 and is_tensor and name == "fp32")
+    tl.store(y_ptr + tl.arange(0, rows), tl.sum(x, axis=1) * scale)
+
+
+def test_attributes_and_python_builtins_on_compile_time_values():
+    ir = compile_ir(introspection, {"x_ptr": "*fp32", "y_ptr": "*fp32"})
+    assert "constant {value = 5.0} : f32" in ir

@@ -98,7 +98,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Ite
         pipe.parsed.append(text)
         name = text.split("@", 1)[1].split()[0] if "@" in text else "parsed"
         return SimpleNamespace(name=name, signature={}, constexprs={}, attrs={}, optimized=False,
-                               from_text=text)
+                               from_text=text, arg_names=[], args=[], arg_attrs=[])
 
     def optimize(kernel):
         kernel.optimized = True

@@ -45,7 +45,8 @@ def _call(fake, kernel, *args, **kwargs):
 
 
 @pytest.mark.parametrize("array, sig", [
-    (np.zeros(4, np.float32), "*fp32"), (np.zeros(4, np.float16), "*fp16"), (np.zeros(4, np.float64), "*fp64"),
+    (np.zeros(4, np.float32), "*fp32"), (np.zeros(4, np.float16), "*fp16"),
+    (np.zeros(4, np.float64), "*fp64"),
     (np.zeros(4, np.int8), "*i8"), (np.zeros(4, np.int16), "*i16"), (np.zeros(4, np.int32), "*i32"),
     (np.zeros(4, np.int64), "*i64"), (np.zeros(4, np.uint8), "*u8"), (np.zeros(4, np.uint32), "*u32"),
     (np.zeros(4, np.bool_), "*i1"),
@@ -72,7 +73,8 @@ def test_ml_dtypes_bfloat16(fake):
 @pytest.mark.parametrize("value, sig", [
     (True, "i1"), (False, "i1"), (np.bool_(True), "i1"),
     (7, "i32"), (-7, "i32"), (2**31 - 1, "i32"), (-2**31, "i32"), (2**31, "i64"), (-2**31 - 1, "i64"),
-    (2**63 - 1, "i64"), (2**63, "u64"), (2**64 - 1, "u64"), (np.int64(5), "i32"), (np.int32(2**20 + 3), "i32"),
+    (2**63 - 1, "i64"), (2**63, "u64"), (2**64 - 1, "u64"), (np.int64(5), "i32"),
+    (np.int32(2**20 + 3), "i32"),
     (1.5, "fp32"), (np.float64(2.5), "fp32"), (np.float32(2.5), "fp32"), (np.float16(2.5), "fp16"),
 ])
 def test_scalar_signatures(fake, value, sig):
@@ -118,10 +120,13 @@ def test_do_not_specialize_on_alignment(fake):
     assert _call(fake, k1_dnsa, torch.zeros(4))[2]["a"].divisibility == 1
 
 
-def test_annotated_parameter_types(fake):
-    @jit
-    def ann(n: tl.int64, f: "tl.float32", p: "*fp16"):
-        pass
+def test_annotated_parameter_types(fake, tmp_path, monkeypatch):
+    # Triton's pointer annotations ("*fp16") are not Python expressions ruff accepts here.
+    (tmp_path / "ann_mod.py").write_text(
+        "import tegula\nimport tegula.language as tl\n"
+        "@tegula.jit\ndef ann(n: tl.int64, f: 'tl.float32', p: '*fp16'):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from ann_mod import ann
 
     t = torch.zeros(8, dtype=torch.int16)
     sig, cx, attrs = _call(fake, ann, 1, 2, t)

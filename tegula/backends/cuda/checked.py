@@ -117,6 +117,10 @@ class CheckedMode:
             self.extent[i] = params[1 + j]
             self.base[i] = lw.pb.ptrtoint(lw.fn.args[i], I64)
 
+    def site_records(self) -> list[tuple[str, str, int, int, str]]:
+        """The sites as plain tuples `(kind, file, line, col, detail)` (for metadata)."""
+        return [(kind, loc.file, loc.line, loc.col, detail) for kind, loc, detail in self.sites]
+
     def site(self, kind: str, loc: Loc, detail: str = "") -> int:
         self.sites.append((kind, loc, detail))
         return len(self.sites) - 1

@@ -77,10 +77,9 @@ def add_module_flags(module: ir.Module) -> None:
     module.add_named_metadata("llvm.module.flags", [ir.Constant(i32, 4), "nvvm-reflect-ftz", ir.Constant(i32, 0)])
 
 
-def to_ptx(module: ir.Module, capability: int, kernel_name: str) -> tuple[str, str]:
-    """(optimized LLVM IR text, PTX text) of `module`."""
+def to_ptx(text: str, capability: int, kernel_name: str) -> tuple[str, str]:
+    """(optimized LLVM IR text, PTX text) of the LLVM module `text`."""
     tm = target_machine(capability)
-    text = str(module)
     with _lock:  # LLVM contexts are not shared across threads by llvmlite
         mod = llvm.parse_assembly(text)
         mod.verify()

@@ -1,11 +1,16 @@
 """The CUDA backend's compile entry point: tile IR → layouts (`tgir`) → LLVM IR
 (`llir`) → PTX (`ptx`) → cubin (`cubin`, when ptxas exists), plus the metadata the
 launcher needs (name, warps, dynamic shared memory, registers, spills, hidden checked-
-mode parameters and the source sites they report)."""
+mode parameters and the source sites they report).
+
+Each stage's text goes through `emit(stage, content) -> content` (the runtime's
+`StageIO.emit`: dumps, and returns an override when one exists); an overridden `llir`
+or `ptx` is what the later stages are built from.
+"""
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...config import knobs
 from ...ir.core import Kernel
@@ -14,6 +19,8 @@ from . import codegen, ptxas
 from .assign_layouts import assign_layouts
 from .lower_kernel import KernelLowering
 from .tgir import format_tgir
+
+Emit = Callable[[str, Any], Any]
 
 
 def capability_of(target: Any) -> int:
@@ -26,7 +33,7 @@ def capability_of(target: Any) -> int:
     return int(arch)
 
 
-def _option(options: Any, name: str, default: Any) -> Any:
+def option(options: Any, name: str, default: Any) -> Any:
     if options is None:
         return default
     if isinstance(options, dict):
@@ -34,43 +41,40 @@ def _option(options: Any, name: str, default: Any) -> Any:
     return getattr(options, name, default)
 
 
-def arg_type_names(kernel: Kernel) -> list[str]:
-    """Each kernel parameter's IR type, as text (the launcher packs from these)."""
-    return [str(a.type) for a in kernel.args]
-
-
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
-                   stages: Optional[dict[str, str]] = None) -> tuple[dict[str, Any], dict[str, Any]]:
+                   emit: Optional[Emit] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile `kernel` for `target`. `options` carries `num_warps`, `num_stages`,
     `debug`, `maxnreg` (attributes or dict keys). Returns `(asm, metadata)`; `asm` has
     `tgir`, `llir`, `ptx` and, when ptxas is found, `cubin` (bytes)."""
     t0 = time.perf_counter()
+    emit = emit or (lambda stage, content: content)
     cap = capability_of(target)
-    num_warps = int(_option(options, "num_warps", 4))
-    debug = bool(_option(options, "debug", False)) or knobs.debug
-    maxnreg = _option(options, "maxnreg", None)
+    num_warps = int(option(options, "num_warps", 4))
+    debug = bool(option(options, "debug", False)) or knobs.debug
+    maxnreg = option(options, "maxnreg", None)
     plan = assign_layouts(kernel, num_warps)
-    asm: dict[str, Any] = {"tgir": format_tgir(kernel, plan)}
+    asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
     lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug)
     module = lw.build()
     codegen.add_module_flags(module)
-    asm["llir"], asm["ptx"] = codegen.to_ptx(module, cap, kernel.name)
+    llir_in = emit("llir", str(module))
+    asm["llir"], ptx = codegen.to_ptx(llir_in, cap, kernel.name)
+    asm["ptx"] = emit("ptx", ptx)
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": num_warps,
-        "num_stages": int(_option(options, "num_stages", 3)),
-        "num_ctas": 1, "shared": lw.smem_bytes, "arch": arch, "capability": cap,
-        "arg_types": arg_type_names(kernel),
+        "num_stages": int(option(options, "num_stages", 3)), "num_ctas": 1,
+        "shared": lw.smem_bytes, "arch": arch, "capability": cap,
+        "arg_types": [str(a.type) for a in kernel.args],
         "pointer_args": [i for i, a in enumerate(kernel.args) if isinstance(element_of(a.type), PointerType)],
         "debug": debug, "checked": lw.checked is not None,
-        "checked_sites": [(kind, loc.file, loc.line, loc.col, detail)
-                          for kind, loc, detail in (lw.checked.sites if lw.checked else [])],
+        "checked_sites": lw.checked.site_records() if lw.checked else [],
         "n_regs": None, "n_spills": None, "ptxas": None,
     }
     exe = ptxas.find_ptxas()
     if exe is not None:
         cubin, info, _log = ptxas.assemble(asm["ptx"], arch, maxnreg=maxnreg, ptxas=exe)
-        asm["cubin"] = cubin
+        asm["cubin"] = emit("cubin", cubin)
         metadata.update(info)
         metadata["shared"] = lw.smem_bytes + info["static_shared"]
         metadata["ptxas"] = ptxas.ptxas_version(exe)

@@ -31,6 +31,7 @@ from ..llvm.scalar_ops import ScalarTarget
 from ..llvm.types import BF16, F32, I8, I16, I32, I64, ptr_type
 from .assign_layouts import assign_layouts
 from .checked import ERROR_WORDS
+from .launcher import raise_recorded_error
 from .lower_kernel import KernelLowering
 from .nvvm import NVPTXDevice
 
@@ -60,7 +61,7 @@ class HostDevice(NVPTXDevice):
         self.scratch = entry.inttoptr(words[8], ptr_type(0))
 
     def annotate(self, module: ir.Module, fn: ir.Function, num_threads: int) -> None:
-        pass
+        _define_truncsfbf2(module)
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return self.sregs[name]
@@ -96,27 +97,18 @@ class HostDevice(NVPTXDevice):
         pass
 
 
-class HostTarget(ScalarTarget):
-    """Host math, with f32 → bf16 rounding done inline (LLVM would call a runtime
-    function, `__truncsfbf2`, that the JIT cannot resolve)."""
-
-    name = "host-emulation"
-
-    def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
-                rounding: str) -> Optional[ir.Value]:
-        if dst.name != "bf16" or not src.is_float or src.is_fp8 or src.name == "bf16":
-            return None
-        if src.name != "f32":
-            v = b.fpext(v, F32) if src.bits < 32 else b.fptrunc(v, F32)
-        bits = b.bitcast(v, I32)
-        if rounding == "rtz":
-            out = b.lshr(bits, ir.Constant(I32, 16))
-        else:
-            odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-            out = b.lshr(b.add(bits, b.add(odd, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
-        quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
-        out = b.select(b.fcmp_unordered("uno", v, v), quiet, out)
-        return b.bitcast(b.trunc(out, I16), BF16)
+def _define_truncsfbf2(module: ir.Module) -> None:
+    """f32 → bf16 rounding (nearest even; NaN stays NaN): the runtime function LLVM
+    calls for it on x86, which the JIT could not resolve otherwise."""
+    fn = ir.Function(module, ir.FunctionType(BF16, [F32]), "__truncsfbf2")
+    b = ir.IRBuilder(fn.append_basic_block())
+    v = fn.args[0]
+    bits = b.bitcast(v, I32)
+    odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    out = b.lshr(b.add(bits, b.add(odd, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
+    out = b.select(b.fcmp_unordered("uno", v, v), quiet, out)
+    b.ret(b.bitcast(b.trunc(out, I16), BF16))
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,7 +147,7 @@ class EmulatedKernel:
         self.num_warps = num_warps
         self.plan = assign_layouts(kernel, num_warps)
         lw = KernelLowering(kernel, self.plan, 80, debug=debug, checked=debug,
-                            device=HostDevice(), target=HostTarget())
+                            device=HostDevice(), target=ScalarTarget())
         module = lw.build()
         self.lowering = lw
         self.smem_bytes = lw.smem_bytes
@@ -220,6 +212,8 @@ class EmulatedKernel:
                                 raise TimeoutError("emulated CTA did not finish (barrier mismatch?)")
         finally:
             libc.pthread_barrier_destroy(bar)
+        if errors is not None:
+            raise_recorded_error(errors, self.checked.site_records(), self.kernel.name)
         return errors
 
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 
-def _format(b: ir.IRBuilder, lw: "KernelLowering", v: ir.Value, elem: Any, hex_: bool) -> tuple[str, ir.Value]:
+def _format(b: ir.IRBuilder, lw: "KernelLowering", v: ir.Value, elem: Any,
+            hex_: bool) -> tuple[str, ir.Value]:
     """(printf conversion, argument) of one element."""
     if isinstance(elem, PointerType):
         return "%p", v

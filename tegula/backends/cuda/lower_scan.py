@@ -119,8 +119,10 @@ def lower_scan(lw: "KernelLowering", ins: Instr) -> None:
         lw.smem_written()
         has_prev = b.icmp_unsigned(">", widx, ir.Constant(I32, 0))
         for key, items in groups.items():
-            parts = [[v for k in range(n) for v in smem_load(lw, offset(k, b.add(slot[key], ir.Constant(I32, w))),
-                                                             1, elems[k])] for w in range(nw - 1)]
+            parts = []
+            for w in range(nw - 1):
+                idx = b.add(slot[key], ir.Constant(I32, w))
+                parts.append([smem_load(lw, offset(k, idx), 1, elems[k])[0] for k in range(n)])
             prefix = parts[0]
             for w in range(1, nw - 1):
                 before = b.icmp_unsigned("<", ir.Constant(I32, w), widx)

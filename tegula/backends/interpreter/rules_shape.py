@@ -3,11 +3,12 @@
 Sources cost nothing at run time: constants and aranges are made once, read-only, and
 pre-filled in the environment; program ids alias the reserved pid slots.
 
-Shape ops are numpy views where possible: splat and broadcast are `np.broadcast_to`
-(zero-stride, read-only: values are never written in place), reshape is row-major,
-permute is a transpose, join stacks on a new last axis and split takes the two halves
-of a last axis of size 2. On pointer tiles they apply to the offsets (and to the
-buffer indices of a mixed tile).
+Shape ops: splat and broadcast fill a new array (a zero-stride `np.broadcast_to` view
+above 16K elements, where copying costs more than numpy's view setup), expand_dims is
+an indexing view, reshape is row-major, permute is a transpose, join stacks on a new
+last axis and split takes the two halves of a last axis of size 2. A shape op of a
+compile-time constant is itself folded to a constant. On pointer tiles they apply to
+the offsets (and to the buffer indices of a mixed tile).
 """
 from __future__ import annotations
 

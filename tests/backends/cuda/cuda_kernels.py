@@ -148,7 +148,8 @@ def vector_add(block: int = 1024, n: int = 5000, dtype=F32) -> Case:
     np_t = np.float16 if dtype == F16 else np.float32
 
     def inputs(rng):
-        return [rng.standard_normal(n).astype(np_t), rng.standard_normal(n).astype(np_t), np.zeros(n, np_t), n]
+        x, y = rng.standard_normal(n).astype(np_t), rng.standard_normal(n).astype(np_t)
+        return [x, y, np.zeros(n, np_t), n]
     return Case(f"add_{dtype}_{block}", kb.done(), ((n + block - 1) // block, 1, 1), inputs, [2],
                 lambda a: {2: (a[0] + a[1]).astype(np_t)})
 
@@ -169,14 +170,15 @@ def softmax(rows: int = 8, cols: int = 1000, block: int = 1024, num_warps: int =
     kb.store(kb.ptrs(kb.a["out"], offs), y, mask)
 
     def inputs(rng):
-        return [rng.standard_normal((rows, cols)).astype(np.float32), np.zeros((rows, cols), np.float32), cols, cols]
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        return [x, np.zeros((rows, cols), np.float32), cols, cols]
 
     def ref(a):
         x = a[0].astype(np.float64)
         e = np.exp(x - x.max(1, keepdims=True))
         return {1: (e / e.sum(1, keepdims=True)).astype(np.float32)}
-    return Case(f"softmax_{cols}_w{num_warps}", kb.done(), (rows, 1, 1), inputs, [1], ref, num_warps=num_warps,
-                rtol=1e-5, atol=1e-7)
+    return Case(f"softmax_{cols}_w{num_warps}", kb.done(), (rows, 1, 1), inputs, [1], ref,
+                num_warps=num_warps, rtol=1e-5, atol=1e-7)
 
 
 def row_sum_2d(bm: int = 16, bn: int = 64, axis: int = 1) -> Case:
@@ -273,7 +275,8 @@ def tile_offsets(kb: KB, m: int, n: int, stride: int) -> Value:
                  kb.bcast(rn, (m, n)))
 
 
-def dot(m: int = 32, n: int = 32, k: int = 32, dtype=F32, precision: str = "ieee", num_warps: int = 4) -> Case:
+def dot(m: int = 32, n: int = 32, k: int = 32, dtype=F32, precision: str = "ieee",
+        num_warps: int = 4) -> Case:
     kb = KB("dot_kernel", [("a", P(dtype), 16), ("b", P(dtype), 16), ("c", P(F32), 16)])
     a = kb.load(kb.ptrs(kb.a["a"], tile_offsets(kb, m, k, k)))
     b = kb.load(kb.ptrs(kb.a["b"], tile_offsets(kb, k, n, n)))
@@ -324,8 +327,9 @@ def loop_sum(block: int = 256, n: int = 3000) -> Case:
 
     def inputs(rng):
         return [rng.standard_normal(n).astype(np.float32), np.zeros(1, np.float32), n]
-    return Case("for_loop_sum", kb.done(), (1, 1, 1), inputs, [1],
-                lambda a: {1: np.array([a[0][:a[2]].astype(np.float64).sum()], np.float32)}, rtol=1e-4, atol=1e-4)
+    def ref(a):
+        return {1: np.array([a[0][:a[2]].astype(np.float64).sum()], np.float32)}
+    return Case("for_loop_sum", kb.done(), (1, 1, 1), inputs, [1], ref, rtol=1e-4, atol=1e-4)
 
 
 def if_while(block: int = 128) -> Case:
@@ -396,10 +400,16 @@ def casts(n: int = 1024) -> Case:
         x = a[0]
         outs = []
         for t in (F16, BF16, F8E4M3, F8E5M2, I32):
-            outs.append(np.asarray(cast_value(cast_value(x, F32, t), t, F32), np.float32))
+            with np.errstate(over="ignore", invalid="ignore"):
+                y = np.asarray(cast_value(cast_value(x, F32, t), t, F32), np.float32)
+            if t == F8E5M2:
+                # PTX converts to e5m2 only with .satfinite: overflow gives ±57344, not ±inf
+                # (the interpreter rounds to inf; see the backend's notes)
+                y = np.where(np.isinf(y), np.sign(y) * 57344.0, y).astype(np.float32)
+            outs.append(y)
         return {1: np.concatenate(outs)}
     return Case("casts", kb.done(), (1, 1, 1), inputs, [1], ref, rtol=0, atol=0,
-                extra={"e5m2_saturates": True})
+                extra={"reference_only": True})
 
 
 def math_ops(n: int = 512) -> Case:
@@ -452,8 +462,8 @@ def int_ops(n: int = 256) -> Case:
         from tegula.ir import numpy_ops as npo
         x, y = a[0], a[1]
         sh = y & 63
-        r = [npo.c_div(x, y), npo.c_rem(x, y), npo.shift_left(x, sh), npo.shift_right(x, sh), npo.umulhi(x, y),
-             np.maximum(x, y), np.minimum(x, y), x ^ y]
+        r = [npo.c_div(x, y), npo.c_rem(x, y), npo.shift_left(x, sh), npo.shift_right(x, sh),
+             npo.umulhi(x, y), np.maximum(x, y), np.minimum(x, y), x ^ y]
         return {2: np.concatenate([np.asarray(v, np.int32) for v in r])}
     return Case("int_ops", kb.done(), (1, 1, 1), inputs, [2], ref, rtol=0, atol=0)
 
@@ -483,7 +493,8 @@ def bf16_io(n: int = 2048) -> Case:
     kb = KB("bf16_io", [("x", P(BF16), 16), ("out", P(BF16), 16)])
     idx = kb.arange(n)
     x = kb.load(kb.ptrs(kb.a["x"], idx))
-    y = kb.op(Op.ADD, kb.op(Op.MUL, x, kb.const(2.0, TileType((n,), BF16))), kb.const(1.0, TileType((n,), BF16)))
+    two, one = kb.const(2.0, TileType((n,), BF16)), kb.const(1.0, TileType((n,), BF16))
+    y = kb.op(Op.ADD, kb.op(Op.MUL, x, two), one)
     kb.store(kb.ptrs(kb.a["out"], idx), y)
 
     def inputs(rng):
