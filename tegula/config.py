@@ -8,6 +8,7 @@ wins when both are set.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -80,6 +81,36 @@ class _Knobs:
 
 
 knobs = _Knobs()
+
+
+# ---------------------------------------------------------------- launch-path reads
+# The launch hot path needs (interpret, debug) on every call, and an environment lookup
+# of an unset variable costs about a microsecond. Every change to the process
+# environment made from Python goes through os.putenv / os.unsetenv, which raise audit
+# events; counting them tells when the cached pair may be stale, so the hot path reads
+# the environment only after it changed.
+_env_generation = 0
+_launch_flags_cache: tuple[int, tuple[bool, bool]] = (-1, (False, False))
+
+
+def _count_environment_writes(event: str, _args: tuple) -> None:
+    if event in ("os.putenv", "os.unsetenv"):
+        global _env_generation
+        _env_generation += 1
+
+
+sys.addaudithook(_count_environment_writes)
+
+
+def launch_flags() -> tuple[bool, bool]:
+    """`(knobs.interpret, knobs.debug)`, re-read only after the environment changed."""
+    global _launch_flags_cache
+    generation, flags = _launch_flags_cache
+    if generation != _env_generation:
+        generation = _env_generation
+        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read())
+        _launch_flags_cache = (generation, flags)
+    return flags
 
 
 def describe() -> str:

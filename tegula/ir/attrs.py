@@ -10,7 +10,6 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 
-
 @dataclass(frozen=True)
 class ConstantAttrs:
     """A literal: a Python bool/int/float (splatted when the result is a tile)."""

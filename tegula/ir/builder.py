@@ -13,7 +13,7 @@ from typing import Any, Iterator, Optional, Sequence
 from . import attrs as A
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Loc, Value
 from .ops import OP_INFO, Op
-from .types import Type, TileType, element_of, shape_of, with_shape
+from .types import TileType, Type, element_of, shape_of, with_shape
 
 
 class Builder:

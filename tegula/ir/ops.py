@@ -284,7 +284,8 @@ OP_INFO: dict[Op, OpInfo] = {
                         result=_compare),
     Op.GT: _elementwise(np.greater, {"sint": "icmp sgt", "uint": "icmp ugt", "float": "fcmp ogt", "ptr": "icmp ugt"},
                         result=_compare),
-    Op.GE: _elementwise(np.greater_equal, {"sint": "icmp sge", "uint": "icmp uge", "float": "fcmp oge", "ptr": "icmp uge"},
+    Op.GE: _elementwise(np.greater_equal,
+                        {"sint": "icmp sge", "uint": "icmp uge", "float": "fcmp oge", "ptr": "icmp uge"},
                         result=_compare),
     Op.ADDPTR: _elementwise(None, {"ptr": "gep"}),
 

@@ -26,6 +26,7 @@ argument's with a tuple, so two different argument lists never share a key.
 from __future__ import annotations
 
 import functools
+import keyword
 import sys
 from typing import Any, Callable, Sequence
 
@@ -119,9 +120,9 @@ def _key_lines(i: int, p: Any, with_torch: bool) -> tuple[list[str], list[str]]:
         lines += ["    if _tg_cls is _tg_Tensor:",
                   f"        {k0} = {a}.dtype; {k1} = {div}; {k2} = {a}.get_device()"]
         branch = "elif"
-    lines += [f"    {branch} _tg_cls is int:",
+    lines += [f"    {branch} _tg_cls is _tg_int:",
               f"        {k0} = {_int_expr(a, f'_tg_slow{i}({a})', specialize, align)}; {k1} = {k2} = None",
-              "    elif _tg_cls is float:",
+              "    elif _tg_cls is _tg_float:",
               f"        {k0} = _tg_FP32; {k1} = {k2} = None",
               "    else:",
               f"        {k0} = _tg_slow{i}({a}); {k1} = {k2} = None"]
@@ -162,6 +163,8 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "_tg_flags": _flags_reader(), "_tg_okey": options_key,
         "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,
         "_tg_MISSING": object(), "_tg_globals_changed": jitfn._globals_changed, "_tg_NA": no_arg,
+        # builtins under private names: a kernel parameter may be called `len` or `tuple`
+        "_tg_len": len, "_tg_tuple": tuple, "_tg_int": int, "_tg_float": float,
     }
     if torch is not None:
         ns["_tg_Tensor"] = torch.Tensor
@@ -179,7 +182,11 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         else:
             arglist.append(f"{p.name}=_tg_NA")
     arglist += ["*_tg_extra", "_tg_warmup=False", "**_tg_opts"]
-    body = [f"def {jitfn.__name__}({', '.join(arglist)}):"]
+    # Named after the kernel so that Python's own messages ("got multiple values for
+    # argument") name it too.
+    fname = jitfn.__name__ if jitfn.__name__.isidentifier() and not keyword.iskeyword(jitfn.__name__) \
+        else "launch"
+    body = [f"def {fname}({', '.join(arglist)}):"]
     required = [p.name for p in params if not p.has_default]
     checks = " or ".join([f"{n} is _tg_NA" for n in required] + ["_tg_extra"])
     body += [f"    if {checks}:", f"        _tg_bind_error({vals}, _tg_extra, _tg_opts)"]
@@ -204,16 +211,16 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "        _tg_kernel = _tg_miss(_tg_key, _tg_vals, _tg_opts)",
         "    if _tg_warmup:",
         "        return _tg_kernel",
-        "    if _tg_grid_arg.__class__ is tuple and len(_tg_grid_arg) == 1:",
+        "    if _tg_grid_arg.__class__ is _tg_tuple and _tg_len(_tg_grid_arg) == 1:",
         "        _tg_grid_arg = (_tg_grid_arg[0], 1, 1)",
-        "    elif _tg_grid_arg.__class__ is not tuple or len(_tg_grid_arg) != 3:",
+        "    elif _tg_grid_arg.__class__ is not _tg_tuple or _tg_len(_tg_grid_arg) != 3:",
         "        _tg_grid_arg = _tg_grid(_tg_grid_arg, _tg_vals)",
         "    _tg_kernel._launch(_tg_grid_arg, _tg_vals)",
         "    return _tg_kernel",
     ]
     code = "\n".join(body) + "\n"
     exec(compile(code, f"<tegula launcher of {jitfn.__name__}>", "exec"), ns)
-    run = ns[jitfn.__name__]
+    run = ns[fname]
     run.__tegula_source__ = code
     return run
 

@@ -170,9 +170,7 @@ def compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget] = 
 
     metadata = _metadata(src, key, target, backend.name, options, kernel, backend_md, timings)
     if cache is not None:
-        files = {f"{src.name}.{stage}": content for stage, content in asm.items()}
-        files[f"{src.name}.json"] = json.dumps(_jsonable(metadata))
-        cache.put_group(src.name, files)
+        _store(cache, src.name, asm, metadata)
     return CompiledKernel(src, asm, metadata, ir=kernel, backend=backend, device=device)
 
 
@@ -210,6 +208,16 @@ def _metadata(src: Any, key: str, target: GPUTarget, backend: str, options: Comp
     for k, v in backend_md.items():
         setattr(md, k, v)
     return md
+
+
+def _store(cache: FileCache, name: str, asm: Mapping[str, Content], metadata: KernelMetadata) -> None:
+    try:
+        meta = json.dumps(_jsonable(metadata))
+    except (TypeError, ValueError):
+        return  # metadata that JSON cannot hold would not come back equal: do not store
+    files = {f"{name}.{stage}": content for stage, content in asm.items()}
+    files[f"{name}.json"] = meta
+    cache.put_group(name, files)
 
 
 def _jsonable(md: KernelMetadata) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""A @jit function's source-level cache key: its own source, the keys of the @jit
-functions it calls (transitively) and the values of the constexpr globals it reads.
+"""A @jit function's source-level cache key: its own source (and where it is), the keys
+of the @jit functions it calls (transitively) and the values of the constexpr globals
+it reads.
 
 The function's AST is scanned once for names that are not local (parameters, assigned
 names, loop targets) and resolved against its globals and closure; attribute chains
@@ -119,7 +120,10 @@ def compute_cache_key(jitfn: Any) -> tuple[str, list[UsedGlobal]]:
     """(hex digest, used globals) of a JITFunction; see the module docstring."""
     src = jitfn.src
     hasher = hashlib.sha256(src.encode("utf-8"))
-    hasher.update(f"|line:{jitfn.starting_line_number}|noinline:{bool(jitfn.noinline)}".encode())
+    # The file and line are in the key: compiled code carries them (line info, the
+    # messages of device assertions and checked accesses).
+    where = f"|file:{jitfn.fn.__code__.co_filename}|line:{jitfn.starting_line_number}"
+    hasher.update(f"{where}|noinline:{bool(jitfn.noinline)}".encode("utf-8", errors="backslashreplace"))
     tree = ast.parse(src)
     collector = _NameCollector()
     collector.visit(tree)

@@ -180,12 +180,6 @@ class JITFunction(KernelInterface):
             self._read_source()
         return self._start_line  # type: ignore[return-value]
 
-    def _unsafe_update_src(self, new_src: str) -> None:
-        """Replace the source the kernel compiles from (Triton's test hook)."""
-        self.src  # read the original first, so positions stay known
-        self._src = new_src
-        self.clear_cache()
-
     @property
     def cache_key(self) -> str:
         """Hash of the source, of the @jit functions it calls and of the constexpr

@@ -91,22 +91,37 @@ def test_calling_from_python_is_an_error():
 
 
 def test_cache_key_depends_on_callees_and_constexpr_globals(tmp_path, monkeypatch):
-    src = (
+    (tmp_path / "ck_mod.py").write_text(
         "import tegula\nimport tegula.language as tl\n"
-        "SCALE = tl.constexpr({scale})\n"
-        "@tegula.jit\ndef helper(x):\n    return x * {factor}\n"
+        "SCALE = tl.constexpr(2)\n"
+        "@tegula.jit\ndef helper(x):\n    return x * 3\n"
+        "@tegula.jit\ndef other_helper(x):\n    return x * 4\n"
         "@tegula.jit\ndef k(x_ptr):\n    tl.store(x_ptr, helper(SCALE))\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    keys = {}
-    for i, (scale, factor) in enumerate([(2, 3), (2, 3), (5, 3), (2, 4)]):
-        name = f"ck_mod{i}"
-        (tmp_path / f"{name}.py").write_text(src.format(scale=scale, factor=factor))
-        mod = __import__(name)
-        keys[(scale, factor, i)] = mod.k.cache_key
-    values = list(keys.values())
-    assert values[0] == values[1]           # same source, same globals
-    assert values[2] != values[0]           # a constexpr global changed
-    assert values[3] != values[0]           # a callee's source changed
+    import ck_mod
+
+    key = ck_mod.k.cache_key
+    assert JITFunction(ck_mod.k.fn).cache_key == key          # same source, file and globals
+    ck_mod.SCALE = tl.constexpr(5)
+    ck_mod.k.clear_cache()
+    assert ck_mod.k.cache_key != key                          # a constexpr global changed
+    ck_mod.SCALE = tl.constexpr(2)
+    ck_mod.k.clear_cache()
+    assert ck_mod.k.cache_key == key
+    ck_mod.helper = ck_mod.other_helper
+    ck_mod.k.clear_cache()
+    assert ck_mod.k.cache_key != key                          # a callee's source changed
+
+
+def test_cache_key_includes_the_file(tmp_path, monkeypatch):
+    text = "import tegula\n@tegula.jit\ndef k(x_ptr):\n    pass\n"
+    (tmp_path / "file_a.py").write_text(text)
+    (tmp_path / "file_b.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import file_a
+    import file_b
+
+    assert file_a.k.cache_key != file_b.k.cache_key
 
 
 def test_changed_global_is_reported(fake, tmp_path, monkeypatch):
@@ -273,3 +288,24 @@ def test_keyword_only_parameters_cannot_be_launched(fake):
 
     with pytest.raises(KernelArgumentError, match="'n' is keyword-only"):
         kw[(1,)](np.zeros(4, np.float32), n=3)
+
+
+def test_parameters_named_like_builtins_and_no_parameters(fake):
+    @jit
+    def odd(len, tuple, int, float, grid_):
+        pass
+
+    @jit
+    def empty():
+        pass
+
+    odd[(2,)](1, 2, 3, 4.0, 5)
+    empty[(1,)]()
+    empty[[3]]()
+    assert [launch[1] for launch in fake.launches] == [(2, 1, 1), (1, 1, 1), (3, 1, 1)]
+
+
+def test_duplicate_argument_names_the_kernel(fake):
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match="add_kernel.* multiple values for argument 'n'"):
+        add_kernel[(1,)](x, y, out, 64, n=64)

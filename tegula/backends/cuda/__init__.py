@@ -1,8 +1,39 @@
 """The CUDA backend: tile IR → layouts → LLVM IR (NVPTX) → PTX → cubin, and the launch
 path through cuda-bindings (DESIGN.md §6).
 
-- `compile_kernel(kernel, options, target) -> (asm, metadata)` (no GPU needed);
-- `tegula.backends.cuda.driver`: modules, functions and the launcher (needs a GPU).
+Entry points:
+- `compile_kernel(kernel, options, target, emit=None) -> (asm, metadata)`: no GPU needed;
+  `asm` has `tgir` (the IR annotated with layouts), `llir` (optimized LLVM IR), `ptx`
+  and, when ptxas exists, `cubin`; `metadata` has `name`, `num_warps`, `shared` (dynamic
+  shared memory bytes), `n_regs`, `n_spills`, `arg_types`, checked-mode sites, ...
+- `make_backend()` / `CudaBackend`: the runtime's backend protocol (`available`,
+  `compile_available`, `current_target`, `compile`, `load`);
+- `driver` (contexts, modules, shared-memory opt-in) and `launcher.make_launcher`.
+
+The stages, one module each:
+- `linear_layout` (GF(2) algebra), `layouts` (blocked/slice/view layouts),
+  `assign_layouts` (the layout pass), `tgir` (its text);
+- `lower_kernel` (the lowering context) and one `lower_*` module per op family, all
+  registered in `registry`; `convert` (layout conversions: local renaming,
+  rematerialisation of index math, or shared memory), `checked` (debug mode),
+  `nvvm` (the hardware building blocks), `nvptx_target` (libdevice and PTX math);
+- `codegen` (LLVM O3 → PTX, libdevice linking), `ptxas` (cubin, resource report),
+  `compiler` (the stage driver), `backend`, `driver`, `launcher`;
+- `emulator`: runs the very same lowering on the host CPU (one OS thread per GPU thread)
+  so the layouts, conversions, reductions, scans and dots are tested without a GPU.
+
+Shared memory is one dynamic buffer; every scratch use (conversions, cross-warp
+reductions and scans, dot operands) lives for one op, so all start at offset 0 and the
+kernel needs the largest; barriers are placed before a scratch write (when shared
+memory was used before, or inside a loop) and between its writes and reads.
+
+Numerics against the interpreter: integer ops are bitwise equal (division by zero,
+shifts past the width and float → int saturation follow `ir.numpy_ops`); float
+arithmetic and conversions are correctly rounded; exp/log/sin/cos/erf/exp2/log2/rsqrt
+are libdevice's (≤ 2 ulp), `sqrt` is `sqrt.approx.f32`, `fdiv` (not `div`) is
+`div.full.f32`; reductions and dots sum in a different order than numpy. f32 → fp8
+saturates to the largest finite value (PTX `cvt.rn.satfinite`, also on sm_80 in
+software); the interpreter rounds e5m2 overflow to inf.
 """
 from .backend import CudaBackend, make_backend
 from .compiler import compile_kernel

@@ -16,9 +16,13 @@ How layouts are chosen:
    broadcast (to the slice of the wanted layout), reshape, permute and loop-carried
    values, so index computations are built directly in the layout their use wants.
 3. A *forward* walk fixes each value's layout: sources and elementwise ops take their
-   hint (else an operand's layout, else the default blocked layout), view ops take the
-   induced layout, reductions produce slice layouts, scans keep or pick a scan-friendly
-   layout, loops and ifs carry their operands' layouts.
+   hint (else the layout of the operand costliest to move, else the default blocked
+   layout), view ops take the induced layout, reductions produce slice layouts, scans
+   keep or pick a scan-friendly layout, loops and ifs carry their operands' layouts.
+4. One *refinement* round: each elementwise op's layout becomes the hint of its
+   operands that had none, hints flow backward again and the forward walk is redone
+   (so a broadcast row maximum lands directly in the layout of the tile it meets, and
+   loop-carried values adopt the layout of what updates them).
 """
 from __future__ import annotations
 
@@ -90,8 +94,9 @@ def axis_info_of(kernel: Kernel) -> Mapping[Value, Any]:
     return {}
 
 
-def memory_layout(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[LinearLayout, int]:
-    """The coalesced layout of a load/store and its vector width (elements)."""
+def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
+    """A load/store's dimension order (most contiguous first) and vector width (elements:
+    contiguous, aligned, under a constant mask, at most 16 bytes)."""
     ptr = ins.operands[0]
     shape = shape_of(ptr.type)
     mask = ins.operands[1] if getattr(ins.attrs, "has_mask", False) and ins.op is Op.LOAD else None
@@ -107,8 +112,7 @@ def memory_layout(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
     for s in shape:
         numel *= s
     # keep every thread busy before widening vectors (Triton's rule)
-    vec = max(1, min(vec, numel // (32 * num_warps)))
-    return LY.default_blocked(shape, num_warps, vec, order), vec
+    return list(order), max(1, min(vec, numel // (32 * num_warps)))
 
 
 class _Assigner:
@@ -120,24 +124,35 @@ class _Assigner:
         self.hints: dict[Value, LinearLayout] = {}
         self.anchors: dict[Instr, LinearLayout] = {}
         self.remat_memo: dict[Value, bool] = {}
+        self.strengths: dict[Value, int] = {}
 
     # ---------------------------------------------------------------- anchors & hints
     def seed(self) -> None:
         instrs = list(self.kernel.walk())
         for ins in instrs:
-            if ins.op is Op.DOT:
-                m, n = shape_of(ins.results[0].type)[-2:]
+            if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
+                m, n = shape_of(ins.results[0].type)
                 c = LY.fma_dot_layout(m, n, self.nw)
                 self.anchors[ins] = c
                 self.hint(ins.operands[2], c)
                 self.hint(ins.results[0], c)
+        # Memory ops of one shape and dimension order share one layout, as wide per
+        # thread as the widest of them: each op then moves as many elements per access as
+        # its own alignment allows, and values flow between them without conversions.
+        groups: dict[tuple, list[tuple[Instr, int]]] = {}
         for ins in instrs:
             if ins.op in (Op.LOAD, Op.STORE) and is_tile(ins.operands[0]):
-                lay, vec = memory_layout(ins, self.nw, self.info)
-                self.anchors[ins] = lay
+                order, vec = memory_access(ins, self.nw, self.info)
                 self.plan.vec[ins] = vec
+                groups.setdefault((shape_of(ins.operands[0].type), tuple(order)), []).append((ins, vec))
+        for (shape, order), members in groups.items():
+            lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
+            for ins, _vec in members:
+                self.anchors[ins] = lay
+        for ins in instrs:
+            if ins in self.anchors and ins.op in (Op.LOAD, Op.STORE):
                 for v in ins.operands + ins.results:
-                    self.hint(v, lay)
+                    self.hint(v, self.anchors[ins])
 
     def hint(self, v: Value, lay: Layout) -> bool:
         if lay is None or not is_tile(v) or v in self.hints:
@@ -215,14 +230,51 @@ class _Assigner:
         for ins in block.instrs:
             self.forward(ins)
 
+    def strength(self, v: Value) -> int:
+        """How costly moving `v` to another layout is: 3 for data derived from loads,
+        dots, reductions and scans (through shared memory, in every iteration of a
+        loop); 1 for loop-carried and branch-merged values; 0 for index math (free
+        to recompute)."""
+        if v in self.strengths:
+            return self.strengths[v]
+        ins = v.owner
+        if not isinstance(ins, Instr) or ins.op in (Op.FOR, Op.IF, Op.WHILE):
+            s = 1
+        elif ins.op in (Op.LOAD, Op.DOT, Op.REDUCE, Op.SCAN):
+            s = 3
+        else:
+            self.strengths[v] = 0  # provisional, for cycles
+            s = max((self.strength(o) for o in ins.operands if is_tile(o)), default=0)
+        self.strengths[v] = s
+        return s
+
     def pick(self, ins: Instr) -> LinearLayout:
-        """An elementwise result's layout without a hint: an operand's that would be
-        costly to move (loaded data, reductions) rather than cheap index math."""
+        """An elementwise result's layout without a hint: the layout of the operand
+        that is costliest to move (see `strength`), the first one on ties."""
         tiles = [o for o in ins.operands if is_tile(o) and o in self.plan.layouts]
-        for o in tiles:
-            if not is_rematerializable(o, self.remat_memo):
-                return self.plan.layouts[o]
-        return self.plan.layouts[tiles[0]] if tiles else self.default(ins.results[0])
+        if not tiles:
+            return self.default(ins.results[0])
+        best = max(tiles, key=self.strength)  # max keeps the first of equals
+        return self.plan.layouts[best]
+
+    def refine(self) -> bool:
+        """After a first forward walk: what each elementwise op was given is wanted of
+        its operands that had no wish of their own (a broadcast then lands in the
+        layout of the data it meets; a loop-carried value adopts the layout of what
+        updates it). Returns whether any new hint appeared."""
+        changed = False
+        for ins in self.kernel.walk():
+            info = OP_INFO[ins.op]
+            if (info.kind is Kind.ELEMENTWISE or ins.op is Op.HINT) and len(ins.results) == 1:
+                lay = self.plan.layouts.get(ins.results[0])
+                if lay is not None:
+                    for o in ins.operands:
+                        changed |= self.hint(o, lay)
+        return changed
+
+    def reset(self) -> None:
+        self.plan.layouts.clear()
+        self.plan.operand_layouts.clear()
 
     def forward(self, ins: Instr) -> None:
         op, ops = ins.op, ins.operands
@@ -235,7 +287,7 @@ class _Assigner:
             for r in ins.results:
                 self.set(r, a)
         elif op is Op.DOT:
-            c = self.anchors[ins]
+            c = self.anchors.get(ins) or self.default(res)
             self.require(ins, [own[0], own[1], c])
             self.set(res, c)
         elif info.kind is Kind.SOURCE or op is Op.SPLAT:
@@ -369,4 +421,8 @@ def assign_layouts(kernel: Kernel, num_warps: int,
     a.seed()
     a.propagate()
     a.block(kernel.body)
+    if a.refine():
+        a.propagate()
+        a.reset()
+        a.block(kernel.body)
     return a.plan

@@ -21,7 +21,13 @@ class CudaBackend:
     disk_cacheable = True
 
     def available(self) -> tuple[bool, str]:
+        """Whether kernels can run here (cuda-bindings, a driver and a GPU)."""
         return drv.available()
+
+    def compile_available(self) -> tuple[bool, str]:
+        """Whether kernels can be compiled here (always: LLVM's NVPTX backend ships with
+        llvmlite; ptxas is optional), for ahead-of-time compiles without a GPU."""
+        return True, ""
 
     def current_target(self, device: int) -> Any:
         return _gpu_target(drv.capability(device))
@@ -34,7 +40,7 @@ class CudaBackend:
         from .launcher import make_launcher
 
         md = compiled.metadata
-        dev = 0 if device is None or device < 0 else int(device)
+        dev = drv.current_device() if device is None or device < 0 else int(device)
         image = compiled.asm.get("cubin")
         if image is None:  # no ptxas at compile time: the driver JIT-compiles the PTX
             image = compiled.asm["ptx"].encode() + b"\0"

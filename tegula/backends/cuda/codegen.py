@@ -27,6 +27,9 @@ _lock = threading.Lock()
 def _init() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # 32-bit shared/local/const pointers (as nvcc and Triton use): shared-memory
+    # addressing in 32-bit registers instead of 64-bit generic arithmetic
+    llvm.set_option("", "--nvptx-short-ptr")
 
 
 def ptx_arch(capability: int) -> str:
@@ -74,13 +77,15 @@ def _libdevice_bytes(path: str) -> bytes:
 
 def add_module_flags(module: ir.Module) -> None:
     i32 = ir.IntType(32)
-    module.add_named_metadata("llvm.module.flags", [ir.Constant(i32, 4), "nvvm-reflect-ftz", ir.Constant(i32, 0)])
+    flag = [ir.Constant(i32, 4), "nvvm-reflect-ftz", ir.Constant(i32, 0)]
+    module.add_named_metadata("llvm.module.flags", flag)
 
 
-def to_ptx(text: str, capability: int, kernel_name: str) -> tuple[str, str]:
-    """(optimized LLVM IR text, PTX text) of the LLVM module `text`."""
+def optimize(text: str, capability: int, kernel_name: str) -> str:
+    """The LLVM module `text`, verified, linked with libdevice when it calls it, and
+    optimized at O3 for the target (text of the result)."""
     tm = target_machine(capability)
-    with _lock:  # LLVM contexts are not shared across threads by llvmlite
+    with _lock:  # one LLVM context per process: keep its users apart
         mod = llvm.parse_assembly(text)
         mod.verify()
         if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
@@ -96,5 +101,13 @@ def to_ptx(text: str, capability: int, kernel_name: str) -> tuple[str, str]:
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-        ptx = tm.emit_assembly(mod)
-        return str(mod), ptx
+        return str(mod)
+
+
+def emit_ptx(text: str, capability: int) -> str:
+    """PTX of an optimized LLVM module."""
+    tm = target_machine(capability)
+    with _lock:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        return tm.emit_assembly(mod)

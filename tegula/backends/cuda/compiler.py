@@ -57,9 +57,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug)
     module = lw.build()
     codegen.add_module_flags(module)
-    llir_in = emit("llir", str(module))
-    asm["llir"], ptx = codegen.to_ptx(llir_in, cap, kernel.name)
-    asm["ptx"] = emit("ptx", ptx)
+    asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
+    asm["ptx"] = emit("ptx", codegen.emit_ptx(asm["llir"], cap))
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": num_warps,

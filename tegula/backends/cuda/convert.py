@@ -128,19 +128,29 @@ def flat_run(lay: LinearLayout, max_count: int) -> int:
 
 def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, dst: LinearLayout,
                  elem: Any) -> list[ir.Value]:
-    """Convert a tile from `src` to `dst` through the scratch buffer (flat-index order)."""
+    """Convert a tile from `src` to `dst` through the scratch buffer.
+
+    Elements are stored in flat-index order, each row (the last dimension) padded by
+    one vector: a side that walks down a column (a transpose) then hits a different
+    bank on every row instead of the same one, while vectors stay aligned."""
     b = lw.b
     esize = byte_size(elem)
-    lw.smem_begin(src.numel * esize)
     per = max(1, MAX_VECTOR_BYTES // esize)
-    w = flat_run(src, per)
+    w, r = flat_run(src, per), flat_run(dst, per)
+    row = src.shape[-1]
+    pad = max(w, r) if row * esize >= 128 and len(src.shape) > 1 else 0
+    row_bits = row.bit_length() - 1
+
+    def offset(flat: ir.Value) -> ir.Value:
+        if pad:
+            flat = b.add(flat, b.mul(b.lshr(flat, ir.Constant(I32, row_bits)), ir.Constant(I32, pad)))
+        return b.mul(flat, ir.Constant(I32, esize))
+
+    lw.smem_begin((src.numel + (src.numel // row) * pad) * esize)
     for g in range(0, src.n_regs, w):
-        off = b.mul(lw.element_flat(src, g), ir.Constant(I32, esize))
-        smem_store(lw, off, regs[g:g + w], elem)
+        smem_store(lw, offset(lw.element_flat(src, g)), regs[g:g + w], elem)
     lw.smem_written()
-    r = flat_run(dst, per)
     out: list[ir.Value] = []
     for g in range(0, dst.n_regs, r):
-        off = b.mul(lw.element_flat(dst, g), ir.Constant(I32, esize))
-        out.extend(smem_load(lw, off, r, elem))
+        out.extend(smem_load(lw, offset(lw.element_flat(dst, g)), r, elem))
     return out

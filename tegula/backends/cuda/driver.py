@@ -5,6 +5,7 @@ device queries, and the error type every failing driver call raises."""
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any
 
@@ -62,6 +63,14 @@ def available() -> tuple[bool, str]:
     if err != driver.CUresult.CUDA_SUCCESS or count == 0:
         return False, "no CUDA GPU found"
     return True, ""
+
+
+def current_device() -> int:
+    """The device torch considers current (when torch has initialised CUDA), else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return int(torch.cuda.current_device())
+    return 0
 
 
 def device_count() -> int:

@@ -131,10 +131,7 @@ def _ctype(t: Any) -> Any:
             return ctypes.c_int32
         if e.is_float:
             return {32: ctypes.c_float, 64: ctypes.c_double}[e.bits]
-        signed = e.is_signed
-        return {8: ctypes.c_int8 if signed else ctypes.c_uint8, 16: ctypes.c_int16 if signed else ctypes.c_uint16,
-                32: ctypes.c_int32 if signed else ctypes.c_uint32,
-                64: ctypes.c_int64 if signed else ctypes.c_uint64}[e.bits]
+        return getattr(ctypes, f"c_{'' if e.is_signed else 'u'}int{e.bits}")
     raise TypeError(t)
 
 

@@ -23,10 +23,6 @@ from ...ir.types import PointerType, ScalarType, parse_type
 from . import driver as drv
 from .checked import ERROR_WORDS, KIND_ASSERT, KIND_NAMES
 
-_INT_CTYPES = {
-    ("i", 8): ctypes.c_int8, ("i", 16): ctypes.c_int16, ("i", 32): ctypes.c_int32, ("i", 64): ctypes.c_int64,
-    ("u", 8): ctypes.c_uint8, ("u", 16): ctypes.c_uint16, ("u", 32): ctypes.c_uint32, ("u", 64): ctypes.c_uint64,
-}
 BIG_EXTENT = 1 << 62  # "unknown": never reported out of bounds
 
 
@@ -44,7 +40,7 @@ def slot_type(type_text: str) -> Any:
         return ctypes.c_double
     if t.is_float:
         return ctypes.c_uint16 if t.bits == 16 else ctypes.c_uint8
-    return _INT_CTYPES[(t.name[0], t.bits)]
+    return getattr(ctypes, f"c_{'' if t.is_signed else 'u'}int{t.bits}")
 
 
 def narrow_float_bits(value: float, type_text: str) -> int:
@@ -164,7 +160,7 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
         "_KIND": name, "_DEV": device,
     }
     lines = ["def launch(grid, values):",
-             "    gx, gy, gz = grid",
+             "    gx, gy, gz = int(grid[0]), int(grid[1]), int(grid[2])",
              "    if gx <= 0 or gy <= 0 or gz <= 0:",
              "        return"]
     for i, (t, idx) in enumerate(zip(arg_types, indices)):

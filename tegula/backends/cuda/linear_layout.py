@@ -197,6 +197,22 @@ def solve(bases: Sequence[int], target: int) -> Optional[int]:
     return comb
 
 
+def locate(layout: LinearLayout, flat: int) -> Optional[tuple[int, int, int]]:
+    """The inverse of a layout at one element: a (register, lane, warp) holding `flat`,
+    or None when no thread holds it."""
+    bases = layout.reg + layout.lane + layout.warp
+    x = solve(bases, flat)
+    if x is None:
+        return None
+    nr, nl = len(layout.reg), len(layout.lane)
+    return x & ((1 << nr) - 1), (x >> nr) & ((1 << nl) - 1), x >> (nr + nl)
+
+
+def compose(outer: BitMap, inner: BitMap) -> BitMap:
+    """outer ∘ inner: apply `inner`, then `outer`."""
+    return BitMap(tuple(outer(img) for img in inner.images))
+
+
 def local_register_map(src: LinearLayout, dst: LinearLayout,
                        view: Optional[BitMap] = None) -> Optional[list[int]]:
     """If every thread already holds, in `src`, each element `dst` gives it, return for

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
+from ...errors import CompilationError
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import F32, F64, ScalarType, element_of
+from ...ir.types import F32, F64, ScalarType, element_of, shape_of
 from ...ir.types import I32 as T_I32
 from ..llvm import casts
 from ..llvm.intrinsics import intrinsic
@@ -75,6 +76,9 @@ def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, 
 @handles(Op.DOT)
 def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
     b = lw.b
+    if len(shape_of(ins.results[0].type)) != 2:
+        raise CompilationError("the CUDA backend's dot takes 2-D tiles (batched 3-D dot is not "
+                               "supported yet)", ins.loc)
     la, lb_, lc = (lw.plan.required(ins, k) for k in range(3))
     a_regs, b_regs, acc_regs = (lw.operand(ins, k) for k in range(3))
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)

@@ -106,8 +106,10 @@ def _unpack(b: ir.IRBuilder, words: list[ir.Value], mt: ir.Type, count: int, wt:
 
 
 def _qualifiers(attrs: Any, allowed: set[str]) -> str:
+    """PTX qualifiers for the cache hints; a cache operator (.cg...) and an L1 eviction
+    priority are alternative forms of ld/st in PTX, so the operator wins."""
     q = attrs.cache_modifier if attrs.cache_modifier in allowed else ""
-    return q + _EVICT.get(attrs.eviction_policy, "")
+    return q or _EVICT.get(attrs.eviction_policy, "")
 
 
 def _plain_load(b: ir.IRBuilder, ptr: ir.Value, count: int, elem: Any) -> list[ir.Value]:

@@ -31,6 +31,8 @@ _FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
 
 class NVPTXTarget(ScalarTarget):
     name = "nvptx"
+    # PTX has f16 fma/min/max (and the f32 route would round an fma twice)
+    native_half = frozenset({"fabs", "fma", "fmax", "fmin", "fmax_nan", "fmin_nan"})
 
     def __init__(self, capability: int):
         self.capability = capability

@@ -17,6 +17,7 @@ import llvmlite.ir as ir
 from ...ir.types import F32, PointerType, ScalarType
 from .intrinsics import call, intrinsic
 from .types import F32 as LF32
+from .types import F64 as LF64
 from .types import I8, I32, float_bits_constant, llvm_type
 
 if TYPE_CHECKING:
@@ -50,6 +51,14 @@ def convert(b: ir.IRBuilder, target: "ScalarTarget", v: ir.Value, src: Elem, dst
         return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
     if src.is_fp8:
         return convert(b, target, fp8_to_f32(b, v, src.name), F32, dst, rounding)
+    if dst.is_float and dst.bits <= 16 and (not src.is_float or src.bits == 64):
+        # round once into a 16/8-bit float: ints via f64 (exact to 2^53, as the
+        # interpreter does), f64 via f32 rounded to odd, which the second rounding
+        # cannot double-round (f32 has more than 2p + 2 bits for every narrow p)
+        if not src.is_float:
+            v = b.uitofp(v, LF64) if src.is_unsigned else b.sitofp(v, LF64)
+        v = _f64_to_f32_toward_zero(b, v) if rounding == "rtz" else _f64_to_f32_odd(b, v)
+        return convert(b, target, v, F32, dst, rounding)
     if dst.is_fp8:
         return f32_to_fp8(b, convert(b, target, v, src, F32, rounding), dst.name)
     if src.is_float and dst.is_float:
@@ -105,6 +114,18 @@ def _toward_zero_fix(b: ir.IRBuilder, x: ir.Value, r: ir.Value) -> ir.Value:
     bits = b.bitcast(r, ity)
     stepped = b.bitcast(b.sub(bits, ir.Constant(ity, 1)), r.type)
     return b.select(over, stepped, r)
+
+
+def _f64_to_f32_toward_zero(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return _toward_zero_fix(b, x, b.fptrunc(x, LF32))
+
+
+def _f64_to_f32_odd(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """f64 → f32 rounded to odd: truncate, then set the last bit if anything was lost."""
+    t = _f64_to_f32_toward_zero(b, x)
+    inexact = b.fcmp_ordered("!=", b.fpext(t, x.type), x)
+    bits = b.or_(b.bitcast(t, I32), b.zext(inexact, I32))
+    return b.bitcast(bits, LF32)
 
 
 def fp8_to_f32(b: ir.IRBuilder, v: ir.Value, fmt: str) -> ir.Value:

@@ -30,8 +30,6 @@ _FLOAT_INTRINSICS = {
     "sqrt": "sqrt", "sqrt_rn": "sqrt", "ceil": "ceil", "floor": "floor", "fabs": "fabs",
     "fma": "fma",
 }
-# Math computed natively on f16 (everything else goes through f32, as Triton does).
-_NATIVE_HALF = frozenset({"fabs", "fma", "fmax", "fmin", "fmax_nan", "fmin_nan"})
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
         "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
@@ -44,6 +42,8 @@ class ScalarTarget:
     """Target hooks of the scalar lowering; the defaults are plain LLVM."""
 
     name = "generic"
+    # math computed on f16 directly (the rest goes through f32, as Triton does)
+    native_half: frozenset[str] = frozenset({"fabs"})
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         """`name` (an op table `math:` name, or `fmod`, `fdiv_fast`, `fmax_nan`,
@@ -83,7 +83,7 @@ def _compute_type(t: ScalarType) -> ScalarType:
 def lower_math(b: ir.IRBuilder, target: ScalarTarget, name: str, args: Sequence[ir.Value],
                t: ScalarType) -> ir.Value:
     """Float math on any float type: narrow types go through f32 unless native."""
-    if t.name in ("f32", "f64") or (t.name == "f16" and name in _NATIVE_HALF):
+    if t.name in ("f32", "f64") or (t.name == "f16" and name in target.native_half):
         return target.math(b, name, args, t)
     wide = [casts.convert(b, target, a, t, F32) for a in args]
     return casts.convert(b, target, target.math(b, name, wide, F32), F32, t)

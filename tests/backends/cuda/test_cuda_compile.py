@@ -106,3 +106,26 @@ def test_ptxas_report_parsing():
     info = parse_report(log)
     assert info["n_regs"] == 40 and info["n_spills"] == 4 and info["spill_loads"] == 12
     assert info["static_shared"] == 2048 and info["stack"] == 8
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("cap", [80, 90])
+def test_the_ir_tests_every_op_kernel_compiles(cap, debug):
+    """The IR tests' kernel that uses every op of the table at least once."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ir"))
+    try:
+        import ir_test_kernels
+    finally:
+        sys.path.pop(0)
+    asm, md = compile_kernel(ir_test_kernels.build_all_ops_kernel(), {"debug": debug}, cap)
+    assert ".entry all_ops(" in asm["ptx"]
+    assert md["checked"] == debug
+
+
+def test_every_op_has_a_cuda_lowering():
+    from tegula.backends.cuda import lower_kernel  # noqa: F401  (registers the lowerings)
+    from tegula.backends.cuda.registry import HANDLERS
+    from tegula.ir.ops import Op
+    assert set(Op) <= set(HANDLERS), sorted(op.value for op in set(Op) - set(HANDLERS))

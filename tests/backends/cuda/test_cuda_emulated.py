@@ -23,7 +23,8 @@ def _compare(case, got_args, want: dict, what: str) -> None:
         if case.rtol == 0 and case.atol == 0:
             np.testing.assert_array_equal(got, expected.astype(got.dtype), err_msg=f"{what}, argument {i}")
         else:
-            np.testing.assert_allclose(got, expected, rtol=case.rtol, atol=case.atol, err_msg=f"{what}, argument {i}")
+            np.testing.assert_allclose(got, expected, rtol=case.rtol, atol=case.atol,
+                                       err_msg=f"{what}, argument {i}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

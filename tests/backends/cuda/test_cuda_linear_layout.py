@@ -10,10 +10,12 @@ from tegula.backends.cuda import layouts as LY
 from tegula.backends.cuda.linear_layout import (
     LinearLayout,
     broadcast_view,
+    compose,
     coords_of,
     dim_fields,
     flat_of,
     local_register_map,
+    locate,
     permute_view,
     solve,
 )
@@ -127,3 +129,20 @@ def test_fma_dot_layout_covers_the_tile():
         for (_r, _ln, _w), e in held(lay).items():
             counts[e] += 1
         assert counts.min() >= 1
+
+
+def test_locate_inverts_the_layout():
+    lay = LY.default_blocked((32, 64), 4, vec=4)
+    for (r, ln, w), e in held(lay).items():
+        assert locate(lay, e) == (r, ln, w)
+    dup = LY.default_blocked((16,), 4)  # duplicated over lanes: some holder is found
+    r, ln, w = locate(dup, 5)
+    assert dup.element(r, ln, w) == 5
+
+
+def test_compose_views():
+    # transposing twice is the identity view
+    there = permute_view((8, 16), (1, 0))
+    back = permute_view((16, 8), (1, 0))
+    both = compose(there, back)
+    assert all(both(1 << i) == 1 << i for i in range(7))

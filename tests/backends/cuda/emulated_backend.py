@@ -1,0 +1,62 @@
+"""A backend (runtime protocol) that compiles with the CUDA backend's lowering and runs
+on the host emulator, for host arrays: registered in place of "cpu" by the tests, it
+runs whole programs (the examples) through layouts, conversions, reductions, dots...
+without a GPU."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda.compiler import option
+from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.runtime.args import HostArgs
+
+TARGET = GPUTarget("cpu", "cuda-emulation", 1)
+
+
+class EmulatedCudaBackend:
+    name = "cpu"
+    binary_stage = None
+    disk_cacheable = False
+    launches = 0
+    # also compile each kernel to PTX + cubin for these capabilities (CI's "every example
+    # kernel assembles" check); names of the kernels compiled so are collected
+    ptx_capabilities: tuple[int, ...] = ()
+    assembled: list[str] = []
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def current_target(self, device: int) -> GPUTarget:
+        return TARGET
+
+    def compile(self, kernel: Any, options: Any, target: Any, io: Any) -> tuple[dict, dict]:
+        from tegula.backends.cuda import compile_kernel
+        from tegula.backends.cuda.tgir import format_tgir
+
+        debug = bool(option(options, "debug", False))
+        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug)
+        for cap in self.ptx_capabilities:
+            asm, _md = compile_kernel(kernel, options, cap)
+            assert asm["ptx"] and ("cubin" in asm or cap == 0)
+            EmulatedCudaBackend.assembled.append(f"{kernel.name}@sm_{cap}")
+        return {"tgir": format_tgir(kernel, ek.plan), "llir": ek.llir}, {"shared": ek.smem_bytes}
+
+    def load(self, compiled: Any, device: int):
+        md = compiled.metadata
+        ek = EmulatedKernel(compiled.ir, int(md.num_warps), bool(md.debug))
+        names = list(md.arg_names)
+        written = [i for i, n in enumerate(names) if n in set(md.written_args)]
+        host = HostArgs(md.name, names, written)
+        indices = tuple(md.arg_indices)
+
+        def launch(grid: tuple, values: Sequence[Any]) -> None:
+            if min(grid) <= 0:
+                return
+            args, writebacks = host.convert([values[i] for i in indices])
+            ek.run(grid, args)
+            EmulatedCudaBackend.launches += 1
+            for wb in writebacks:
+                wb()
+
+        return launch

@@ -1,0 +1,96 @@
+"""The generated launcher, against a fake CUDA driver (no GPU needed): argument packing
+into the pre-built `void**` array, pointer extraction from every array kind, the grid,
+and the checked-mode error report."""
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tegula.backends.cuda import launcher as L
+from tegula.errors import DeviceAssertionError, KernelArgumentError, OutOfBoundsError
+
+
+class FakeDriver:
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self):
+        self.calls = []
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        # read back what the kernel would see through the void** array
+        ptrs = (ctypes.c_void_p * self.n).from_address(params)
+        self.calls.append(((gx, gy, gz), (bx, by, bz), shared, stream, [p for p in ptrs]))
+        return (0,)
+
+
+class CudaArray:
+    """Anything with __cuda_array_interface__ (as CuPy and numba expose)."""
+
+    def __init__(self, ptr):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (4,), "typestr": "<f4", "version": 3}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    drv = FakeDriver()
+    monkeypatch.setattr(L.drv, "cu", lambda: drv)
+    monkeypatch.setattr(L, "stream_getter", lambda: (lambda d: 1234))
+    return drv
+
+
+def test_packs_arguments_in_place(fake):
+    md = {"name": "k", "num_warps": 8, "shared": 4096}
+    types = ["ptr<f32>", "ptr<f16>", "i32", "f32", "i1", "i64"]
+    fake.n = len(types)
+    launch = L.make_launcher("FN", md, types, 0, indices=[0, 2, 3, 4, 5, 6],
+                             arg_names=["x", "y", "n", "alpha", "flag", "big"])
+    x = SimpleNamespace(data_ptr=lambda: 0x1000)
+    launch((3, 1, 1), [x, "BLOCK-constexpr", CudaArray(0x2000), 7, 2.5, True, 2**40])
+    grid, block, shared, stream, slots = fake.calls[-1]
+    assert grid == (3, 1, 1) and block == (256, 1, 1) and shared == 4096 and stream == 1234
+    as_int = [ctypes.c_int64.from_address(s).value for s in slots]
+    assert as_int[0] == 0x1000 and as_int[1] == 0x2000
+    assert ctypes.c_int32.from_address(slots[2]).value == 7
+    assert ctypes.c_float.from_address(slots[3]).value == 2.5
+    assert ctypes.c_int32.from_address(slots[4]).value == 1
+    assert as_int[5] == 2**40
+    launch((np.int64(2), 1, 1), [x, None, CudaArray(0x3000), 8, 1.0, False, 1])  # any integral grid
+    assert fake.calls[-1][0] == (2, 1, 1)
+    launch((0, 1, 1), [x, None, CudaArray(0x3000), 8, 1.0, False, 1])
+    assert len(fake.calls) == 2, "an empty grid launches nothing"
+
+
+def test_host_arrays_are_rejected(fake):
+    fake.n = 1
+    launch = L.make_launcher("FN", {"name": "k", "num_warps": 4}, ["ptr<f32>"], 0, arg_names=["x"])
+    with pytest.raises(KernelArgumentError, match="argument 'x' of kernel 'k' is in host memory"):
+        launch((1, 1, 1), [np.zeros(4, np.float32)])
+    with pytest.raises(KernelArgumentError, match="not a GPU array"):
+        launch((1, 1, 1), ["a string"])
+
+
+def test_narrow_float_scalars_pass_their_bits():
+    assert L.narrow_float_bits(1.0, "f16") == 0x3C00
+    assert L.narrow_float_bits(1.0, "bf16") == 0x3F80
+    assert L.slot_type("f16") is ctypes.c_uint16 and L.slot_type("u64") is ctypes.c_uint64
+
+
+def test_extent_of_views():
+    a = np.zeros((4, 8), np.float32)
+    assert L.extent_of(a) == 4 * 8 * 4
+    assert L.extent_of(a[:, ::2]) == (3 * 8 + 3 * 2 + 1) * 4
+    assert L.extent_of(a[:0]) == 0
+
+
+def test_recorded_errors_become_located_exceptions():
+    sites = [("load", "/src/k.py", 12, 4, "x_ptr"), ("assert", "/src/k.py", 20, 4, "n > 0")]
+    L.raise_recorded_error([0] * 8, sites, "k")  # nothing recorded: no error
+    with pytest.raises(OutOfBoundsError) as info:
+        L.raise_recorded_error([1, 0, 3, 0, 0, 130, 0, 0], sites, "k")
+    assert info.value.pid == (3, 0, 0) and info.value.loc.line == 12 and "offset 130" in str(info.value)
+    with pytest.raises(DeviceAssertionError, match="n > 0"):
+        L.raise_recorded_error([3, 1, 0, 1, 0, 0, 0, 0], sites, "k")

@@ -1,0 +1,51 @@
+"""The CUDA backend behind the runtime: `tegula.compile(ASTSource(...), target=
+GPUTarget("cuda", ...))` of a Python kernel yields every stage (tir → tgir → llir →
+ptx → cubin) and the metadata the launcher needs, on a machine without a GPU."""
+from __future__ import annotations
+
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda import CudaBackend
+from tegula.backends.cuda.ptxas import find_ptxas
+from tegula.runtime import backend_registry
+from tegula.runtime.source import ASTSource
+
+
+@tegula.jit
+def scale_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.exp(x) * alpha + tl.sum(x, axis=0), mask=mask)
+
+
+class _CompileOnlyCuda(CudaBackend):
+    def available(self):
+        return self.compile_available()
+
+
+@pytest.fixture
+def cuda_backend(monkeypatch):
+    original = backend_registry._FACTORIES["cuda"]
+    backend_registry.register_backend("cuda", _CompileOnlyCuda)
+    yield
+    backend_registry.register_backend("cuda", original)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_ahead_of_time_compile(cuda_backend, arch):
+    src = ASTSource(scale_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32"},
+                    constexprs={"BLOCK": 512})
+    k = tegula.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
+    for stage in ("tir", "tir_opt", "tgir", "llir", "ptx"):
+        assert k.asm[stage], stage
+    assert ".entry scale_kernel(" in k.asm["ptx"]
+    assert "__nv_expf" not in k.asm["ptx"]
+    md = k.metadata
+    assert md.num_warps == 4 and md.arg_types == ["ptr<f32>", "ptr<f32>", "i32", "f32"]
+    assert md.shared > 0  # the sum across 4 warps goes through shared memory
+    if find_ptxas():
+        assert k.asm["cubin"][:4] == b"\x7fELF" and md.n_regs > 0
