@@ -163,7 +163,31 @@ def _current_cuda_device() -> int:
         return 0
 
 
+_COMPILE_ONLY: dict[str, Any] = {}
+
+
 def backend_for_target(target: GPUTarget) -> Any:
+    """The backend that compiles for `target`. Ahead-of-time compilation needs no device:
+    a backend that cannot run here (no GPU) still compiles when its `compile_available()`
+    says its toolchain is present."""
+    backend = find_backend(target.backend)
+    if backend is not None:
+        return backend
+    with _LOCK:
+        if target.backend not in _COMPILE_ONLY:
+            factory = _FACTORIES.get(target.backend)
+            if isinstance(factory, str):
+                module_name, _, attr = factory.partition(":")
+                try:
+                    factory = getattr(importlib.import_module(module_name), attr)
+                except (ImportError, AttributeError):
+                    factory = None
+            candidate = factory() if callable(factory) else None
+            check = getattr(candidate, "compile_available", None)
+            if candidate is not None and check is not None and check()[0]:
+                _COMPILE_ONLY[target.backend] = candidate
+    if target.backend in _COMPILE_ONLY:
+        return _COMPILE_ONLY[target.backend]
     return get_backend(target.backend)
 
 

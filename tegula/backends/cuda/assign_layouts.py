@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import TileType, shape_of
+from ...passes import axis_info, contiguity_order, vector_width
 from . import layouts as LY
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 
@@ -78,22 +79,6 @@ def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> b
     return ok
 
 
-def axis_info_of(kernel: Kernel) -> Mapping[Value, Any]:
-    """The axis analysis' facts (empty when the analysis is not available: every
-    access is then scalar, which is correct but slow)."""
-    try:
-        from ...passes import axis_info as analysis
-    except ImportError:
-        return {}
-    if callable(analysis):
-        return analysis(kernel)
-    for name in ("analyze", "analyze_kernel", "compute"):
-        fn = getattr(analysis, name, None)
-        if callable(fn):
-            return fn(kernel)
-    return {}
-
-
 def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
     """A load/store's dimension order (most contiguous first) and vector width (elements:
     contiguous, aligned, under a constant mask, at most 16 bytes)."""
@@ -102,12 +87,8 @@ def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
     mask = ins.operands[1] if getattr(ins.attrs, "has_mask", False) and ins.op is Op.LOAD else None
     if ins.op is Op.STORE and getattr(ins.attrs, "has_mask", False):
         mask = ins.operands[2]
-    try:
-        from ...passes.axis_info import contiguity_order, vector_width
-        order = contiguity_order(ptr, info)
-        vec = vector_width(ptr, mask, info, axis=order[0]) if info else 1
-    except ImportError:
-        order, vec = list(reversed(range(len(shape)))), 1
+    order = contiguity_order(ptr, info)
+    vec = vector_width(ptr, mask, info, axis=order[0])
     numel = 1
     for s in shape:
         numel *= s
@@ -187,9 +168,11 @@ class _Assigner:
         elif op is Op.BROADCAST and res in h and is_tile(ins.operands[0]):
             changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)))
         elif op is Op.FOR:
+            # a loop-carried value's layout is what its uses inside the loop want; the
+            # wishes of code after the loop are not (a conversion there runs once)
             body = ins.regions[0]
-            for k, r in enumerate(ins.results):
-                group = [r, body.args[k + 1], ins.operands[3 + k], body.terminator.operands[k]]
+            for k in range(len(ins.results)):
+                group = [body.args[k + 1], body.terminator.operands[k], ins.operands[3 + k]]
                 changed |= self.unify(group)
         elif op is Op.IF:
             for k, r in enumerate(ins.results):
@@ -200,8 +183,8 @@ class _Assigner:
             for k, a in enumerate(before.args):
                 changed |= self.unify([a, ins.operands[k], after.terminator.operands[k]])
             cond = before.terminator
-            for k, r in enumerate(ins.results):
-                changed |= self.unify([r, after.args[k], cond.operands[k + 1]])
+            for k in range(len(ins.results)):
+                changed |= self.unify([after.args[k], cond.operands[k + 1]])
         return changed
 
     def unify(self, group: list[Value]) -> bool:
@@ -375,7 +358,7 @@ class _Assigner:
     def for_loop(self, ins: Instr, own: list[Layout]) -> None:
         body = ins.regions[0]
         n = len(ins.results)
-        lays = self.carried([[body.args[k + 1], ins.results[k]] for k in range(n)], own[3:])
+        lays = self.carried([[body.args[k + 1]] for k in range(n)], own[3:])
         self.require(ins, own[:3] + lays)
         for k in range(n):
             self.set(body.args[k + 1], lays[k])
@@ -405,7 +388,7 @@ class _Assigner:
         self.block(before)
         cond = before.terminator
         fallback = [self.own(v) for v in cond.operands[1:]]
-        out = self.carried([[after.args[k], ins.results[k]] for k in range(len(ins.results))], fallback)
+        out = self.carried([[after.args[k]] for k in range(len(ins.results))], fallback)
         self.require(cond, [None] + out)
         for k, lay in enumerate(out):
             self.set(after.args[k], lay)
@@ -417,7 +400,7 @@ class _Assigner:
 def assign_layouts(kernel: Kernel, num_warps: int,
                    info: Optional[Mapping[Value, Any]] = None) -> LayoutPlan:
     """Choose every tile value's layout for a CTA of `num_warps` warps."""
-    a = _Assigner(kernel, num_warps, axis_info_of(kernel) if info is None else info)
+    a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info)
     a.seed()
     a.propagate()
     a.block(kernel.body)

@@ -75,10 +75,6 @@ def rematerialize(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir
 
 # ---------------------------------------------------------------- shared-memory scratch
 
-def storage(elem: Any) -> ir.Type:
-    return memory_type(elem)
-
-
 def to_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
     if isinstance(elem, ScalarType) and elem.is_bool:
         return b.zext(v, I8)
@@ -94,7 +90,7 @@ def from_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
 def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any) -> None:
     """Store consecutive elements (one, or a vector) at a scratch byte offset."""
     b = lw.b
-    mt = storage(elem)
+    mt = memory_type(elem)
     vals = [to_memory(b, v, elem) for v in values]
     ptr = lw.dev.shared_ptr(b, byte_offset)
     if len(vals) == 1:
@@ -109,7 +105,7 @@ def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Valu
 
 def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any) -> list[ir.Value]:
     b = lw.b
-    mt = storage(elem)
+    mt = memory_type(elem)
     ptr = lw.dev.shared_ptr(b, byte_offset)
     if count == 1:
         return [from_memory(b, b.load(ptr, typ=mt, align=byte_size(elem)), elem)]

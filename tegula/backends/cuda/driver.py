@@ -125,9 +125,3 @@ def load_function(image: bytes, name: str, device: int, shared: int) -> tuple[An
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(driver.cuFuncSetAttribute(fn, attr, shared), "cuFuncSetAttribute(max dynamic shared)")
     return module, fn
-
-
-def function_registers(fn: Any) -> int:
-    driver = cu()
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS
-    return int(check(driver.cuFuncGetAttribute(attr, fn), "cuFuncGetAttribute"))

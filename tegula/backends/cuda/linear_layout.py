@@ -287,8 +287,3 @@ def inverse_permutation(order: Sequence[int]) -> tuple[int, ...]:
     for i, o in enumerate(order):
         inv[o] = i
     return tuple(inv)
-
-
-def shift_view(shift: int, nbits: int) -> BitMap:
-    """x → x >> shift (bits below `shift` dropped) on `nbits`-bit inputs (join/split)."""
-    return BitMap(tuple(0 if i < shift else 1 << (i - shift) for i in range(nbits)))

@@ -18,7 +18,7 @@ import llvmlite.ir as ir
 
 from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
-from ...ir.types import PointerType, ScalarType, element_of
+from ...ir.types import ScalarType, element_of
 from ..llvm.scalar_ops import ScalarTarget
 from ..llvm.types import I32, llvm_type
 from . import convert as conv
@@ -268,7 +268,3 @@ class KernelLowering:
     def smem_written(self) -> None:
         """Between writing scratch and reading it back."""
         self.dev.barrier(self.b)
-
-    def pointee(self, v: Value) -> Any:
-        e = element_of(v.type)
-        return e.pointee if isinstance(e, PointerType) else None

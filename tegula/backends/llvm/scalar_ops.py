@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import llvmlite.ir as ir
 
 from ...ir.ops import OP_INFO, Op, type_class
-from ...ir.types import F32, PointerType, ScalarType, Type, element_of
+from ...ir.types import F32, ScalarType, Type, element_of
 from . import casts
 from .intrinsics import call, intrinsic
 from .types import llvm_type, memory_type
@@ -221,7 +221,3 @@ def _lower_code(b: ir.IRBuilder, target: ScalarTarget, code: str, op: Op, attrs:
             return b.fdiv(x, y)
         return target.math(b, name, args, t)
     raise NotImplementedError(f"LLVM op string '{code}' ({op.value})")
-
-
-def is_pointer_type(t: Type) -> bool:
-    return isinstance(element_of(t), PointerType)

@@ -49,3 +49,39 @@ def test_ahead_of_time_compile(cuda_backend, arch):
     assert md.shared > 0  # the sum across 4 warps goes through shared memory
     if find_ptxas():
         assert k.asm["cubin"][:4] == b"\x7fELF" and md.n_regs > 0
+
+
+def _loop_body_lines(tgir: str) -> list[str]:
+    """The lines of the tgir that are inside a `for` body."""
+    out, depth = [], None
+    for line in tgir.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if depth is not None and indent <= depth and line.strip() == "}":
+            depth = None
+        elif depth is not None:
+            out.append(line)
+        elif " = for " in line:
+            depth = indent
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_loop_moves_no_data_through_shared_memory(cuda_backend, causal):
+    """The flash-attention example: row statistics (max, sum) and the rescaled
+    accumulator stay in the layouts their uses want; only the epilogue converts."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[3] / "examples" / "06_attention_forward.py"
+    spec = importlib.util.spec_from_file_location("tegula_cuda_attention_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = module.attention_fwd_kernel.fn  # the JITFunction under the autotuner
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "out_ptr": "*fp16", "sm_scale": "fp32",
+           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "constexpr",
+           "H": "i32", "N_CTX": "i32"}
+    consts = {"stride_d": 1, "HEAD_DIM": 64, "CAUSAL": causal, "BLOCK_M": 64, "BLOCK_N": 32}
+    src = ASTSource(fn, sig, constexprs=consts, attrs={n: 16 for n in sig if n.endswith("_ptr")})
+    k = tegula.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    body = _loop_body_lines(k.asm["tgir"])
+    assert body, "the kernel has its loop"
+    assert not [ln for ln in body if "(smem)" in ln], "\n".join(ln for ln in body if "convert_layout" in ln)

@@ -116,11 +116,8 @@ def assert_same(got: np.ndarray, want: np.ndarray, t: ScalarType, ulps: int = 0)
     np.testing.assert_allclose(gv, wv, rtol=ulps * eps, atol=1e-30, equal_nan=True)
 
 
-@pytest.mark.parametrize("dst", ALL, ids=str)
-@pytest.mark.parametrize("src", ALL, ids=str)
+@pytest.mark.parametrize("src,dst", [(s, d) for s in ALL for d in ALL if s != d], ids=lambda t: str(t))
 def test_cast(src: ScalarType, dst: ScalarType):
-    if src == dst:
-        pytest.skip("identity")
     x = inputs(np.random.default_rng(7), src)
     got, want = run_both(build_map_kernel(Op.CAST, [src], dst, attrs=A.CastAttrs()), [x], dst)
     if dst.name == "f8e5m2":
