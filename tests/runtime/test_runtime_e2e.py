@@ -118,7 +118,16 @@ def test_compile_then_launch():
     k = compile(src)
     x = np.arange(40, dtype=np.float32)
     out = np.zeros(40, np.float32)
-    k[(2,)](x, out, 40)
+    if k.metadata.target.backend == "cuda":
+        # Without a target, compile() targets the active device, as Triton does: with a
+        # GPU present that is the GPU, so the launch takes GPU arrays.
+        import torch
+
+        x_dev, out_dev = torch.from_numpy(x).cuda(), torch.from_numpy(out).cuda()
+        k[(2,)](x_dev, out_dev, 40)
+        out = out_dev.cpu().numpy()
+    else:
+        k[(2,)](x, out, 40)
     np.testing.assert_array_equal(out, x * 2)
 
 

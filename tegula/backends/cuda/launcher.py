@@ -159,8 +159,12 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
         "_ptr": pointer_of, "_narrow": narrow_float_bits, "_fail": _launch_failed,
         "_KIND": name, "_DEV": device,
     }
+    # The runtime hands over a 3-tuple; converting only non-int entries (numpy or
+    # torch integers) keeps the common case free of three int() calls.
     lines = ["def launch(grid, values):",
-             "    gx, gy, gz = int(grid[0]), int(grid[1]), int(grid[2])",
+             "    gx, gy, gz = grid",
+             "    if gx.__class__ is not int or gy.__class__ is not int or gz.__class__ is not int:",
+             "        gx, gy, gz = int(gx), int(gy), int(gz)",
              "    if gx <= 0 or gy <= 0 or gz <= 0:",
              "        return"]
     for i, (t, idx) in enumerate(zip(arg_types, indices)):
