@@ -72,7 +72,8 @@ def register_backend(name: str, factory: str | Callable[[], Any]) -> None:
         _MISSING.pop(name, None)
 
 
-def _make(name: str) -> tuple[Optional[Any], str]:
+def _resolve_factory(name: str) -> tuple[Optional[Callable[[], Any]], str]:
+    """The factory of backend `name` (importing its module), or None and why not."""
     factory = _FACTORIES.get(name)
     if factory is None:
         return None, f"there is no backend named '{name}' (known: {', '.join(sorted(_FACTORIES))})"
@@ -89,6 +90,13 @@ def _make(name: str) -> tuple[Optional[Any], str]:
         factory = getattr(module, attr, None)
         if factory is None:
             return None, f"{module_name} has no '{attr}'"
+    return factory, ""
+
+
+def _make(name: str) -> tuple[Optional[Any], str]:
+    factory, why = _resolve_factory(name)
+    if factory is None:
+        return None, why
     backend = factory()
     ok, why = backend.available()
     if not ok:
@@ -175,14 +183,8 @@ def backend_for_target(target: GPUTarget) -> Any:
         return backend
     with _LOCK:
         if target.backend not in _COMPILE_ONLY:
-            factory = _FACTORIES.get(target.backend)
-            if isinstance(factory, str):
-                module_name, _, attr = factory.partition(":")
-                try:
-                    factory = getattr(importlib.import_module(module_name), attr)
-                except (ImportError, AttributeError):
-                    factory = None
-            candidate = factory() if callable(factory) else None
+            factory, _why = _resolve_factory(target.backend)
+            candidate = factory() if factory is not None else None
             check = getattr(candidate, "compile_available", None)
             if candidate is not None and check is not None and check()[0]:
                 _COMPILE_ONLY[target.backend] = candidate
