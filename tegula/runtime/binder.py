@@ -10,18 +10,23 @@ grid)`, which adds almost nothing to a direct call. The runner:
    a wrong argument count becomes a KernelArgumentError naming the kernel's file:line,
    not a bare TypeError);
 2. builds the cache key from the arguments, inline for the common types: a torch
-   tensor contributes (dtype, 16-byte alignment, device), an int its spec constant
-   (`== 1`, divisible by 16, 32/64-bit), a constexpr its value and type; anything else
-   goes through `specialization.spec_value`. Each parameter's `do_not_specialize` /
-   `do_not_specialize_on_alignment` is folded in when the code is written;
+   tensor contributes (dtype, 16-byte alignment, device), an int a short string naming
+   its spec (`== 1`, divisible by 16, 32-bit; strings because their hash is cached,
+   where a spec tuple would be hashed anew on every launch), a constexpr its value and
+   type; anything else goes through `specialization.spec_value`. Each parameter's
+   `do_not_specialize` / `do_not_specialize_on_alignment` is folded in when the code is
+   written. The device address a tensor's alignment was read from is kept;
 3. looks the key (plus the knob flags and launch options) up in the in-memory cache —
    one dict lookup — and compiles on a miss (`jitfn._compile_miss`, which recomputes
    the full specs with `compute_specs`);
 4. normalizes the grid (a 3-tuple passes through untouched) and calls the compiled
-   kernel's launcher with every parameter's value.
+   kernel's launcher with every parameter's value and those addresses
+   (`launch(grid, values, pointers)`, `pointers[i]` the `data_ptr()` of a torch tensor
+   `values[i]`, else None), so a GPU launcher does not ask each tensor a second time.
 
-Keys are flat tuples; a tensor's atoms start with a torch dtype and any other
-argument's with a tuple, so two different argument lists never share a key.
+Keys are flat tuples; a tensor's atoms start with a torch dtype, an int's or float's
+with a string and any other argument's with a spec tuple, so two different argument
+lists never share a key.
 """
 from __future__ import annotations
 
@@ -93,6 +98,10 @@ def compute_specs(params: Sequence[Any], values: Sequence[Any]) -> list[tuple]:
     return [param_spec(p, v) for p, v in zip(params, values)]
 
 
+# Key atoms of the inline int/float specs (see the module docstring).
+KEY_ONE, KEY_I32, KEY_I32_16, KEY_FP32 = "int==1", "i32", "i32%16", "fp32"
+
+
 def _int_expr(a: str, slow: str, specialize: bool, align: bool) -> str:
     """An expression giving int `a`'s spec; `slow` handles ints outside int32."""
     in32 = f"-2147483648 <= {a} <= 2147483647"
@@ -104,7 +113,7 @@ def _int_expr(a: str, slow: str, specialize: bool, align: bool) -> str:
 
 def _key_lines(i: int, p: Any, with_torch: bool) -> tuple[list[str], list[str]]:
     """Code computing parameter i's key atoms, and the names of those atoms."""
-    a, k0, k1, k2 = p.name, f"_tg_a{i}", f"_tg_b{i}", f"_tg_c{i}"
+    a, k0, k1, k2, ptr = p.name, f"_tg_a{i}", f"_tg_b{i}", f"_tg_c{i}", f"_tg_p{i}"
     if p.is_constexpr:
         return ([f"    if {a}.__class__ in _tg_PLAIN:",
                  f"        {k0} = {a}; {k1} = {a}.__class__",
@@ -112,20 +121,20 @@ def _key_lines(i: int, p: Any, with_torch: bool) -> tuple[list[str], list[str]]:
                  f"        {k0}, {k1} = _tg_cx({a})"], [k0, k1])
     specialize, align = not p.do_not_specialize, not p.do_not_specialize_on_alignment
     if p.annotation_type:
-        return ([f"    {k0} = _tg_slow{i}({a})"], [k0])
+        return ([f"    {k0} = _tg_slow{i}({a}); {ptr} = None"], [k0])
     lines = [f"    _tg_cls = {a}.__class__"]
     branch = "if"
     if with_torch:
-        div = f"16 if not {a}.data_ptr() & 15 else 1" if specialize and align else "1"
+        div = f"not {ptr} & 15" if specialize and align else "False"
         lines += ["    if _tg_cls is _tg_Tensor:",
-                  f"        {k0} = {a}.dtype; {k1} = {div}; {k2} = {a}.get_device()"]
+                  f"        {ptr} = {a}.data_ptr(); {k0} = {a}.dtype; {k1} = {div}; {k2} = {a}.get_device()"]
         branch = "elif"
     lines += [f"    {branch} _tg_cls is _tg_int:",
-              f"        {k0} = {_int_expr(a, f'_tg_slow{i}({a})', specialize, align)}; {k1} = {k2} = None",
+              f"        {k0} = {_int_expr(a, f'_tg_slow{i}({a})', specialize, align)}; {k1} = {k2} = {ptr} = None",
               "    elif _tg_cls is _tg_float:",
-              f"        {k0} = _tg_FP32; {k1} = {k2} = None",
+              f"        {k0} = _tg_FP32; {k1} = {k2} = {ptr} = None",
               "    else:",
-              f"        {k0} = _tg_slow{i}({a}); {k1} = {k2} = None"]
+              f"        {k0} = _tg_slow{i}({a}); {k1} = {k2} = {ptr} = None"]
     return lines, [k0, k1, k2]
 
 
@@ -159,7 +168,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
     no_arg = object()
     ns: dict[str, Any] = {
         "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_atoms,
-        "_tg_ONE": S.SPEC_ONE, "_tg_I32": S.SPEC_I32, "_tg_I32_16": S.SPEC_I32_16, "_tg_FP32": S.SPEC_FP32,
+        "_tg_ONE": KEY_ONE, "_tg_I32": KEY_I32, "_tg_I32_16": KEY_I32_16, "_tg_FP32": KEY_FP32,
         "_tg_flags": _flags_reader(), "_tg_okey": options_key,
         "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,
         "_tg_MISSING": object(), "_tg_globals_changed": jitfn._globals_changed, "_tg_NA": no_arg,
@@ -170,6 +179,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         ns["_tg_Tensor"] = torch.Tensor
     names = [p.name for p in params]
     vals = "(" + "".join(f"{n}, " for n in names) + ")"
+    ptrs = "(" + "".join("None, " if p.is_constexpr else f"_tg_p{i}, " for i, p in enumerate(params)) + ")"
     ns["_tg_grid"] = lambda grid, values: _grid(grid, names, values, jitfn.__name__)
     ns["_tg_bind_error"] = lambda values, extra, opts: jitfn._binding_error(values, extra, opts, no_arg)
 
@@ -215,7 +225,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "        _tg_grid_arg = (_tg_grid_arg[0], 1, 1)",
         "    elif _tg_grid_arg.__class__ is not _tg_tuple or _tg_len(_tg_grid_arg) != 3:",
         "        _tg_grid_arg = _tg_grid(_tg_grid_arg, _tg_vals)",
-        "    _tg_kernel._launch(_tg_grid_arg, _tg_vals)",
+        f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals, {ptrs})",
         "    return _tg_kernel",
     ]
     code = "\n".join(body) + "\n"

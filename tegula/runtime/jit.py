@@ -14,12 +14,13 @@ import inspect
 import re
 import textwrap
 import threading
+from functools import partial
 from typing import Any, Callable, Iterable, Optional, Union
 
 from ..errors import KernelArgumentError, TegulaError
 from . import specialization as S
 from .args import MockTensor
-from .binder import bind, build_runner, compute_specs
+from .binder import build_runner, compute_specs
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 
@@ -222,7 +223,9 @@ class JITFunction(KernelInterface):
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         # A launcher made before add_pre_run_hook/clear_cache keeps the launch function
         # it was made with (hooks added later do not run through it).
-        return bind(self._runner or self._build_runner(), grid)
+        # `partial` directly rather than through `binder.bind`: one Python call less on
+        # every launch.
+        return partial(self._runner or self._build_runner(), grid)
 
     def run(self, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         """Launch (or with `warmup=True` only compile); returns the CompiledKernel."""

@@ -7,7 +7,11 @@ the backend adds, such as `n_regs`) and, for the interpreter, the optimized IR (
 
 The backend loads it lazily, on the first launch: `_launch` starts as a method that
 asks the backend for a launcher and then replaces itself with that launcher, so every
-later launch is a single call.
+later launch is a single call. It is called as `_launch(grid, values, pointers=None)`:
+the JIT launch path hands over the device addresses it already read from torch tensors
+(`pointers[i]` for `values[i]`, None elsewhere). A backend's launcher that can use them
+says so with `accepts_pointers = True`; any other launcher is called as
+`launch(grid, values)` through a thin adapter.
 """
 from __future__ import annotations
 
@@ -51,6 +55,16 @@ def normalize_grid(grid: Any, bound: Callable[[], dict], kernel: str) -> tuple:
     raise KernelArgumentError(f"grid of kernel '{kernel}' must have 1 to 3 dimensions, got {n}: {grid!r}")
 
 
+def _without_pointers(launch: Callable[[tuple, Sequence[Any]], None]) -> Callable[..., None]:
+    """A `launch(grid, values)` of a backend that takes no pointers, in the three-argument form."""
+
+    def launch_values(grid: tuple, values: Sequence[Any], pointers: Optional[Sequence[Any]] = None) -> None:
+        launch(grid, values)
+
+    launch_values.backend_launch = launch
+    return launch_values
+
+
 class CompiledKernel:
     """See the module docstring. Launch directly with `compiled[grid](*args)` or
     `compiled.run(grid, *args)`, where `args` are either all the kernel's parameters
@@ -92,12 +106,15 @@ class CompiledKernel:
         if "_launch" not in self.__dict__:
             if self.backend is None:
                 raise KernelArgumentError(f"kernel '{self.name}' has no backend to run it")
-            self._launch = self.backend.load(self, self.device)
+            launch = self.backend.load(self, self.device)
+            if not getattr(launch, "accepts_pointers", False):
+                launch = _without_pointers(launch)
+            self._launch = launch
 
-    def _launch(self, grid: tuple, values: Sequence[Any]) -> None:
+    def _launch(self, grid: tuple, values: Sequence[Any], pointers: Optional[Sequence[Any]] = None) -> None:
         # Replaced by the backend's launcher on the first call (see the module docstring).
         self._init_handles()
-        self.__dict__["_launch"](grid, values)
+        self.__dict__["_launch"](grid, values, pointers)
 
     def _full_values(self, args: Sequence[Any]) -> Sequence[Any]:
         md = self.metadata

@@ -148,6 +148,27 @@ def test_launch_passes_every_parameter_value(fake):
     assert values[:3] == (x, y, out) and values[3:] == (64, 32)
 
 
+def test_launch_hands_tensor_addresses_to_launchers_that_take_them(fake, monkeypatch):
+    """The launch path reads each torch tensor's data_ptr() for the alignment key and
+    gives it to a launcher that says `accepts_pointers` (None for other values); a
+    launcher that does not say so is called with the values alone."""
+    torch = pytest.importorskip("torch")
+    seen = []
+
+    def load(compiled, device):
+        def launch(grid, values, pointers=None):
+            seen.append(pointers)
+        launch.accepts_pointers = True
+        return launch
+
+    monkeypatch.setattr(fake.host, "load", load)
+    x, y, out = (torch.ones(64) for _ in range(3))
+    add_kernel[(1,)](x, y, out, 64, BLOCK=32)
+    assert seen == [(x.data_ptr(), y.data_ptr(), out.data_ptr(), None, None)]
+    add_kernel[(1,)](*_arrays(), 64, BLOCK=32)  # numpy arrays: nothing read, nothing handed over
+    assert seen[-1] == (None,) * 5
+
+
 def test_default_parameter_value(fake):
     x, y, out = _arrays()
     add_kernel[(1,)](x, y, out, 64)

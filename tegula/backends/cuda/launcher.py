@@ -2,9 +2,11 @@
 
 The hot path is generated Python source, specialised per kernel signature once at load
 time: one pre-built `void**` array whose ctypes slots are updated in place (the fastest
-pure-Python pattern measured, see ANCHORS.md), tensors read through `data_ptr()` with a
-fallback for other array kinds (CuPy, `__cuda_array_interface__`, `__dlpack__`), the
-current torch/CuPy stream, and no `inspect` or binding work.
+pure-Python pattern measured, see ANCHORS.md), the device addresses of torch tensors
+taken from the JIT launch path (which read them for the alignment key), with
+`pointer_of` for every other array kind (CuPy, `__cuda_array_interface__`,
+`__dlpack__`) and for launches that hand over no addresses, the current torch/CuPy
+stream, and no `inspect` or binding work.
 
 In checked mode the launcher also fills the hidden parameters (an error buffer and each
 pointer argument's byte extent), synchronises after the launch and raises
@@ -160,8 +162,13 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
         "_KIND": name, "_DEV": device,
     }
     # The runtime hands over a 3-tuple; converting only non-int entries (numpy or
-    # torch integers) keeps the common case free of three int() calls.
-    lines = ["def launch(grid, values):",
+    # torch integers) keeps the common case free of three int() calls. `pointers` are
+    # the device addresses the JIT launch path already read from torch tensors (None
+    # where it read none, or as a whole when the launch comes from elsewhere).
+    env["_NO_POINTERS"] = (None,) * (max(indices) + 1 if indices else 0)
+    lines = ["def launch(grid, values, pointers=None):",
+             "    if pointers is None:",
+             "        pointers = _NO_POINTERS",
              "    gx, gy, gz = grid",
              "    if gx.__class__ is not int or gy.__class__ is not int or gz.__class__ is not int:",
              "        gx, gy, gz = int(gx), int(gy), int(gz)",
@@ -169,16 +176,15 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
              "        return"]
     for i, (t, idx) in enumerate(zip(arg_types, indices)):
         env[f"_s{i}"] = slots[i]
-        lines.append(f"    a = values[{idx}]")
         if t.startswith("ptr"):
-            lines += ["    try:",
-                      f"        _s{i}.value = a.data_ptr()",
-                      "    except AttributeError:",
-                      f"        _s{i}.value = _ptr(a, {names[i]!r}, _KIND)"]
+            lines += [f"    p = pointers[{idx}]",
+                      "    if p is None:",
+                      f"        p = _ptr(values[{idx}], {names[i]!r}, _KIND)",
+                      f"    _s{i}.value = p"]
         elif t in ("f16", "bf16", "f8e4m3", "f8e5m2"):
-            lines.append(f"    _s{i}.value = _narrow(a, {t!r})")
+            lines.append(f"    _s{i}.value = _narrow(values[{idx}], {t!r})")
         else:
-            lines.append(f"    _s{i}.value = a")
+            lines.append(f"    _s{i}.value = values[{idx}]")
     block = 32 * int(md["num_warps"])
     shared = int(md.get("shared") or 0)
     if checked:
@@ -194,7 +200,9 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     if checked:
         lines.append("    _checked.after(stream, (gx, gy, gz))")
     exec(compile("\n".join(lines), f"<tegula launcher {name}>", "exec"), env)
-    return env["launch"]
+    launch = env["launch"]
+    launch.accepts_pointers = True
+    return launch
 
 
 def _launch_failed(err: Any, name: str) -> None:

@@ -94,3 +94,23 @@ def test_recorded_errors_become_located_exceptions():
     assert info.value.pid == (3, 0, 0) and info.value.loc.line == 12 and "offset 130" in str(info.value)
     with pytest.raises(DeviceAssertionError, match="n > 0"):
         L.raise_recorded_error([3, 1, 0, 1, 0, 0, 0, 0], sites, "k")
+
+
+def test_uses_the_addresses_the_launch_path_read(fake):
+    """The JIT launch path reads each torch tensor's data_ptr() for the alignment key and
+    hands it over; the launcher must use it and not ask the tensor again, and fall back
+    to the array itself where no address was handed over."""
+    fake.n = 3
+    launch = L.make_launcher("FN", {"name": "k", "num_warps": 4}, ["ptr<f32>", "ptr<f32>", "i32"], 0,
+                             arg_names=["x", "y", "n"])
+    assert launch.accepts_pointers
+
+    class Unasked:
+        def data_ptr(self):
+            raise AssertionError("data_ptr() asked a second time")
+
+    launch((1, 1, 1), [Unasked(), CudaArray(0x5000), 9], [0x4000, None, None])
+    slots = fake.calls[-1][4]
+    assert [ctypes.c_int64.from_address(s).value for s in slots[:2]] == [0x4000, 0x5000]
+    launch((1, 1, 1), [SimpleNamespace(data_ptr=lambda: 0x6000), CudaArray(0x5000), 9])  # no addresses
+    assert ctypes.c_int64.from_address(fake.calls[-1][4][0]).value == 0x6000
