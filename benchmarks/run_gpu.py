@@ -1,11 +1,17 @@
 """Side-by-side GPU benchmarks: tegula vs Triton 3.6 vs torch, in one process.
 
-Usage (on the GPU machine):  python benchmarks/run_gpu.py [--out DIR] [--only NAME ...]
+Usage (on the GPU machine):
+    python benchmarks/run_gpu.py [--out DIR] [--only NAME ...] [--rounds N]
 
 The same kernel source (`kernels.py`) and meta-parameters go to both compilers. Every
 row is checked against torch before it is timed; times are medians of
 `triton.testing.do_bench` (the reference's own timer, so both sides are measured the
-same way). Prints a table of ratios last and writes JSON to --out.
+same way). Each row is timed in `--rounds` interleaved rounds (tegula, Triton, torch,
+then the reverse order, ...) and each side's time is the median over the rounds, so a
+drift of the GPU's clock or memory state during the run does not land on one side
+only; the rows keep every round's ratio, and a second ratio from launches timed
+alternately one by one (`paired_ratio`). tegula and Triton write the same output
+buffer. Prints a table of ratios last and writes JSON to --out.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E4
 
 ROWS: list[dict] = []
 ENV: dict = {}
+ROUNDS = 5
 
 
 def bench(fn) -> float:
@@ -38,13 +45,60 @@ def bench(fn) -> float:
     return do_bench(fn, return_mode="median")
 
 
-def record(name, size, unit, metric, **times_ms):
+def set_rounds(n: int) -> None:
+    global ROUNDS
+    ROUNDS = max(1, n)
+
+
+def bench_rounds(fns: dict) -> tuple[dict, list[dict]]:
+    """Time every callable of `fns` in ROUNDS interleaved rounds (the order reversed
+    every other round); returns each one's median time and the rounds' times."""
+    rounds = []
+    names = list(fns)
+    for r in range(ROUNDS):
+        order = names if r % 2 == 0 else names[::-1]
+        rounds.append({who: bench(fns[who]) for who in order})
+    return {who: statistics.median(t[who] for t in rounds) for who in names}, rounds
+
+
+def paired_ratio(fns: dict, reps: int = 400) -> float | None:
+    """tegula's throughput over Triton's from launches timed alternately, one by one,
+    each after the same L2 flush as `do_bench`'s (median of each side's times): the two
+    sides then see the same clocks and memory state, which separate `do_bench` calls
+    cannot promise (their ratio moves by a few percent on kernels of ~10 µs)."""
+    if "tegula" not in fns or "triton" not in fns:
+        return None
+    flush = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
+    times: dict[str, list[float]] = {"tegula": [], "triton": []}
+    for who in times:  # warm up both
+        fns[who]()
+    torch.cuda.synchronize()
+    events = []
+    for i in range(reps):
+        for who in (("tegula", "triton") if i % 2 == 0 else ("triton", "tegula")):
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[who]()
+            end.record()
+            events.append((who, start, end))
+    torch.cuda.synchronize()
+    for who, start, end in events:
+        times[who].append(start.elapsed_time(end))
+    return statistics.median(times["triton"]) / statistics.median(times["tegula"])
+
+
+def record(name, size, unit, metric, rounds=(), paired=None, **times_ms):
     row = {"bench": name, "size": size, "unit": unit}
     for who, ms in times_ms.items():
         row[who + "_ms"] = ms
         row[who] = metric(ms) if ms else None
     if row.get("tegula") and row.get("triton"):
         row["tegula/triton"] = row["tegula"] / row["triton"]
+        # time ratio per round (Triton's time / tegula's: > 1 means tegula is faster)
+        row["rounds_tegula/triton"] = [t["triton"] / t["tegula"] for t in rounds if "tegula" in t and "triton" in t]
+    if paired is not None:
+        row["paired_tegula/triton"] = paired
     ROWS.append(row)
     print(json.dumps(row), flush=True)
 
@@ -65,24 +119,31 @@ def copy_bandwidth() -> None:
 def bench_add(tg, tr) -> None:
     for n in (2**20, 2**24, 2**27):
         x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-        outs = {}
         fns = {}
+        ref = x + y
+        o = torch.empty_like(x)  # one output buffer for both compilers (see `checked`)
         for who, mod in (("tegula", tg), ("triton", tr)):
             if mod is None:
                 continue
-            o = torch.empty_like(x)
-            fns[who] = (lambda mod=mod, o=o: mod.add_kernel[(triton_cdiv(n, 1024),)](x, y, o, n, BLOCK=1024))
-            fns[who]()
-            outs[who] = o
-        ref = x + y
-        for who, o in outs.items():
-            torch.testing.assert_close(o, ref)
+            fns[who] = (lambda mod=mod: mod.add_kernel[(triton_cdiv(n, 1024),)](x, y, o, n, BLOCK=1024))
+            checked(fns[who], o, ref)
         o_t = torch.empty_like(x)
-        times = {who: bench(f) for who, f in fns.items()}
-        times["torch"] = bench(lambda: torch.add(x, y, out=o_t))
-        record("vector_add_fp32", n, "GB/s", lambda ms: 12 * n / ms / 1e6, **times)
+        fns["torch"] = lambda: torch.add(x, y, out=o_t)
+        times, rounds = bench_rounds(fns)
+        paired = paired_ratio(fns)
+        record("vector_add_fp32", n, "GB/s", lambda ms: 12 * n / ms / 1e6, rounds, paired, **times)
         if n == 2**27 and "tegula" in times:
             ENV["add_2^27_fraction_of_copy"] = (12 * n / times["tegula"] / 1e6) / ENV["d2d_copy_GBps"]
+
+
+def checked(fn, out, ref, **tol) -> None:
+    """Run `fn` once into `out` (first filled with NaN, so a kernel that writes nothing
+    cannot pass on another's results) and compare with `ref`. tegula and Triton write the
+    same output buffer: both are then timed on the same memory, whose placement is not
+    something either compiler chooses."""
+    out.fill_(float("nan"))
+    fn()
+    torch.testing.assert_close(out, ref, **tol)
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -97,17 +158,17 @@ def bench_softmax(tg, tr) -> None:
         w = 4 if B < 2048 else (8 if B < 8192 else 16)
         ref = torch.softmax(x, -1)
         fns = {}
+        o = torch.empty_like(x)
         for who, mod in (("tegula", tg), ("triton", tr)):
             if mod is None:
                 continue
-            o = torch.empty_like(x)
-            fns[who] = (lambda mod=mod, o=o: mod.softmax_kernel[(M,)](o, x, x.stride(0), o.stride(0), N,
-                                                                     BLOCK=B, num_warps=w))
-            fns[who]()
-            torch.testing.assert_close(o, ref)
-        times = {who: bench(f) for who, f in fns.items()}
-        times["torch"] = bench(lambda: torch.softmax(x, -1))
-        record("softmax_fp32", f"{M}x{N}", "GB/s", lambda ms: 8 * M * N / ms / 1e6, **times)
+            fns[who] = (lambda mod=mod: mod.softmax_kernel[(M,)](o, x, x.stride(0), o.stride(0), N,
+                                                                 BLOCK=B, num_warps=w))
+            checked(fns[who], o, ref)
+        fns["torch"] = lambda: torch.softmax(x, -1)
+        times, rounds = bench_rounds(fns)
+        paired = paired_ratio(fns)
+        record("softmax_fp32", f"{M}x{N}", "GB/s", lambda ms: 8 * M * N / ms / 1e6, rounds, paired, **times)
 
 
 def bench_layernorm(tg, tr) -> None:
@@ -120,17 +181,17 @@ def bench_layernorm(tg, tr) -> None:
         nw = min(max(B // 256, 1), 16)
         ref = torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
         fns = {}
+        y = torch.empty_like(x)
         for who, mod in (("tegula", tg), ("triton", tr)):
             if mod is None:
                 continue
-            y = torch.empty_like(x)
-            fns[who] = (lambda mod=mod, y=y: mod.layernorm_kernel[(M,)](x, y, w, b, x.stride(0), N, 1e-5,
-                                                                       BLOCK=B, num_warps=nw))
-            fns[who]()
-            torch.testing.assert_close(y, ref, atol=1e-2, rtol=1e-2)
-        times = {who: bench(f) for who, f in fns.items()}
-        times["torch"] = bench(lambda: torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5))
-        record("layernorm_fwd_fp16", f"{M}x{N}", "GB/s", lambda ms: 4 * M * N / ms / 1e6, **times)
+            fns[who] = (lambda mod=mod: mod.layernorm_kernel[(M,)](x, y, w, b, x.stride(0), N, 1e-5,
+                                                                   BLOCK=B, num_warps=nw))
+            checked(fns[who], y, ref, atol=1e-2, rtol=1e-2)
+        fns["torch"] = lambda: torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
+        times, rounds = bench_rounds(fns)
+        paired = paired_ratio(fns)
+        record("layernorm_fwd_fp16", f"{M}x{N}", "GB/s", lambda ms: 4 * M * N / ms / 1e6, rounds, paired, **times)
 
 
 def host_time_per_launch(fn, bursts: int = 50, burst: int = 200) -> float:
@@ -259,7 +320,13 @@ def print_table() -> None:
         def f(k):
             return f"{r[k]:9.1f}" if r.get(k) else f"{'-':>9}"
         ratio = f"{r['tegula/triton']:8.3f}" if r.get("tegula/triton") else f"{'-':>8}"
-        print(f"{r['bench']:22} {str(r['size']):12} {f('tegula')} {f('triton')} {f('torch')} {r['unit']:8} {ratio}")
+        spread = ""
+        if len(r.get("rounds_tegula/triton", ())) > 1:
+            spread = f"  rounds {min(r['rounds_tegula/triton']):.3f}..{max(r['rounds_tegula/triton']):.3f}"
+        if r.get("paired_tegula/triton"):
+            spread += f"  paired {r['paired_tegula/triton']:.3f}"
+        print(f"{r['bench']:22} {str(r['size']):12} {f('tegula')} {f('triton')} {f('torch')} {r['unit']:8} {ratio}"
+              f"{spread}")
     keys = [k for k in ENV if k.endswith("_us") or k.endswith("_s") or "fraction" in k or "copy" in k]
     for k in keys:
         v = ENV[k]
@@ -275,7 +342,9 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=os.environ.get("OUT", tempfile.gettempdir()))
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds per row")
     a = p.parse_args()
+    set_rounds(a.rounds)
     environment()
     tg = load_tegula_kernels()
     tr = load_triton_kernels()

@@ -49,6 +49,9 @@ class LayoutPlan:
     layouts: dict[Value, LinearLayout] = field(default_factory=dict)
     operand_layouts: dict[Instr, list[Layout]] = field(default_factory=dict)
     vec: dict[Instr, int] = field(default_factory=dict)
+    # the axis analysis the layouts were chosen from; the lowering reads constancy
+    # from it to compute values that are equal across registers only once
+    axis: Mapping[Value, Any] = field(default_factory=dict)
 
     def layout(self, v: Value) -> Layout:
         return self.layouts.get(v)
@@ -401,6 +404,7 @@ def assign_layouts(kernel: Kernel, num_warps: int,
                    info: Optional[Mapping[Value, Any]] = None) -> LayoutPlan:
     """Choose every tile value's layout for a CTA of `num_warps` warps."""
     a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info)
+    a.plan.axis = a.info
     a.seed()
     a.propagate()
     a.block(kernel.body)

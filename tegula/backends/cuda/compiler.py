@@ -44,8 +44,9 @@ def option(options: Any, name: str, default: Any) -> Any:
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                    emit: Optional[Emit] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile `kernel` for `target`. `options` carries `num_warps`, `num_stages`,
-    `debug`, `maxnreg` (attributes or dict keys). Returns `(asm, metadata)`; `asm` has
-    `tgir`, `llir`, `ptx` and, when ptxas is found, `cubin` (bytes)."""
+    `debug`, `maxnreg`, `enable_fp_fusion` (attributes or dict keys). Returns
+    `(asm, metadata)`; `asm` has `tgir`, `llir`, `ptx` and, when ptxas is found,
+    `cubin` (bytes)."""
     t0 = time.perf_counter()
     emit = emit or (lambda stage, content: content)
     cap = capability_of(target)
@@ -54,7 +55,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     maxnreg = option(options, "maxnreg", None)
     plan = assign_layouts(kernel, num_warps)
     asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
-    lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug)
+    fp_fusion = bool(option(options, "enable_fp_fusion", True))
+    lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
     module = lw.build()
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))

@@ -23,7 +23,7 @@ from ..llvm.types import I8, I32, byte_size, memory_type
 from . import layouts as LY
 from .assign_layouts import is_rematerializable
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
-from .lower_elementwise import arange_regs, elementwise_regs
+from .lower_elementwise import arange_regs, constant_groups, elementwise_regs
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -70,7 +70,8 @@ def rematerialize(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir
            for o in ins.operands]
     if op is Op.HINT:
         return ops[0]
-    return elementwise_regs(lw, ins, ops, n)
+    info = lw.plan.axis.get(v)
+    return elementwise_regs(lw, ins, ops, n, constant_groups(want, info.constancy if info is not None else None))
 
 
 # ---------------------------------------------------------------- shared-memory scratch

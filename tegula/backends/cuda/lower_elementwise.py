@@ -1,9 +1,16 @@
 """Lowering of source ops (constants, program ids, arange, splat) and of every
 elementwise op: one `scalar_ops.lower_op` per register, all operands in the result's
-layout (the plan guarantees it)."""
+layout (the plan guarantees it).
+
+Registers whose elements the axis analysis proves equal (they lie in one block of the
+value's constancy, e.g. the 8 registers of an `offs < n` mask with n divisible by 8)
+are computed once: the first register of each such group is lowered and the others
+reuse its LLVM value, so a masked tile costs one compare per vector instead of one per
+element (LLVM cannot see that itself: the registers' indices differ).
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import llvmlite.ir as ir
 
@@ -11,7 +18,7 @@ from ...ir.core import Instr
 from ...ir.ops import OP_INFO, Kind, Op
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I32, constant
-from .linear_layout import LinearLayout
+from .linear_layout import LinearLayout, dim_fields
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -55,13 +62,37 @@ def lower_splat(lw: "KernelLowering", ins: Instr) -> None:
     lw.define(r, [v] * lw.plan.layouts[r].n_regs)
 
 
+def constant_groups(lay: Optional[LinearLayout], constancy: Optional[Sequence[int]]) -> list[int]:
+    """For each register of `lay`, the first register holding an element of the same
+    constancy block (equal values), given the value's per-dimension `constancy`."""
+    if lay is None:
+        return [0]
+    n = lay.n_regs
+    if constancy is None or len(constancy) != len(lay.shape) or all(c <= 1 for c in constancy):
+        return list(range(n))
+    # two registers hold elements of one block iff their flat indices agree on every
+    # bit above each dimension's low log2(constancy) bits; the thread's own part of
+    # the index is the same for both, so the register parts decide
+    low = 0
+    for (s, nbits), c in zip(dim_fields(lay.shape), constancy):
+        k = min(max(c, 1).bit_length() - 1, nbits)
+        low |= ((1 << k) - 1) << s
+    first: dict[int, int] = {}
+    return [first.setdefault(lay.reg_element(r) & ~low, r) for r in range(n)]
+
+
 def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequence[ir.Value]],
-                     n: int) -> list[ir.Value]:
-    """Apply `ins`'s op register by register; scalar operands (one value) broadcast."""
+                     n: int, reps: Optional[Sequence[int]] = None) -> list[ir.Value]:
+    """Apply `ins`'s op register by register; scalar operands (one value) broadcast.
+    `reps[r]`, when given, is a register known to hold the same value as r (r itself
+    or an earlier one), whose result r reuses."""
     types = [o.type for o in ins.operands]
     rtype = ins.results[0].type
-    out = []
+    out: list[ir.Value] = []
     for r in range(n):
+        if reps is not None and reps[r] != r:
+            out.append(out[reps[r]])
+            continue
         args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
         out.append(lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
     return out
@@ -75,7 +106,11 @@ def lower_elementwise(lw: "KernelLowering", ins: Instr) -> None:
     r = ins.results[0]
     lay = lw.plan.layouts.get(r)
     ops = [lw.operand(ins, k) for k in range(len(ins.operands))]
-    lw.define(r, elementwise_regs(lw, ins, ops, lay.n_regs if lay else 1))
+    reps = None
+    if lay is not None and OP_INFO[ins.op].pure:
+        info = lw.plan.axis.get(r)
+        reps = constant_groups(lay, info.constancy if info is not None else None)
+    lw.define(r, elementwise_regs(lw, ins, ops, lay.n_regs if lay else 1, reps))
 
 
 @handles(Op.HINT)

@@ -40,6 +40,12 @@ from .nvptx_target import NVPTXTarget
 from .nvvm import NVPTXDevice
 from .registry import HANDLERS
 
+# `smem_recent` when the latest scratch use is unknown: it may have used any byte
+ANY_SCRATCH = (0, 1 << 62)
+# a scratch use may move past the latest one (saving a barrier) while it ends within
+# this many bytes, even if that grows the kernel's scratch
+SMALL_SCRATCH = 1024
+
 
 @dataclass
 class Tile:
@@ -50,14 +56,14 @@ class Tile:
 class KernelLowering:
     def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,
                  debug: bool = False, checked: bool = False, device: Optional[NVPTXDevice] = None,
-                 target: Optional[ScalarTarget] = None):
+                 target: Optional[ScalarTarget] = None, fp_fusion: bool = True):
         self.kernel = kernel
         self.dev = device or NVPTXDevice()
         self.plan = plan
         self.num_warps = plan.num_warps
         self.capability = capability
         self.debug = debug
-        self.target = target or NVPTXTarget(capability)
+        self.target = target or NVPTXTarget(capability, fp_contract=fp_fusion)
         self.module = ir.Module(name=kernel.name)
         self.module.triple = self.dev.triple
         self.vals: dict[Value, Tile] = {}
@@ -65,7 +71,12 @@ class KernelLowering:
         self.thread_cache: dict[LinearLayout, tuple[ir.Value, list[ir.Value]]] = {}
         self.dup_cache: dict[LinearLayout, ir.Value] = {}
         self.loop_depth = 0
-        self.smem_used = False  # a shared-memory access was emitted earlier
+        # The byte range of the latest scratch use before this point of the straight-
+        # line code: None when no scratch was used yet on any path, ANY_SCRATCH when
+        # control flow makes it unknown (see `smem_begin`).
+        self.smem_recent: Optional[tuple[int, int]] = None
+        self.smem_uses = 0      # scratch uses so far (tells a region that used scratch)
+        self.scope_state: list[tuple[Optional[tuple[int, int]], int]] = []
         self.smem_bytes = 0     # the scratch size the kernel needs (max over ops)
         self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
         self.current: Optional[Instr] = None
@@ -167,11 +178,18 @@ class KernelLowering:
         self.vals[v] = Tile(regs, lay)
 
     def push_scope(self) -> None:
-        """Conversions emitted inside a region do not dominate code after it."""
+        """Entering a region (a branch or a loop body). Conversions emitted inside it do
+        not dominate code after it; which scratch use precedes the region's first one is
+        unknown here (the previous loop iteration's, or the other branch's)."""
         self.conv_cache.append({})
+        self.scope_state.append((self.smem_recent, self.smem_uses))
+        self.smem_recent = ANY_SCRATCH
 
     def pop_scope(self) -> None:
         self.conv_cache.pop()
+        recent, uses = self.scope_state.pop()
+        # a region that used scratch may or may not have run: unknown after it
+        self.smem_recent = recent if self.smem_uses == uses else ANY_SCRATCH
 
     def run_region(self, block: Block, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Lower a combine region on scalars; returns the yielded values."""
@@ -257,13 +275,38 @@ class KernelLowering:
         return self.dup_cache[lay]
 
     # ---------------------------------------------------------------- shared memory
-    def smem_begin(self, nbytes: int) -> None:
-        """Before writing scratch: wait until every thread finished reading the last
-        scratch (a barrier, unless no shared memory was touched before on any path)."""
-        if self.smem_used or self.loop_depth:
+    def smem_begin(self, nbytes: int, base: int = 0) -> None:
+        """Before writing scratch bytes [base, base + nbytes): wait until every thread
+        finished reading the latest scratch use, when that used any of these bytes.
+
+        Every scratch use is write, barrier (`smem_written`), read. Reads of older uses
+        need no wait: each thread finished them before it reached the latest use's
+        barrier, which the writer has passed too. So a use that avoids the latest one's
+        bytes (see `smem_free_base`) needs no barrier before it; nor does the first use
+        when nothing touched shared memory before on any path. Inside loops and after
+        branches the latest use is unknown (`push_scope`): always a barrier there."""
+        recent = self.smem_recent
+        if self.loop_depth and recent is None:
+            recent = ANY_SCRATCH
+        end = base + nbytes
+        if recent is not None and recent[0] < end and base < recent[1]:
             self.dev.barrier(self.b)
-        self.smem_used = True
-        self.smem_bytes = max(self.smem_bytes, nbytes)
+        self.smem_recent = (base, end)
+        self.smem_uses += 1
+        self.smem_bytes = max(self.smem_bytes, end)
+
+    def smem_free_base(self, nbytes: int) -> int:
+        """Where a small scratch use of `nbytes` can start without overlapping the
+        latest use (so `smem_begin` emits no barrier): 0 when that is free, else just
+        after the latest use, if that stays within the scratch already reserved or
+        within `SMALL_SCRATCH` bytes; 0 otherwise."""
+        recent = self.smem_recent
+        if recent is None or recent is ANY_SCRATCH or nbytes <= recent[0]:
+            return 0
+        base = (recent[1] + 15) // 16 * 16
+        if base + nbytes <= max(self.smem_bytes, SMALL_SCRATCH):
+            return base
+        return 0
 
     def smem_written(self) -> None:
         """Between writing scratch and reading it back."""

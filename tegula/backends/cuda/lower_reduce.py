@@ -1,12 +1,26 @@
 """Lowering of `reduce` (any axis, any number of operands, any combine region): first
-within each thread over the registers that differ only along the axis (in increasing
-axis order), then across the lanes that spread the axis with butterfly shuffles (every
-lane ends with the warp's result), then across warps through shared memory (each warp
-writes its partial, every thread folds the partials in warp order). The result is in
-the slice layout, so the lanes/warps that spread the axis all hold the result.
+within each thread over the registers that differ only along the axis, then across the
+lanes that spread the axis with butterfly shuffles (every lane ends with the warp's
+result), then across warps through shared memory: each warp writes its partial, one
+barrier, and every thread folds the partials itself, so the result needs no second
+shared-memory round trip and no second barrier (Triton's lowering reduces the partials
+in one warp and broadcasts the result through shared memory again: two barriers per
+reduction). Up to 4 warps, each thread reads all the partials (one vector load) and
+folds them; from 8 warps on, the lanes that hold the same output element share the
+partials out (one load each) and a butterfly over those lanes folds them
+(`SHUFFLE_PARTIALS_FROM`: fewer instructions). The result is in the
+slice layout, so the lanes/warps that spread the axis all hold the result.
+
+A thread folds its own values in axis order, one after the other, and the partials it
+reads as a balanced tree (pairs of neighbours, then pairs of pairs...: the same order in
+every thread, a dependency chain of log2(n) combines). The scratch of a reduction
+avoids the bytes of the scratch use just before it when it can
+(`KernelLowering.smem_free_base`), so consecutive reductions (softmax's max then sum,
+layer norm's mean then variance) need no barrier between the previous readers and the
+new writers.
 
 Like Triton, the combine function is assumed associative and commutative (the butterfly
-does not keep operand order); argmax/argmin break ties on the index to be so."""
+and the trees do not keep operand order); argmax/argmin break ties on the index to be so."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -15,7 +29,7 @@ import llvmlite.ir as ir
 
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import element_of
+from ...ir.types import ScalarType, element_of
 from ..llvm.types import I32, byte_size
 from .convert import smem_load, smem_store
 from .linear_layout import dim_fields, projection
@@ -24,6 +38,12 @@ from .registry import handles
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
+
+# From this many warps on, the warps' partials are folded with lane shuffles (one
+# scratch load per thread, log2(warps) shuffle+combine steps) instead of each thread
+# loading and folding all of them (warps / 4 vector loads and warps - 1 combines): fewer
+# instructions, which is what a CTA of many warps on a memory-bound kernel runs short of.
+SHUFFLE_PARTIALS_FROM = 8
 
 
 def warp_index(lw: "KernelLowering", bits: list[int]) -> ir.Value:
@@ -69,6 +89,9 @@ def lower_reduce(lw: "KernelLowering", ins: Instr) -> None:
         groups.setdefault(proj(e), []).append((e & amask, r))
     acc: dict[int, list[ir.Value]] = {}
     for key, items in groups.items():
+        # in axis order, one after the other (as Triton): when the reduced values are
+        # products, every step after the first is a fused multiply-add, where a tree
+        # would leave half of the products as separate multiplies
         items.sort()
         vals = [inputs[k][items[0][1]] for k in range(n)]
         for _c, r in items[1:]:
@@ -89,32 +112,81 @@ def lower_reduce(lw: "KernelLowering", ins: Instr) -> None:
     warp_bits = [i for i, basis in enumerate(lay.warp) if basis & amask]
     if warp_bits:
         nw = 1 << len(warp_bits)
-        widx = warp_index(lw, warp_bits)
         numel_out = lay.numel >> nbits
         offs, total = scratch_offsets(elems, numel_out * nw)
-        lw.smem_begin(total)
+        base = lw.smem_free_base(total)
+        lw.smem_begin(total, base)
+        # every lane of a warp writes the same partial to the same word (one store);
+        # the partials of one output element are adjacent, in warp order, so a thread
+        # reads them back as vectors
+        widx = warp_index(lw, warp_bits)
         slots = {}
         for key in acc:
             flat = lw.element_flat(out, reg_of[key]) if out is not None else ir.Constant(I32, 0)
             slots[key] = b.mul(flat, ir.Constant(I32, nw))
             for k in range(n):
                 idx = b.add(slots[key], widx)
-                off = b.add(b.mul(idx, ir.Constant(I32, byte_size(elems[k]))), ir.Constant(I32, offs[k]))
+                off = b.add(b.mul(idx, ir.Constant(I32, byte_size(elems[k]))), ir.Constant(I32, base + offs[k]))
                 smem_store(lw, off, [acc[key][k]], elems[k])
         lw.smem_written()
+        # lanes that hold the same output elements (their bits are free in the result's
+        # layout) can share out the partials and fold them by shuffles
+        free = [i for i in range(len(lay.lane)) if out is None or out.lane[i] == 0]
+        by_lanes = nw >= SHUFFLE_PARTIALS_FROM and (1 << len(free)) >= nw
         for key in acc:
-            vals = None
-            for w in range(nw):
-                part = []
-                for k in range(n):
-                    idx = b.add(slots[key], ir.Constant(I32, w))
-                    off = b.add(b.mul(idx, ir.Constant(I32, byte_size(elems[k]))), ir.Constant(I32, offs[k]))
-                    part += smem_load(lw, off, 1, elems[k])
-                vals = part if vals is None else combine(vals, part)
-            acc[key] = vals
+            if by_lanes:
+                acc[key] = fold_by_shuffles(lw, slots[key], nw, free, elems, [base + o for o in offs], combine)
+                continue
+            parts: list[list[ir.Value]] = [[] for _ in range(nw)]
+            for k in range(n):
+                esize = byte_size(elems[k])
+                # up to 16 bytes per load (aligned: the partials start at a multiple of
+                # nw elements); pointers one at a time
+                per = max(1, min(nw, 16 // esize)) if isinstance(elems[k], ScalarType) else 1
+                for w0 in range(0, nw, per):
+                    idx = b.add(slots[key], ir.Constant(I32, w0))
+                    off = b.add(b.mul(idx, ir.Constant(I32, esize)), ir.Constant(I32, base + offs[k]))
+                    for j, v in enumerate(smem_load(lw, off, per, elems[k])):
+                        parts[w0 + j].append(v)
+            acc[key] = fold_tree(parts, combine)
 
     for k, res in enumerate(ins.results):
         if out is None:
             lw.define(res, [acc[0][k]])
         else:
             lw.define(res, [acc[out.reg_element(r)][k] for r in range(out.n_regs)])
+
+
+def fold_by_shuffles(lw: "KernelLowering", slot: ir.Value, nw: int, free: list[int], elems: list,
+                     offs: list[int], combine) -> list[ir.Value]:
+    """The partials of one output element (`nw` of them from `slot` on, per operand at
+    byte offset `offs[k]`) folded across lanes: with `free` the lane bits along which
+    the output element does not change, the lane whose first log2(nw) free bits read j
+    loads partial j, and a butterfly over those bits leaves the result in every lane.
+    (Lanes differing in other bits hold other output elements and fold separately.)"""
+    b = lw.b
+    bits = free[:nw.bit_length() - 1]
+    j: ir.Value = ir.Constant(I32, 0)
+    for t, i in enumerate(bits):
+        bit = lw.pb.and_(lw.pb.lshr(lw.lane, ir.Constant(I32, i)), ir.Constant(I32, 1))
+        j = lw.pb.or_(j, lw.pb.shl(bit, ir.Constant(I32, t)))
+    lane_slot = b.add(slot, j)
+    vals = []
+    for k, e in enumerate(elems):
+        off = b.add(b.mul(lane_slot, ir.Constant(I32, byte_size(e))), ir.Constant(I32, offs[k]))
+        vals += smem_load(lw, off, 1, e)
+    for i in bits:
+        other = [shuffle(lw.dev, b, "bfly", v, ir.Constant(I32, 1 << i)) for v in vals]
+        vals = combine(vals, other)
+    return vals
+
+
+def fold_tree(items: list[list[ir.Value]], combine) -> list[ir.Value]:
+    """Combine `items` (each a list of operand values) pairwise: neighbours, then pairs
+    of pairs, ... (a dependency chain of log2(len) combines)."""
+    while len(items) > 1:
+        nxt = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    return items[0]

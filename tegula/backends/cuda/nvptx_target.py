@@ -2,16 +2,26 @@
 (`__nv_*`, linked in by `codegen`) or single PTX instructions, and the conversions PTX
 does in hardware (fp8 on sm_89+, round-toward-zero narrowing).
 
-Accuracy (vs the numpy interpreter): exp/exp2/log/log2/sin/cos/erf/rsqrt/fmod are
-libdevice's (≤ 2 ulp for f32 in the full range, fmod exact); `sqrt` is
-`sqrt.approx.f32` (Triton's fast square root, ~1 ulp), `sqrt_rn` is IEEE; `fdiv` with
-`ieee_rounding=False` is `div.full.f32` (≤ 2 ulp); everything else is correctly rounded.
+Accuracy (vs the numpy interpreter), chosen to match what Triton 3.6 emits:
+- f32 `exp` is `ex2.approx.f32(x * log2(e))`, Triton's instruction sequence: ex2's own
+  error is ~2 ulp, and rounding the product adds a relative error up to about
+  |x|·2^-24 (so ~2 ulp near 0, growing with |x|: ~10 ulp at |x| = 16, ~45 at 88);
+- exp2/log/log2/sin/cos/erf/fmod, and f64 exp, are libdevice's (≤ 2 ulp for f32 in
+  the full range, fmod exact; denormals kept);
+- f32 `sqrt` and `rsqrt` are `sqrt.approx.ftz.f32` / `rsqrt.approx.ftz.f32`, Triton's
+  instructions (~1 ulp and ~2 ulp; a denormal input counts as zero: sqrt gives 0,
+  rsqrt +inf); `sqrt_rn` is IEEE;
+- `fdiv` with `ieee_rounding=False` is `div.full.f32` (≤ 2 ulp);
+- with `fp_contract` (the `enable_fp_fusion` option, on by default as in Triton) a
+  float multiply feeding an add/sub in the same block may become one `fma` (rounded
+  once); everything else is correctly rounded.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 import llvmlite.ir as ir
+import numpy as np
 
 from ...ir.types import ScalarType
 from ..llvm.intrinsics import call, inline_asm
@@ -26,6 +36,9 @@ _LIBDEVICE = {
     "fmod": ("__nv_fmodf", "__nv_fmod"),
 }
 
+# log2(e) rounded to f32 (0x3FB8AA3B, the constant in Triton's PTX)
+_LOG2E_F32 = float(np.float32(1.4426950408889634))
+
 _FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
 
 
@@ -34,15 +47,24 @@ class NVPTXTarget(ScalarTarget):
     # PTX has f16 fma/min/max (and the f32 route would round an fma twice)
     native_half = frozenset({"fabs", "fma", "fmax", "fmin", "fmax_nan", "fmin_nan"})
 
-    def __init__(self, capability: int):
+    def __init__(self, capability: int, fp_contract: bool = True):
         self.capability = capability
+        self.fp_contract = fp_contract
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
+        if t.name == "f32" and name == "exp":
+            # Triton's tl.exp: one multiply and the SFU's base-2 exponential (a few
+            # instructions, where libdevice's accurate expf takes a dozen)
+            flags = ("contract",) if self.fp_contract else ()
+            x = b.fmul(args[0], ir.Constant(F32, _LOG2E_F32), flags=flags)
+            return inline_asm(b, F32, [x], "ex2.approx.f32 $0, $1;", "=f,f")
+        if t.name == "f32" and name in ("sqrt", "rsqrt"):
+            # Triton's: one SFU instruction, denormal inputs read as zero (the non-ftz
+            # form spends 3 more instructions rescaling them)
+            return inline_asm(b, F32, args, f"{name}.approx.ftz.f32 $0, $1;", "=f,f")
         if name in _LIBDEVICE:
             fn = _LIBDEVICE[name][0 if t.bits <= 32 else 1]
             return call(b, fn, args[0].type, list(args))
-        if t.name == "f32" and name == "sqrt":
-            return inline_asm(b, F32, args, "sqrt.approx.f32 $0, $1;", "=f,f")
         if t.name == "f32" and name == "fdiv_fast":
             return inline_asm(b, F32, args, "div.full.f32 $0, $1, $2;", "=f,f,f")
         return super().math(b, name, args, t)

@@ -32,7 +32,9 @@ class NVPTXDevice:
         fn.calling_convention = "ptx_kernel"
 
     def annotate(self, module: ir.Module, fn: ir.Function, num_threads: int) -> None:
-        module.add_named_metadata("nvvm.annotations", [fn, "maxntidx", ir.Constant(I32, num_threads)])
+        """`.reqntid`: the launcher always starts exactly `num_threads` threads per CTA
+        (32 × num_warps), and saying so (as Triton does) lets ptxas rely on it."""
+        module.add_named_metadata("nvvm.annotations", [fn, "reqntidx", ir.Constant(I32, num_threads)])
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""

@@ -44,6 +44,10 @@ class ScalarTarget:
     name = "generic"
     # math computed on f16 directly (the rest goes through f32, as Triton does)
     native_half: frozenset[str] = frozenset({"fabs"})
+    # Mark float add/sub/mul `contract`, so LLVM may fuse a multiply into the add that
+    # uses it (one rounding instead of two: Triton's `enable_fp_fusion`, on by default
+    # there). Off here: the host backends round every op as the interpreter does.
+    fp_contract: bool = False
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         """`name` (an op table `math:` name, or `fmod`, `fdiv_fast`, `fmax_nan`,
@@ -197,8 +201,11 @@ def _lower_code(b: ir.IRBuilder, target: ScalarTarget, code: str, op: Op, attrs:
             return fn(_CMP[pred], x, y)
         fn = b.icmp_unsigned if pred[0] == "u" or pred in ("eq", "ne") else b.icmp_signed
         return fn(_CMP[pred], x, y)
+    if code in ("fadd", "fsub", "fmul"):
+        flags = ("contract",) if target.fp_contract else ()
+        return getattr(b, code)(x, y, flags=flags)
     simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "and": b.and_, "or": b.or_,
-              "xor": b.xor, "fadd": b.fadd, "fsub": b.fsub, "fmul": b.fmul, "fdiv": b.fdiv}
+              "xor": b.xor, "fdiv": b.fdiv}
     if code in simple:
         return simple[code](x, y)
     if code in ("sdiv", "udiv", "srem", "urem"):
