@@ -85,6 +85,32 @@ class StoreAttrs:
 
 
 @dataclass(frozen=True)
+class AtomicAttrs:
+    """atomic_rmw: the operation (`add`, `fadd`, `max`, `min`, `and`, `or`, `xor`,
+    `xchg`; max/min compare signed or unsigned by the value's type), whether a mask
+    operand is present, the memory semantic (`acq_rel`, `acquire`, `release`,
+    `relaxed`) and the scope (`gpu`, `cta`, `sys`)."""
+
+    kind: str = "add"
+    has_mask: bool = False
+    sem: str = "acq_rel"
+    scope: str = "gpu"
+
+
+@dataclass(frozen=True)
+class AtomicCasAttrs:
+    """atomic_cas: the memory semantic and scope (as `AtomicAttrs`)."""
+
+    sem: str = "acq_rel"
+    scope: str = "gpu"
+
+
+ATOMIC_KINDS = ("add", "fadd", "max", "min", "and", "or", "xor", "xchg")
+ATOMIC_SEMS = ("acq_rel", "acquire", "release", "relaxed")
+ATOMIC_SCOPES = ("gpu", "cta", "sys")
+
+
+@dataclass(frozen=True)
 class ReduceAttrs:
     axis: int
 

@@ -102,6 +102,8 @@ class Op(enum.Enum):
     # memory
     LOAD = "load"
     STORE = "store"
+    ATOMIC_RMW = "atomic_rmw"
+    ATOMIC_CAS = "atomic_cas"
     # reductions, scans, matrix product
     REDUCE = "reduce"
     SCAN = "scan"
@@ -155,6 +157,10 @@ def _compare(ts, _a):
 
 def _second(ts, _a):
     return [ts[1]]
+
+
+def _third(ts, _a):
+    return [ts[2]]
 
 
 def _none(ts, _a):
@@ -308,6 +314,9 @@ OP_INFO: dict[Op, OpInfo] = {
 
     Op.LOAD: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.LoadAttrs, result=_load),
     Op.STORE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.StoreAttrs, pure=False, result=_none),
+    # atomic_rmw ptr, val[, mask] -> the old values; atomic_cas ptr, cmp, val -> the old values
+    Op.ATOMIC_RMW: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.AtomicAttrs, pure=False, result=_second),
+    Op.ATOMIC_CAS: OpInfo(Kind.MEMORY, 3, attrs=A.AtomicCasAttrs, pure=False, result=_third),
 
     Op.REDUCE: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ReduceAttrs, result=_reduce, regions=1),
     Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
 from .ops import COMPARISONS, OP_INFO, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
@@ -209,6 +210,8 @@ class _Verifier:
                 self.fail(f"'split' needs a last dimension of 2, got {ts[0]}", ins)
         elif op in (Op.LOAD, Op.STORE):
             self.memory(ins, ts)
+        elif op in (Op.ATOMIC_RMW, Op.ATOMIC_CAS):
+            self.atomic(ins, ts)
         elif op in (Op.REDUCE, Op.SCAN):
             if not ts:
                 self.fail(f"'{op.value}' needs at least one operand", ins)
@@ -290,6 +293,37 @@ class _Verifier:
             if name in ("value", "other") and element_of(t) != ptr.pointee:
                 self.fail(f"'{ins.op.value}' {name} must have the pointee type {ptr.pointee}, "
                           f"got {t}", ins)
+
+    def atomic(self, ins: Instr, ts: list[Type]) -> None:
+        a, rmw = ins.attrs, ins.op is Op.ATOMIC_RMW
+        names = ["pointer"] + (["value"] + (["mask"] if a.has_mask else []) if rmw else ["cmp", "value"])
+        if len(ts) != len(names):
+            self.fail(f"'{ins.op.value}' with these attributes takes operands "
+                      f"({', '.join(names)}), got {len(ts)}", ins)
+        ptr = element_of(ts[0])
+        if not isinstance(ptr, PointerType) or not isinstance(ptr.pointee, ScalarType):
+            self.fail(f"'{ins.op.value}' needs a pointer to a scalar, got {ts[0]}", ins)
+        for name, t in zip(names[1:], ts[1:]):
+            if shape_of(t) != shape_of(ts[0]):
+                self.fail(f"'{ins.op.value}' {name} must have the pointer's shape "
+                          f"{shape_of(ts[0])}, got {t}", ins)
+            want = I1 if name == "mask" else ptr.pointee
+            if element_of(t) != want:
+                self.fail(f"'{ins.op.value}' {name} must be {want}, got {t}", ins)
+        if a.sem not in ATOMIC_SEMS or a.scope not in ATOMIC_SCOPES:
+            self.fail(f"'{ins.op.value}' memory semantic / scope must be one of {ATOMIC_SEMS} / "
+                      f"{ATOMIC_SCOPES}, got {a.sem!r} / {a.scope!r}", ins)
+        if not rmw:
+            if ptr.pointee.bits not in (16, 32, 64):
+                self.fail(f"'atomic_cas' needs 16-, 32- or 64-bit elements, got {ptr.pointee}", ins)
+            return
+        elem = ptr.pointee
+        ok = {"add": _is_int(elem), "fadd": elem.is_float, "max": _is_int(elem), "min": _is_int(elem),
+              "and": _is_int(elem), "or": _is_int(elem), "xor": _is_int(elem), "xchg": True}
+        if a.kind not in ATOMIC_KINDS or not ok[a.kind]:
+            self.fail(f"'atomic_rmw' kind {a.kind!r} is not defined for {elem}", ins)
+        if elem.bits < 16 or (elem.bits == 16 and a.kind != "fadd"):
+            self.fail(f"'atomic_rmw {a.kind}' is not defined for {elem} (16-bit elements: fadd only)", ins)
 
     def dot(self, ins: Instr, ts: list[Type]) -> None:
         a, b, c = (shape_of(t) for t in ts)

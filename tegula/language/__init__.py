@@ -8,6 +8,7 @@ are also exported here.
 from __future__ import annotations
 
 from . import math, random
+from .atomics import atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor
 from .constexpr import constexpr, is_power_of_two, unwrap_constexpr
 from .core import Builtin, PropagateNan, builtin, condition, const, is_builtin, range, static_range
 from .core_builtins import (
@@ -128,14 +129,6 @@ from .standard import cdiv, interleave, ravel, sigmoid, softmax, swizzle2d, zero
 from .tensor import tensor
 from .unsupported import (
     advance,
-    atomic_add,
-    atomic_and,
-    atomic_cas,
-    atomic_max,
-    atomic_min,
-    atomic_or,
-    atomic_xchg,
-    atomic_xor,
     bitonic_merge,
     dot_scaled,
     flip,

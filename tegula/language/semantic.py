@@ -8,6 +8,7 @@ It is assembled from one mixin per concept:
 - `semantic_cast`   `cast` and `bitcast`;
 - `semantic_shape`  `arange`, `full`, broadcasting, reshape/permute/join/split...;
 - `semantic_memory` `load` and `store`;
+- `semantic_atomic` atomic read-modify-write and compare-and-swap;
 - `semantic_reduce` REDUCE/SCAN with built-in or user combine regions;
 - `semantic_dot`    `dot`;
 - `semantic_debug`  prints, asserts, hints.
@@ -24,6 +25,7 @@ Usage (the frontend):
 from __future__ import annotations
 
 from .semantic_arith import ArithmeticMixin
+from .semantic_atomic import AtomicMixin
 from .semantic_base import SemanticBase
 from .semantic_cast import CastMixin
 from .semantic_debug import DebugMixin
@@ -34,8 +36,8 @@ from .semantic_shape import ShapeMixin
 from .semantic_types import IncompatibleTypeError, computation_type, integer_promote, python_scalar_dtype
 
 
-class Semantic(ArithmeticMixin, CastMixin, ShapeMixin, MemoryMixin, ReduceMixin, DotMixin, DebugMixin,
-               SemanticBase):
+class Semantic(ArithmeticMixin, CastMixin, ShapeMixin, MemoryMixin, AtomicMixin, ReduceMixin, DotMixin,
+               DebugMixin, SemanticBase):
     """Typing rules and IR emission for one kernel being compiled (see the module docstring)."""
 
 

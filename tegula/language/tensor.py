@@ -231,6 +231,14 @@ class tensor:
     split = _delegate("core_builtins", "split")
     item = _delegate("core_builtins", "item")
     store = _delegate("core_builtins", "store")
+    atomic_add = _delegate("atomics", "atomic_add")
+    atomic_and = _delegate("atomics", "atomic_and")
+    atomic_or = _delegate("atomics", "atomic_or")
+    atomic_xor = _delegate("atomics", "atomic_xor")
+    atomic_xchg = _delegate("atomics", "atomic_xchg")
+    atomic_max = _delegate("atomics", "atomic_max")
+    atomic_min = _delegate("atomics", "atomic_min")
+    atomic_cas = _delegate("atomics", "atomic_cas")
     ravel = _delegate("standard", "ravel")
 
     # ------------------------------------------------------------------ math

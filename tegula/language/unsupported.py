@@ -1,4 +1,4 @@
-"""Triton 3.6 builtins that tegula's IR cannot express yet (atomics, block pointers,
+"""Triton 3.6 builtins that tegula's IR cannot express yet (block pointers,
 tensor descriptors, gather/histogram, inline asm, sort...). They exist under their Triton
 names so that kernels import fine and kernels that do not reach them compile; calling
 one raises a clear NotImplementedError naming it.
@@ -16,16 +16,6 @@ def _unsupported(name: str, why: str) -> Builtin:
     impl.__doc__ = f"Triton's tl.{name}; not supported by tegula yet ({why})."
     return Builtin(impl, name)
 
-
-_ATOMIC = "the IR has no atomic memory operations"
-atomic_add = _unsupported("atomic_add", _ATOMIC)
-atomic_and = _unsupported("atomic_and", _ATOMIC)
-atomic_cas = _unsupported("atomic_cas", _ATOMIC)
-atomic_max = _unsupported("atomic_max", _ATOMIC)
-atomic_min = _unsupported("atomic_min", _ATOMIC)
-atomic_or = _unsupported("atomic_or", _ATOMIC)
-atomic_xchg = _unsupported("atomic_xchg", _ATOMIC)
-atomic_xor = _unsupported("atomic_xor", _ATOMIC)
 
 _BLOCK_PTR = "block pointers need IR support; use a tensor of pointers with a mask"
 make_block_ptr = _unsupported("make_block_ptr", _BLOCK_PTR)

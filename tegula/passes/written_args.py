@@ -4,7 +4,7 @@ The runtime uses this to know which arrays a launch modifies (autotuning restore
 those; a CPU-side copy is written back only for those). It must never miss one, so
 every unclear case answers "all pointer arguments".
 
-Each memory op that is not pure (`store` today, atomics when they come; its pointer is
+Each memory op that is not pure (`store`, `atomic_rmw`, `atomic_cas`; its pointer is
 operand 0) is traced back to the arguments its pointer can derive from, through
 `addptr` (the pointer side), `select` (both values), shape ops, `hint`, pointer
 bitcasts, `join`/`split`, and loop-carried values (`for` / `while` / `if` results and

@@ -108,6 +108,10 @@ def build_all_ops_kernel() -> Kernel:
     f8 = b.cast(v, F8E4M3, rounding="rtz")
     zp = b.op1(Op.ADDPTR, b.splat(z, (128,)), bits)
     b.create(Op.STORE, [zp, f8, mask], attrs=A.StoreAttrs(True, ".wb", "evict_first"))
+    # atomics (the old values are results)
+    b.op1(Op.ATOMIC_RMW, xp, v, mask, attrs=A.AtomicAttrs("fadd", True, "relaxed", "cta"))
+    ip = b.op1(Op.BITCAST, xp, type=tile(PointerType(I32), 128))
+    b.op1(Op.ATOMIC_CAS, ip, idx, idx, attrs=A.AtomicCasAttrs("acquire", "sys"))
     # shape ops
     row = b.op1(Op.EXPAND_DIMS, v, attrs=A.ExpandDimsAttrs(0))            # 1x128
     wide = b.broadcast(row, (4, 128))                                      # 4x128

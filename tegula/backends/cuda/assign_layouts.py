@@ -42,6 +42,10 @@ Layout = Optional[LinearLayout]
 REMAT_OPS = frozenset({Op.CONSTANT, Op.ARANGE, Op.SPLAT, Op.EXPAND_DIMS, Op.BROADCAST,
                        Op.RESHAPE, Op.PERMUTE})
 
+# non-elementwise ops laid out like elementwise ones (result and operands share one
+# layout, element by element): hints, and atomics (which need no coalescing anchor)
+LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
+
 
 @dataclass
 class LayoutPlan:
@@ -160,7 +164,7 @@ class _Assigner:
         info = OP_INFO[op]
         changed = False
         res = ins.results[0] if len(ins.results) == 1 else None
-        if info.kind is Kind.ELEMENTWISE or op is Op.HINT:
+        if info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS:
             if res is not None and res in h:
                 for o in ins.operands:
                     changed |= self.hint(o, h[res])
@@ -251,7 +255,7 @@ class _Assigner:
         changed = False
         for ins in self.kernel.walk():
             info = OP_INFO[ins.op]
-            if (info.kind is Kind.ELEMENTWISE or ins.op is Op.HINT) and len(ins.results) == 1:
+            if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
                 lay = self.plan.layouts.get(ins.results[0])
                 if lay is not None:
                     for o in ins.operands:
@@ -280,7 +284,7 @@ class _Assigner:
             if res is not None and is_tile(res):
                 self.set(res, self.hints.get(res) or self.default(res))
             self.require(ins, own)
-        elif (info.kind is Kind.ELEMENTWISE or op is Op.HINT) and res is not None:
+        elif (info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS) and res is not None:
             if is_tile(res):
                 lay = self.hints.get(res) or self.pick(ins)
                 self.set(res, lay)

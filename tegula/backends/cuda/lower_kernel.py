@@ -23,6 +23,7 @@ from ..llvm.scalar_ops import ScalarTarget
 from ..llvm.types import I32, llvm_type
 from . import convert as conv
 from . import (  # noqa: F401  (registers the op lowerings)
+    lower_atomic,
     lower_control,
     lower_debug,
     lower_dot,

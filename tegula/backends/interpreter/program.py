@@ -21,6 +21,7 @@ from ...errors import KernelArgumentError
 from ...ir.core import Kernel
 from ...ir.types import PointerType, TileType
 from . import (  # noqa: F401  (importing the rule modules registers their rules)
+    rules_atomic,
     rules_control,
     rules_convert,
     rules_debug,
