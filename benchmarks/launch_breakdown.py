@@ -9,27 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import json
-import statistics
 import sys
-import time
 
 import torch
-
-
-def per_call_us(fn, bursts: int = 40, burst: int = 250) -> float:
-    """Median host time (µs) per call over bursts of back-to-back calls."""
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(bursts):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        samples.append((time.perf_counter() - t0) / burst * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -37,6 +19,7 @@ def main() -> None:
 
     sys.path.insert(0, ".")
     from benchmarks.load import load_tegula_kernels, load_triton_kernels
+    from benchmarks.run_gpu import host_time_per_launch as per_call_us
 
     tg = load_tegula_kernels()
     x, y = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")

@@ -3,7 +3,8 @@
 `compile_key(...)` is a sha256 over everything a compiled kernel depends on: the kernel
 source and the sources of its transitive @jit callees and the constexpr globals they
 read (the JITFunction's `cache_key`), the signature, the specialization bits, the
-constexpr values, the compile options, the target, and the tegula and LLVM versions.
+constexpr values, the compile options, the target, the tegula and LLVM versions, and a
+hash of tegula's own source (so a changed compiler never reuses old binaries).
 
 `FileCache` stores one *group* of files per key under `<cache_dir>/<key[:2]>/<key>/`:
 the artifacts (`<name>.<stage>`) and a manifest `__grp__<name>.json` listing them.
@@ -29,8 +30,28 @@ CACHE_FORMAT = "tegula-cache-1"
 
 
 @functools.lru_cache(maxsize=1)
+def compiler_source_hash() -> str:
+    """A sha256 over the text of every module of the tegula package: a change to the
+    compiler itself (an editable install, a development checkout) must not reuse
+    binaries the old code produced under the same version string. Computed once per
+    process (a few milliseconds)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for directory, subdirs, files in os.walk(root):
+        subdirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
 def versions() -> str:
-    """tegula's version and LLVM's (through llvmlite), both part of every key."""
+    """tegula's version and source hash and LLVM's version (through llvmlite), all part
+    of every key."""
     from .. import __version__ as tegula_version
 
     try:
@@ -39,7 +60,7 @@ def versions() -> str:
         llvm_version = ".".join(str(x) for x in llvm.llvm_version_info)
     except Exception:  # llvmlite missing or broken: the interpreter does not need it
         llvm_version = "none"
-    return f"{CACHE_FORMAT}|tegula {tegula_version}|llvm {llvm_version}"
+    return f"{CACHE_FORMAT}|tegula {tegula_version} {compiler_source_hash()}|llvm {llvm_version}"
 
 
 def stable_repr(value: Any) -> tuple[str, bool]:

@@ -169,6 +169,25 @@ def test_compile_key_is_sensitive_to_every_input():
         assert compile_key(**{**base, **change})[0] != key, change
 
 
+def test_compile_key_follows_the_compilers_own_source(tmp_path, monkeypatch):
+    """A changed compiler (same version string) must not reuse old binaries."""
+    import tegula.runtime.cache as C
+    from tegula.backends.compiler import GPUTarget
+
+    args = dict(fn_key="abc", signature={"x": "*fp32"}, constexprs={}, attrs={}, options=CompileOptions(),
+                target=GPUTarget("cuda", 90, 32))
+    before = compile_key(**args)[0]
+    assert len(C.compiler_source_hash()) == 64 and C.compiler_source_hash() in C.versions()
+    monkeypatch.setattr(C, "compiler_source_hash", lambda: "0" * 64)
+    C.versions.cache_clear()
+    try:
+        assert compile_key(**args)[0] != before
+    finally:
+        monkeypatch.undo()
+        C.versions.cache_clear()
+    assert compile_key(**args)[0] == before
+
+
 def test_process_local_constexprs_are_not_stored():
     assert stable_repr(object())[1] is False
     assert stable_repr((1, "a", 2.5))[1] is True
