@@ -9,10 +9,16 @@ numpy *storage* dtype (`storage_dtype`). bf16 and the fp8 types are held in floa
 whose values are exactly representable in the narrow type; after every op producing
 such a type the caller rounds with `round_to_type` (round to nearest even, as the GPU
 does). Integer arithmetic wraps; integer `//` and `%` are C-style (truncating).
+
+Rounding to fp8 saturates (`cvt.rn.satfinite`, what Triton 3.6 emits on sm_90): e5m2
+overflow and infinities become ±57344, never ±inf. `fma` rounds once for every float
+type, as the GPU's `fma.rn` does (float64 through an exact, vectorized emulation).
+The bounds between these semantics and the GPU's are in docs/numerics.md.
 """
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -99,7 +105,6 @@ def _fp8_encoder(name: str):
     pos_codes, pos_vals = pos_codes[order], pos_vals[order]
     max_finite = pos_vals[-1]
     nan_code = 0x7F if name == "f8e4m3" else 0x7E
-    inf_code = None if name == "f8e4m3" else 0x7C
 
     def encode(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
@@ -111,22 +116,29 @@ def _fp8_encoder(name: str):
         pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & even_hi)
         code = np.where(pick_hi, pos_codes[hi], pos_codes[lo])
         code = np.where(a <= 0, 0, code)
-        # Saturating behaviour mirrors the hardware's cvt.rn.satfinite for e4m3 and
-        # IEEE overflow-to-inf (past half an ulp over max) for e5m2.
-        overflow = a > max_finite
-        if inf_code is None:
-            code = np.where(overflow, pos_codes[-1], code)
-        else:
-            ulp = pos_vals[-1] - pos_vals[-2]
-            code = np.where(overflow & (a >= max_finite + ulp / 2), inf_code, code)
-            code = np.where(overflow & (a < max_finite + ulp / 2), pos_codes[-1], code)
+        # Overflow saturates in both formats, infinities included: PTX
+        # `cvt.rn.satfinite`, which Triton 3.6 uses on sm_90 for every f32/f16/bf16 →
+        # fp8 conversion (e5m2 has an infinity, but satfinite never produces it).
+        code = np.where(a > max_finite, pos_codes[-1], code)
         code = code.astype(np.uint8) | np.where(np.signbit(x), 0x80, 0).astype(np.uint8)
         return np.where(np.isnan(x), nan_code, code).astype(np.uint8)
 
     return encode
 
 
+# Rounding to fp8 (conversions, constants, results of fp8 arithmetic): nearest even,
+# saturating to the largest finite value, NaN → the format's NaN code.
 FP8_ENCODE = {name: _fp8_encoder(name) for name in FP8_DECODE}
+
+
+def fp8_memory_bits(x: np.ndarray, name: str) -> np.ndarray:
+    """The bit patterns of values already in fp8 type `name`'s value set (a memory
+    image): exact, so an e5m2 infinity (loaded from memory) is stored back as one."""
+    code = FP8_ENCODE[name](x)
+    if name == "f8e5m2":
+        x = np.asarray(x)
+        code = np.where(np.isinf(x), np.where(x < 0, 0xFC, 0x7C), code).astype(np.uint8)
+    return code
 
 
 def round_to_type(x: np.ndarray, t: ScalarType) -> np.ndarray:
@@ -218,10 +230,119 @@ def erf(a):
 
 
 def fma(a, b, c):
+    """`a * b + c` rounded once, in the operands' dtype (the GPU's `fma.rn`)."""
     a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
-    if a.dtype.kind == "f" and a.dtype.itemsize < 8:
-        return (a.astype(np.float64) * b + c).astype(a.dtype)
-    return (a * b + c).astype(a.dtype)
+    if a.dtype.kind != "f":
+        return (a * b + c).astype(a.dtype)
+    if a.dtype == np.float64:
+        return fma_f64(a, b, c)
+    # f32/f16: the product is exact in float64 (at most 48 bits); the sum rounded to
+    # odd there keeps a sticky bit, so the final rounding to nearest is the single
+    # rounding of the exact result (float64 has more than p + 2 bits for these p).
+    return fma_round_to_odd(a, b, c).astype(a.dtype)
+
+
+def fma_round_to_odd(a, b, c) -> np.ndarray:
+    """`a * b + c` for operands whose product is exact in float64 (formats of at most
+    26 bits: f32, f16, bf16, fp8), rounded *to odd* in float64. Rounding that to any
+    format of at most 51 bits to nearest even gives the correctly rounded fma."""
+    a, b, c = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
+    p = a * b
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = add_round_to_odd(p, c)
+    # infinities and NaNs: the IEEE sum of the (exact) product is the fused answer
+    return np.where(np.isfinite(r), r, p + c)
+
+
+# ---------------------------------------------------------------- exact float64 pieces
+# Error-free transformations (TwoSum, Dekker's product with Veltkamp's splitting) and
+# rounding to odd, vectorized. Each is exact for finite operands away from overflow
+# (and, for the product, away from underflow); `fma_f64` checks those ranges.
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, e) with s = RN(a + b) and s + e = a + b exactly (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+_SPLITTER = float(2 ** 27 + 1)
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp: a = hi + lo with hi, lo of at most 26 significant bits each."""
+    t = _SPLITTER * a
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, e) with p = RN(a * b) and p + e = a * b exactly (Dekker)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def add_round_to_odd(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + y rounded to odd in float64: truncated toward zero, with the last bit set
+    when the sum was inexact. Finite, non-overflowing sums only."""
+    s, e = _two_sum(x, y)
+    inexact = e != 0
+    # s = RN(x + y) lies above the exact sum in magnitude when e points back to zero
+    toward_zero = inexact & (np.signbit(e) != np.signbit(s))
+    t = np.where(toward_zero, np.nextafter(s, np.zeros_like(s)), s)
+    bits = np.ascontiguousarray(t, dtype=np.float64).view(np.int64) | inexact.astype(np.int64)
+    return bits.view(np.float64).reshape(np.shape(t))
+
+
+def fma_f64(a, b, c) -> np.ndarray:
+    """Correctly rounded float64 fma, vectorized: Boldo and Melquiond's emulation
+    (IEEE Trans. Computers 57(4), 2008) — uh + ul = a*b exactly, th + tl = c + uh
+    exactly, v = RO(tl + ul) rounded to odd, result RN(th + v). Lanes outside the
+    range where those steps are exact (huge or tiny products, overflow) and lanes
+    with infinities or NaNs are computed separately, exactly (Fractions) or by IEEE
+    rules; they are rare, so their cost does not matter."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, b, c)))
+    shape = a.shape
+    a, b, c = a.reshape(-1), b.reshape(-1), c.reshape(-1)
+    with np.errstate(all="ignore"):
+        uh, ul = _two_prod(a, b)
+        th, tl = _two_sum(c, uh)
+        v = add_round_to_odd(tl, ul)
+        z = th + v
+        ea, eb = np.frexp(a)[1], np.frexp(b)[1]
+        # a, b < 2**996 (the split does not overflow); the product in
+        # [2**-968, 2**1021] (Dekker's error term is representable and nothing
+        # overflows); a zero product goes the IEEE way (signs of zeros)
+        fast = (np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & (a != 0) & (b != 0)
+                & (ea <= 996) & (eb <= 996) & (ea + eb >= -966) & (ea + eb <= 1021)
+                & np.isfinite(th) & np.isfinite(z))
+    if fast.all():
+        return z.reshape(shape)
+    out = z.copy()
+    for i in np.flatnonzero(~fast):
+        out[i] = _fma_slow(float(a[i]), float(b[i]), float(c[i]))
+    return out.reshape(shape)
+
+
+def _fma_slow(a: float, b: float, c: float) -> float:
+    """One fma lane outside `fma_f64`'s fast range, exactly."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a * b + c  # inf * 0 = NaN, inf + -inf = NaN, as the fused operation
+    if not math.isfinite(c):
+        return c  # a finite product never changes an infinite (or NaN) addend
+    if a == 0 or b == 0:
+        return a * b + c  # the product is an exact (signed) zero: IEEE addition
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return 0.0  # an exact zero sum of nonzero terms is +0 when rounding to nearest
+    try:
+        return float(exact)  # correctly rounded (subnormals included)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def maximum(a, b, propagate_nan: bool = False):

@@ -27,13 +27,14 @@ reductions and scans, dot operands) lives for one op, so all start at offset 0 a
 kernel needs the largest; barriers are placed before a scratch write (when shared
 memory was used before, or inside a loop) and between its writes and reads.
 
-Numerics against the interpreter: integer ops are bitwise equal (division by zero,
-shifts past the width and float → int saturation follow `ir.numpy_ops`); float
-arithmetic and conversions are correctly rounded; exp/log/sin/cos/erf/exp2/log2/rsqrt
-are libdevice's (≤ 2 ulp), `sqrt` is `sqrt.approx.f32`, `fdiv` (not `div`) is
-`div.full.f32`; reductions and dots sum in a different order than numpy. f32 → fp8
-saturates to the largest finite value (PTX `cvt.rn.satfinite`, also on sm_80 in
-software); the interpreter rounds e5m2 overflow to inf.
+Numerics against the interpreter (docs/numerics.md has the bounds, which the numerical
+suite in tests/numerics checks on the GPU and on the emulator): integer ops are bitwise
+equal (division by zero, shifts past the width and float → int saturation follow
+`ir.numpy_ops`); float arithmetic, fma and conversions are correctly rounded; math
+functions, `sqrt` (`sqrt.approx`) and `fdiv` (`div.full.f32`) are within a few ulp;
+reductions and dots sum in a different order than numpy. Rounding to fp8 saturates to
+the largest finite value, infinities included (PTX `cvt.rn.satfinite`, as Triton 3.6
+emits on sm_90; in software on sm_80), and so does the interpreter.
 """
 from .backend import CudaBackend, make_backend
 from .compiler import compile_kernel

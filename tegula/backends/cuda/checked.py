@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 ERROR_WORDS = 8
-KIND_LOAD, KIND_STORE, KIND_ASSERT = 1, 2, 3
-KIND_NAMES = {KIND_LOAD: "load", KIND_STORE: "store", KIND_ASSERT: "assert"}
+KIND_LOAD, KIND_STORE, KIND_ASSERT, KIND_ATOMIC = 1, 2, 3, 4
+KIND_NAMES = {KIND_LOAD: "load", KIND_STORE: "store", KIND_ASSERT: "assert", KIND_ATOMIC: "atomic"}
 
 _UNKNOWN = object()
 _FOLLOW = frozenset({Op.ADDPTR, Op.SPLAT, Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE,

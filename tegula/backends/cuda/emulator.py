@@ -9,9 +9,14 @@ accesses are branches instead of predicated PTX, math is the host's. The module 
 JIT-compiled with LLVM for the host, and each CTA runs as 32 × num_warps OS threads
 (ctypes releases the GIL), so barriers and shuffles behave as on the GPU.
 
+`device_print` goes through the host's `printf` (stdout is flushed after each launch),
+so its format is tested too. Scalar arguments of 16-bit float types reach the kernel
+through a small wrapper taking their bit patterns (ctypes has no half type).
+
 What this does not cover: the inline-PTX paths (predicated vector loads/stores, fp8
-and rtz conversion instructions, `sqrt.approx`, `div.full`), `vprintf`, and timing.
-Those are checked by ptxas and on the GPU (`benchmarks/gpu_smoke.py`).
+and rtz conversion instructions, `sqrt.approx`, `div.full`), libdevice (math is the
+host's libm), and timing. Those are checked by ptxas and on the GPU (the numerical
+suite's "cuda" backend, `benchmarks/gpu_smoke.py`).
 """
 from __future__ import annotations
 
@@ -31,9 +36,9 @@ from ..llvm.scalar_ops import ScalarTarget
 from ..llvm.types import BF16, F32, I8, I16, I32, I64, ptr_type
 from .assign_layouts import assign_layouts
 from .checked import ERROR_WORDS
-from .launcher import raise_recorded_error
+from .launcher import narrow_float_bits, raise_recorded_error
 from .lower_kernel import KernelLowering
-from .nvvm import NVPTXDevice
+from .nvvm import NVPTXDevice, global_string
 
 # CTA context (int64 slots): ctaid x y z, nctaid x y z, smem, barrier, shuffle scratch
 _CTX_WORDS = 9
@@ -91,7 +96,10 @@ class HostDevice(NVPTXDevice):
         return b.gep(self.smem, [byte_offset], source_etype=I8)
 
     def vprintf(self, b: ir.IRBuilder, entry: ir.IRBuilder, fmt: str, args: list[ir.Value]) -> None:
-        pass
+        # the lowering already widened floats to double and small integers to 32 bits,
+        # as C's variadic calls want
+        printf = declare(b.module, "printf", I32, [ptr_type(0)], var_arg=True)
+        b.call(printf, [global_string(b, fmt), *args])
 
     def assertfail(self, b: ir.IRBuilder, message: str, file: str, line: int, func: str) -> None:
         pass
@@ -130,9 +138,35 @@ def _ctype(t: Any) -> Any:
         if e.is_bool:
             return ctypes.c_int32
         if e.is_float:
-            return {32: ctypes.c_float, 64: ctypes.c_double}[e.bits]
+            # 16- and 8-bit floats travel as their bit patterns (see `_host_entry`)
+            return {8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[e.bits]
         return getattr(ctypes, f"c_{'' if e.is_signed else 'u'}int{e.bits}")
     raise TypeError(t)
+
+
+def _host_entry(module: ir.Module, fn: ir.Function) -> str:
+    """The name of the function ctypes calls: the kernel itself, or, when it takes
+    half/bfloat parameters (which the x86-64 ABI passes in SSE registers, and ctypes
+    cannot produce), a wrapper taking those as i16 bit patterns."""
+    params = list(fn.function_type.args)
+    narrow = {i for i, t in enumerate(params) if str(t) in ("half", "bfloat")}
+    if not narrow:
+        return fn.name
+    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [I16 if i in narrow else t
+                                                                   for i, t in enumerate(params)]),
+                          fn.name + ".host_entry")
+    b = ir.IRBuilder(wrapper.append_basic_block())
+    b.call(fn, [b.bitcast(a, params[i]) if i in narrow else a for i, a in enumerate(wrapper.args)])
+    b.ret_void()
+    return wrapper.name
+
+
+def _scalar_value(t: Any, v: Any) -> Any:
+    """A launch's scalar argument as the ctypes slot of its parameter takes it."""
+    e = element_of(t)
+    if e.is_float and e.bits < 32:
+        return narrow_float_bits(float(v), e.name)
+    return float(v) if e.is_float else int(v)
 
 
 class EmulatedKernel:
@@ -146,6 +180,7 @@ class EmulatedKernel:
         lw = KernelLowering(kernel, self.plan, 80, debug=debug, checked=debug,
                             device=HostDevice(), target=ScalarTarget())
         module = lw.build()
+        entry = _host_entry(module, lw.fn)
         self.lowering = lw
         self.smem_bytes = lw.smem_bytes
         self.checked = lw.checked
@@ -162,7 +197,7 @@ class EmulatedKernel:
         if self.checked:
             argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * len(self.checked.pointer_args)
         argtypes += [ctypes.c_int32, ctypes.c_void_p]
-        addr = self.engine.get_function_address(kernel.name)
+        addr = self.engine.get_function_address(entry)
         self.fn = ctypes.CFUNCTYPE(None, *argtypes)(addr)
 
     def run(self, grid: Sequence[int], args: Sequence[Any], timeout: float = 120.0) -> Optional[np.ndarray]:
@@ -175,7 +210,7 @@ class EmulatedKernel:
             if isinstance(element_of(a.type), PointerType):
                 values.append(v.ctypes.data)
             else:
-                values.append(int(v) if not isinstance(v, float) else v)
+                values.append(_scalar_value(a.type, v))
         errors = None
         if self.checked:
             errors = np.zeros(ERROR_WORDS, np.int64)
@@ -209,6 +244,7 @@ class EmulatedKernel:
                                 raise TimeoutError("emulated CTA did not finish (barrier mismatch?)")
         finally:
             libc.pthread_barrier_destroy(bar)
+            libc.fflush(None)  # device_print's lines, before Python writes anything
         if errors is not None:
             raise_recorded_error(errors, self.checked.site_records(), self.kernel.name)
         return errors

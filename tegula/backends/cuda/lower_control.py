@@ -2,30 +2,46 @@
 register of each carried tile): `for` (header with the trip test, body, latch), `if`
 (then/else/merge), `while` (before/after/exit), `return`, plus the barrier and assume
 meta ops. Conditions and bounds are scalars, hence uniform across the CTA, so barriers
-inside regions are safe."""
+inside regions are safe.
+
+Checked (debug) mode reports what the interpreter reports: a `for` with a step of 0
+(the loop is skipped instead of spinning) and a false `assume` (otherwise only an
+optimisation hint), both as `DeviceAssertionError`s after the launch."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
+from ...errors import CompilationError
 from ...ir.core import Block, Instr, Value
 from ...ir.ops import Op
 from ...ir.types import element_of
+from .checked import KIND_ASSERT
 from .registry import handles
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 
-def lower_region(lw: "KernelLowering", block: Block) -> list[list[ir.Value]]:
+def lower_region(lw: "KernelLowering", block: Block) -> Optional[list[list[ir.Value]]]:
     """Lower a region's body; return its terminator's operands (registers each), in
-    the layouts the plan requires of them."""
+    the layouts the plan requires of them — or None for an `if` branch that ends the
+    program with `return` (IR the verifier rejects, but the interpreter runs)."""
     for ins in block.instrs[:-1]:
         lw.lower_instr(ins)
     term = block.terminator
+    if term.op is Op.RETURN:
+        lw.lower_instr(term)
+        return None
     lw.current = term
     return [lw.operand(term, k) for k in range(len(term.operands))]
+
+
+def _yielded(lw: "KernelLowering", vals: Optional[list[list[ir.Value]]], what: str) -> list[list[ir.Value]]:
+    if vals is None:
+        raise CompilationError(f"a '{what}' region cannot end in 'return'", lw.loc())
+    return vals
 
 
 def _phis(b: ir.IRBuilder, regs_list: list[list[ir.Value]], pred: ir.Block) -> list[list[ir.PhiInstr]]:
@@ -80,6 +96,11 @@ def lower_for(lw: "KernelLowering", ins: Instr) -> None:
     else:
         up = b.icmp_signed(">", step, ir.Constant(step.type, 0))
         cond = b.select(up, cmp("<", iv, ub), cmp(">", iv, ub))
+    if lw.checked is not None and step_c is None:
+        zero_step = b.icmp_unsigned("==", step, ir.Constant(step.type, 0))
+        site = lw.checked.site("assert", ins.loc, "for loop with a step of 0")
+        lw.checked.report(lw, KIND_ASSERT, site, zero_step)
+        cond = b.and_(cond, b.not_(zero_step))
     b.cbranch(cond, body_bb, exit_bb)
     b.position_at_end(body_bb)
     lw.define(body.args[0], [iv])
@@ -87,7 +108,7 @@ def lower_for(lw: "KernelLowering", ins: Instr) -> None:
         lw.define(body.args[k + 1], phis[k])
     lw.loop_depth += 1
     lw.push_scope()
-    yielded = lower_region(lw, body)
+    yielded = _yielded(lw, lower_region(lw, body), "for")
     lw.pop_scope()
     lw.loop_depth -= 1
     nxt = b.add(iv, step)
@@ -115,14 +136,16 @@ def lower_if(lw: "KernelLowering", ins: Instr) -> None:
         vals = lower_region(lw, region)
         lw.pop_scope()
         ends.append((b.block, vals))
-        b.branch(merge)
+        b.branch(merge)  # from the unreachable block after a `return` too
     b.position_at_end(merge)
     for k, res in enumerate(ins.results):
-        first = ends[0][1][k]
+        first = next((vals[k] for _end, vals in ends if vals is not None), None)
+        if first is None:
+            raise CompilationError("an 'if' with results cannot return from both branches", lw.loc())
         row = [b.phi(v.type) for v in first]
         for end, vals in ends:
-            for p, v in zip(row, vals[k]):
-                p.add_incoming(v, end)
+            for p, v, t in zip(row, vals[k] if vals is not None else first, first):
+                p.add_incoming(v if vals is not None else ir.Constant(t.type, ir.Undefined), end)
         lw.define(res, row)
 
 
@@ -143,7 +166,7 @@ def lower_while(lw: "KernelLowering", ins: Instr) -> None:
         lw.define(a, row)
     lw.loop_depth += 1
     lw.push_scope()
-    vals = lower_region(lw, before)
+    vals = _yielded(lw, lower_region(lw, before), "while")
     lw.pop_scope()
     cond, carried = vals[0][0], vals[1:]
     b.cbranch(cond, after_bb, exit_bb)
@@ -151,7 +174,7 @@ def lower_while(lw: "KernelLowering", ins: Instr) -> None:
     for a, regs in zip(after.args, carried):
         lw.define(a, regs)
     lw.push_scope()
-    yielded = lower_region(lw, after)
+    yielded = _yielded(lw, lower_region(lw, after), "while")
     lw.pop_scope()
     lw.loop_depth -= 1
     latch = b.block
@@ -184,5 +207,13 @@ def lower_barrier(lw: "KernelLowering", ins: Instr) -> None:
 @handles(Op.ASSUME)
 def lower_assume(lw: "KernelLowering", ins: Instr) -> None:
     t = lw.tile(ins.operands[0])
+    if lw.checked is not None:
+        b = lw.b
+        fail = None
+        for reg in t.regs:
+            fail = b.not_(reg) if fail is None else b.or_(fail, b.not_(reg))
+        site = lw.checked.site("assert", ins.loc, "assumption violated (tl.assume)")
+        lw.checked.report(lw, KIND_ASSERT, site, fail)
+        return
     if t.layout is None:
         lw.b.assume(t.regs[0])

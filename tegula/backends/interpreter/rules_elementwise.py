@@ -3,8 +3,8 @@
 The numpy function of each op comes from the op table (`OP_INFO[op].numpy`), so the
 interpreter and constant folding share one definition. What the rules add:
 - results of bf16/fp8 type are rounded to nearest even after every op
-  (`numpy_ops.round_to_type`); fma with such results is computed in float64 so the
-  result is rounded once;
+  (`numpy_ops.round_to_type`); fma is rounded once for every type (`numpy_ops.fma`;
+  bf16/fp8 through a float64 result rounded to odd);
 - i1 arithmetic is arithmetic modulo 2 (add = xor, mul = and, neg = identity), as in
   LLVM, where numpy's bool arithmetic would be logical or / refuse;
 - attributes reach the numpy function (`NanAttrs.propagate_nan` of maximum/minimum);
@@ -63,8 +63,9 @@ def _finish(fn, ins: Instr):
     dt = storage_dtype(out_t)
     if needs_rounding(out_t) and ins.op not in _NO_NEW_VALUES:
         if ins.op is Op.FMA:
-            inner = fn
-            fn = lambda *xs: inner(*(np.asarray(x, dtype=np.float64) for x in xs))  # noqa: E731
+            # rounded to odd in float64, so rounding to the narrow type is the only
+            # rounding of the exact a*b + c (bf16/fp8 products are exact in float64)
+            fn = npo.fma_round_to_odd
         return lambda *xs: npo.round_to_type(fn(*xs), out_t).astype(np.float32)
 
     def fix(*xs):

@@ -51,7 +51,7 @@ def to_memory(x: Any, t: ScalarType) -> np.ndarray:
         # Values are already bf16-exact, so this conversion only extracts the bits.
         return npo.f32_to_bf16_bits(x)
     if t.is_fp8:
-        return npo.FP8_ENCODE[name](x)
+        return npo.fp8_memory_bits(x, name)
     if name == "i1":
         return np.asarray(x).astype(np.uint8)
     return np.asarray(x, dtype=npo.storage_dtype(t))

@@ -251,7 +251,7 @@ def device_print(n: int = 8) -> Case:
     idx = kb.arange(n)
     x = kb.load(kb.ptrs(kb.a["x"], idx))
     kb.step()
-    kb.b.create(Op.DEVICE_PRINT, [x], attrs=A.PrintAttrs("x: "))
+    kb.b.create(Op.DEVICE_PRINT, [x], attrs=A.PrintAttrs(" x: "))  # the prefix as tl.device_print makes it
     return Case("device_print", kb.done(), (1, 1, 1), lambda rng: [np.arange(n, dtype=np.int32)], [],
                 lambda a: {})
 

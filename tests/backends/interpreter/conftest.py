@@ -1,5 +1,7 @@
-"""Makes `interp_test_kernels` (the hand-built kernels of these tests) importable
-whatever pytest's import mode (prepend or importlib)."""
+"""Makes `interp_test_kernels` (hand-built IR kernels, independent of the frontend)
+importable whatever pytest's import mode. Besides the interpreter-specific tests here
+(rule coverage, speed, the exact fma), the numerical suite in tests/numerics and the
+CUDA scalar-op tests use these kernels."""
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,7 @@
-"""Kernels for the interpreter tests, built by hand with `ir.builder.Builder`
-(independent of the frontend), and small helpers to run them."""
+"""Kernels for the numerical and interpreter tests, built by hand with
+`ir.builder.Builder` (independent of the frontend), and small helpers to build them.
+`run` executes on the interpreter; the numerical suite (tests/numerics) launches with
+`numerics_backends.run` instead, on whichever backend the test is parametrized with."""
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence

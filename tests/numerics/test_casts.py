@@ -7,7 +7,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from interp_test_kernels import build_map_kernel, load, ptrs, run, store
+from interp_test_kernels import build_map_kernel, load, ptrs, store, tile
+from numerics_backends import run
 
 from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
@@ -80,8 +81,9 @@ def test_f32_to_fp8_matches_ml_dtypes(t, ml):
     limit = float(ml_dtypes.finfo(ml).max)
     x = (rng.uniform(-1, 1, N) * np.exp2(rng.integers(-12, 9, N))).astype(np.float32)
     x = np.clip(x, -limit, limit)
-    # exact ties between neighbouring fp8 values
-    codes = rng.integers(0, 0x7E, 16).astype(np.uint8)
+    # exact ties between neighbouring finite fp8 values (below the largest: 0x7E in
+    # e4m3, 0x7B in e5m2, whose next codes are NaN and inf)
+    codes = rng.integers(0, 0x7E if t.name == "f8e4m3" else 0x7B, 16).astype(np.uint8)
     lo = codes.view(ml).astype(np.float32)
     hi = (codes + 1).view(ml).astype(np.float32)
     x[:16] = ((lo.astype(np.float64) + hi) / 2).astype(np.float32)
@@ -107,6 +109,54 @@ def test_e4m3_saturates_like_satfinite():
     out = np.zeros(N, np.uint8)
     run(cast_kernel(F32, F8E4M3), (1,), x, out)
     np.testing.assert_array_equal(out, np.where(x > 0, 0x7E, 0xFE))
+
+
+@pytest.mark.parametrize("src", [F32, F16, BF16], ids=str)
+def test_e5m2_saturates_like_satfinite(src):
+    """Triton 3.6 converts f32, f16 and bf16 to e5m2 with `cvt.rn.satfinite` on sm_90:
+    values past the largest finite one (57344) and infinities become ±57344, never
+    ±inf; NaN stays NaN. Below the overflow, rounding is to nearest even."""
+    rng = np.random.default_rng()
+    x = rng.uniform(61440, 65504 if src.name == "f16" else 1e9, N).astype(np.float32)
+    x[:8] = [np.inf, -np.inf, np.nan, 57344.0, 61439.0, -61441.0, 1.5, -2.0 ** -16]
+    x[8::2] *= -1
+    if src.name == "bf16":
+        buf = bf16_bits_torch(x).view(np.uint16)
+        x = (buf.astype(np.uint32) << 16).view(np.float32)  # the values the kernel sees
+    elif src.name == "f16":
+        buf = x.astype(np.float16)
+        x = buf.astype(np.float32)
+    else:
+        buf = x
+    out = np.zeros(N, np.uint8)
+    run(cast_kernel(src, F8E5M2), (1,), buf, out)
+    big = np.abs(x) > 57344
+    assert big.sum() > N // 2
+    np.testing.assert_array_equal(out[big], np.where(x[big] > 0, 0x7B, 0xFB))
+    small = ~big & ~np.isnan(x)
+    np.testing.assert_array_equal(out[small], x[small].astype(ml_dtypes.float8_e5m2).view(np.uint8))
+    assert (out[np.isnan(x)] & 0x7F > 0x7C).all()
+
+
+def test_e5m2_infinity_survives_load_and_store():
+    """Saturation is a property of rounding: an e5m2 infinity read from memory is
+    stored back as one (and widens to inf)."""
+    codes = np.random.default_rng().integers(0, 256, N).astype(np.uint8)
+    codes[:4] = [0x7C, 0xFC, 0x7B, 0xFB]
+    codes[(codes & 0x7F) > 0x7C] = 0x3C  # NaN payloads need not survive
+    k = new_kernel("copy8", [PointerType(F8E5M2), PointerType(F8E5M2), PointerType(F32)], ["x", "y", "w"])
+    bd = Builder(k.body)
+    offs = bd.op1(Op.ARANGE, attrs=A.RangeAttrs(0, N))
+    v = load(bd, ptrs(bd, k.args[0], offs))
+    store(bd, ptrs(bd, k.args[1], offs), v)
+    store(bd, ptrs(bd, k.args[2], offs), bd.op1(Op.CAST, v, attrs=A.CastAttrs(), type=tile(F32, N)))
+    bd.create(Op.RETURN, [])
+    verify(k)
+    y, w = np.zeros(N, np.uint8), np.zeros(N, np.float32)
+    run(k, (1,), codes, y, w)
+    np.testing.assert_array_equal(y, codes)
+    np.testing.assert_array_equal(w, codes.view(ml_dtypes.float8_e5m2).astype(np.float32))
+    assert w[0] == np.inf and w[1] == -np.inf
 
 
 def test_float_to_int_truncates_saturates_and_maps_nan_to_zero():

@@ -1,10 +1,17 @@
 """device_print format, device_assert, assume (debug only), and located errors for
-unexpected failures."""
+unexpected failures.
+
+The printed lines are the same on every backend (Triton's format); the interpreter
+prints them in row-major order, the GPU in no particular order, so compiled backends
+are compared as sorted lines. Output is captured at the file-descriptor level: the GPU
+and the emulator print through C's stdout. Assertions are checked by the compiled
+backends in checked (debug) mode only (the frontend emits `device_assert` only then)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from interp_test_kernels import SRC, load, loc, ptrs, row_major_offsets, run, tile
+from interp_test_kernels import SRC, load, loc, ptrs, row_major_offsets, tile
+from numerics_backends import is_compiled, run
 
 from tegula.errors import DeviceAssertionError, KernelRuntimeError
 from tegula.ir import attrs as A
@@ -28,42 +35,48 @@ def print_kernel(shape, elem, prefix=" x: ", hex_=False, extra_scalar=False):
     return k
 
 
-def test_device_print_one_line_per_element(capsys):
+def printed(capfd) -> list[str]:
+    """The lines printed: in the interpreter's order, sorted on compiled backends."""
+    lines = capfd.readouterr().out.splitlines()
+    return sorted(lines) if is_compiled() else lines
+
+
+def test_device_print_one_line_per_element(capfd):
     x = np.random.default_rng().integers(-50, 50, 16).astype(np.int32)
     run(print_kernel((16,), I32), (2,), x)
-    lines = capsys.readouterr().out.splitlines()
     expected = [f"pid ({p}, 0, 0) idx ({i:2d}) x: {x[i]}" for p in range(2) for i in range(16)]
-    assert lines == expected
+    assert printed(capfd) == (sorted(expected) if is_compiled() else expected)
 
 
-def test_device_print_2d_floats_and_scalar_operand(capsys):
+def test_device_print_2d_floats_and_scalar_operand(capfd):
     x = np.random.default_rng().standard_normal(8 * 16).astype(np.float32)
     run(print_kernel((8, 16), F32, prefix=" v: ", extra_scalar=True), (1,), x)
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8 * 16 + 1
-    assert lines[0] == f"pid (0, 0, 0) idx (0,  0) v: (operand 0) {x[0]:f}"
-    assert lines[17] == f"pid (0, 0, 0) idx (1,  1) v: (operand 0) {x[17]:f}"
-    assert lines[-1] == "pid (0, 0, 0) idx () v: (operand 1) 0"
+    lines = printed(capfd)
+    expected = [f"pid (0, 0, 0) idx ({i}, {j:2d}) v: (operand 0) {x[i * 16 + j]:f}"
+                for i in range(8) for j in range(16)] + ["pid (0, 0, 0) idx () v: (operand 1) 0"]
+    assert lines == (sorted(expected) if is_compiled() else expected)
 
 
-def test_device_print_hex(capsys):
+def test_device_print_hex(capfd):
     x = np.array([0x3F80, 0xC000, 0x0001, 0x7F7F] * 4, np.uint16)
     run(print_kernel((16,), BF16, prefix=" h: ", hex_=True), (1,), x)
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[:4] == [f"pid (0, 0, 0) idx ({i:2d}) h: 0x{v:04x}" for i, v in enumerate(x[:4])]
+    expected = [f"pid (0, 0, 0) idx ({i:2d}) h: 0x{v:04x}" for i, v in enumerate(x)]
+    assert printed(capfd) == (sorted(expected) if is_compiled() else expected)
     u = np.random.default_rng().integers(0, 256, 16).astype(np.uint8)
     run(print_kernel((16,), U8, prefix=" u: ", hex_=True), (1,), u)
-    assert capsys.readouterr().out.splitlines()[3] == f"pid (0, 0, 0) idx ( 3) u: 0x{u[3]:02x}"
+    expected = [f"pid (0, 0, 0) idx ({i:2d}) u: 0x{v:02x}" for i, v in enumerate(u)]
+    assert printed(capfd) == (sorted(expected) if is_compiled() else expected)
 
 
-def test_device_print_without_operands(capsys):
+def test_device_print_without_operands(capfd):
+    """One line per program (not per GPU thread)."""
     k = new_kernel("hello", [], [])
     b = Builder(k.body)
     b.create(Op.DEVICE_PRINT, [], A.PrintAttrs(" hello"))
     b.create(Op.RETURN, [])
     run(k, (2, 1, 2))
-    assert capsys.readouterr().out.splitlines() == [
-        "pid (0, 0, 0) hello", "pid (1, 0, 0) hello", "pid (0, 0, 1) hello", "pid (1, 0, 1) hello"]
+    expected = ["pid (0, 0, 0) hello", "pid (1, 0, 0) hello", "pid (0, 0, 1) hello", "pid (1, 0, 1) hello"]
+    assert printed(capfd) == (sorted(expected) if is_compiled() else expected)
 
 
 def assert_kernel():
@@ -81,19 +94,24 @@ def assert_kernel():
 
 def test_device_assert_passes_silently():
     x = np.random.default_rng().integers(0, 10, 64).astype(np.int32)
-    run(assert_kernel(), (3,), x, 10)
+    run(assert_kernel(), (3,), x, 10, debug=is_compiled())
 
 
 def test_device_assert_names_message_pid_line_and_first_failing_index():
     x = np.random.default_rng().integers(0, 10, 64).astype(np.int32)
     x[37], x[50] = 99, 123
     with pytest.raises(DeviceAssertionError) as info:
-        run(assert_kernel(), (1, 2), x, 10)
+        run(assert_kernel(), (1, 2), x, 10, debug=is_compiled())
     err = info.value
-    assert err.pid == (0, 0, 0) and err.loc.line == 70 and err.loc.file == SRC
+    assert err.loc.line == 70 and err.loc.file == SRC
     text = str(err)
-    assert "x must be < limit" in text and "index (37,)" in text and "2 of 64" in text
+    assert "x must be < limit" in text
     assert isinstance(err, AssertionError)
+    if is_compiled():
+        assert err.pid in ((0, 0, 0), (0, 1, 0))  # both programs fail; either is reported
+        return
+    assert err.pid == (0, 0, 0)
+    assert "index (37,)" in text and "2 of 64" in text
 
 
 def assume_kernel():
@@ -131,6 +149,8 @@ def test_hint_and_debug_barrier_pass_through():
     np.testing.assert_array_equal(dst, src)
 
 
+@pytest.mark.backends("interpreter", reason="IR the verifier rejects (a dot of mismatched shapes): the subject "
+                      "is the interpreter's located runtime error; compilers reject such IR before running it")
 def test_unexpected_failure_is_located():
     """IR the verifier would reject (a dot of mismatched shapes) still fails at the
     instruction's line with the program id, not with a bare numpy traceback."""

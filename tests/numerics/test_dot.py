@@ -1,12 +1,19 @@
 """dot: narrow floats with an f32 accumulator, f32 with tf32 / ieee precision, f64,
-int8 → int32 exactly (wrapping), batched 3-D, and the tiled matmul kernel."""
+int8 → int32 exactly (wrapping), batched 3-D, and the tiled matmul kernel.
+
+Integer dots are exact everywhere. Float dots accumulate in an order that differs
+between backends (numpy's float32 matmul, the GPU's chain of FMAs over k; the
+interpreter's f32 `ieee`/`tf32` dot rounds the exact sum once): they are held to
+`numerics_bounds.dot_bound`, and the interpreter's single rounding is checked exactly."""
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from interp_test_kernels import build_matmul, load, ptrs, row_major_offsets, run, store
+from interp_test_kernels import build_matmul, load, ptrs, row_major_offsets, store
+from numerics_backends import is_compiled, run
+from numerics_bounds import assert_within, dot_bound, ulp, unit_roundoff
 
 from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
@@ -60,8 +67,14 @@ def test_narrow_float_inputs_f32_accumulator(elem):
     a_buf = a.view(np.uint8) if elem.is_fp8 else a
     b_buf = b.view(np.uint8) if elem.is_fp8 else b
     got = run_dot(build_dot(elem, elem, F32, m, n, k), a_buf, b_buf, acc)
-    ref = a.astype(np.float64) @ b.astype(np.float64) + acc
-    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    check_dot(got, a.astype(np.float64), b.astype(np.float64), acc, "f32")
+
+
+def check_dot(got, a64, b64, acc, t: str, what: str = "dot") -> None:
+    """got = acc + a @ b within the accumulation bound of k roundings in `t`."""
+    exact = np.matmul(a64, b64) + acc
+    terms = np.matmul(np.abs(a64), np.abs(b64)) + np.abs(acc)
+    assert_within(got, exact, dot_bound(a64.shape[-1], terms, t), what)
 
 
 def test_f32_ieee_is_the_exact_product_rounded_once():
@@ -70,8 +83,12 @@ def test_f32_ieee_is_the_exact_product_rounded_once():
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     acc = rng.standard_normal((m, n)).astype(np.float32)
     got = run_dot(build_dot(F32, F32, F32, m, n, k, "ieee"), a, b, acc)
-    np.testing.assert_array_equal(got, (a.astype(np.float64) @ b + acc).astype(np.float32))
     got3 = run_dot(build_dot(F32, F32, F32, m, n, k, "tf32x3"), a, b, acc)
+    if is_compiled():  # a chain of k FMAs in f32
+        check_dot(got, a.astype(np.float64), b.astype(np.float64), acc, "f32", "ieee")
+        check_dot(got3, a.astype(np.float64), b.astype(np.float64), acc, "f32", "tf32x3")
+        return
+    np.testing.assert_array_equal(got, (a.astype(np.float64) @ b + acc).astype(np.float32))
     np.testing.assert_array_equal(got3, got)
 
 
@@ -86,17 +103,29 @@ def test_f32_tf32_rounds_inputs_to_nearest_ties_away():
         bits[tie] = (bits[tie] & ~np.uint32(0x1FFF)) | np.uint32(0x1000)
     acc = np.zeros((m, n), np.float32)
     got = run_dot(build_dot(F32, F32, F32, m, n, k, "tf32"), a, b, acc)
-    ref = (tf32_reference(a).astype(np.float64) @ tf32_reference(b).astype(np.float64)).astype(np.float32)
-    np.testing.assert_array_equal(got, ref)
+    a_tf32, b_tf32 = tf32_reference(a).astype(np.float64), tf32_reference(b).astype(np.float64)
+    if is_compiled():  # the same tf32 inputs, summed by a chain of FMAs in f32
+        check_dot(got, a_tf32, b_tf32, acc, "f32", "tf32")
+    else:
+        np.testing.assert_array_equal(got, (a_tf32 @ b_tf32).astype(np.float32))
     ieee = run_dot(build_dot(F32, F32, F32, m, n, k, "ieee"), a, b, acc)
     assert not np.array_equal(got, ieee)  # tf32 really is less precise
+    # ... by more than the accumulation bound: the inputs were rounded
+    exact = a.astype(np.float64) @ b
+    assert (np.abs(got - exact) > dot_bound(k, np.abs(a.astype(np.float64)) @ np.abs(b), "f32")).any()
 
 
 def test_f64_dot():
     rng = np.random.default_rng()
     a, b, acc = rng.standard_normal((16, 16)), rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
     got = run_dot(build_dot(F64, F64, F64, 16, 16, 16), a, b, acc)
-    np.testing.assert_allclose(got, a @ b + acc, rtol=1e-14)
+    # the exact sums, from Fractions: float64 references would carry errors of their own
+    from fractions import Fraction
+    exact = np.array([[float(sum((Fraction(a[i, j]) * Fraction(b[j, c]) for j in range(16)), Fraction(acc[i, c])))
+                       for c in range(16)] for i in range(16)])
+    terms = np.abs(a) @ np.abs(b) + np.abs(acc)
+    # half an ulp more: `exact` is the float64 nearest the exact sum
+    assert_within(got, exact, dot_bound(16, terms, "f64") + ulp(exact, "f64") / 2, "f64 dot")
 
 
 def test_int8_dot_is_exact_and_wraps_the_accumulator():
@@ -111,15 +140,14 @@ def test_int8_dot_is_exact_and_wraps_the_accumulator():
     np.testing.assert_array_equal(got, exact.astype(np.int32))
 
 
-def test_batched_3d_dot():
+@pytest.mark.parametrize("bsz, m, n, k", [(4, 16, 16, 32), (2, 32, 8, 16), (8, 16, 32, 16)])
+def test_batched_3d_dot(bsz, m, n, k):
     rng = np.random.default_rng()
-    bsz, m, n, k = 4, 16, 16, 32
     a = rng.standard_normal((bsz, m, k)).astype(np.float16)
     b = rng.standard_normal((bsz, k, n)).astype(np.float16)
     acc = rng.standard_normal((bsz, m, n)).astype(np.float32)
     got = run_dot(build_dot(F16, F16, F32, m, n, k, batch=bsz), a, b, acc)
-    np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b.astype(np.float64)) + acc,
-                               rtol=1e-5, atol=1e-4)
+    check_dot(got, a.astype(np.float64), b.astype(np.float64), acc, "f32")
 
 
 def test_bf16_accumulator_is_rounded():
@@ -128,11 +156,15 @@ def test_bf16_accumulator_is_rounded():
     b = rng.standard_normal((16, 16)).astype(ml_dtypes.bfloat16)
     acc = np.zeros((16, 16), ml_dtypes.bfloat16)
     got = run_dot(build_dot(BF16, BF16, BF16, 16, 16, 16), a, b, acc)
-    ref32 = (a.astype(np.float32) @ b.astype(np.float32))
-    ref = torch.from_numpy(ref32).to(torch.bfloat16).float().numpy()
-    np.testing.assert_allclose(got.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
-    assert np.array_equal(got.astype(np.float32), got.astype(np.float32).astype(ml_dtypes.bfloat16)
-                          .astype(np.float32))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact = a64 @ b64
+    # accumulated in f32, then rounded once to bf16: |RN(s) - s| <= u_bf16 * |s|
+    acc_bound = dot_bound(16, np.abs(a64) @ np.abs(b64), "f32")
+    bound = acc_bound + unit_roundoff("bf16") * (np.abs(exact) + acc_bound)
+    assert_within(got.astype(np.float64), exact, bound, "bf16 dot")
+    if not is_compiled():  # the interpreter rounds numpy's float32 result
+        ref = torch.from_numpy(a.astype(np.float32) @ b.astype(np.float32)).to(torch.bfloat16).float().numpy()
+        np.testing.assert_array_equal(got.astype(np.float32), ref)
 
 
 @pytest.mark.parametrize("m,n,k", [(128, 128, 96), (100, 70, 50)])
@@ -145,4 +177,4 @@ def test_tiled_matmul_kernel_with_masks(m, n, k):
     kernel = build_matmul(m, n, k, bm, bn, bk)
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
     run(kernel, (grid,), a, b, c, m, n, k)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+    check_dot(c, a.astype(np.float64), b.astype(np.float64), np.zeros((m, n)), "f32", "matmul")

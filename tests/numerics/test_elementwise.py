@@ -1,14 +1,19 @@
 """Every elementwise op over its dtypes against independent references, with fresh
-random inputs: integer ops against Python integer arithmetic (wrapping, C division,
-shifts), float ops against float64 numpy rounded to the type."""
+random inputs, on every backend: integer ops bitwise against Python integer arithmetic
+(wrapping, C division, shifts); float ops against the exact result (float64 numpy,
+mpmath for math functions, Fractions for fma) — bitwise equal to the correctly rounded
+value, or within the ulps `numerics_bounds` documents for that op, type and backend."""
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 import torch
-from interp_test_kernels import build_map_kernel, run
+from interp_test_kernels import build_map_kernel
+from numerics_backends import current, run
+from numerics_bounds import PRECISION, assert_ulps, round_fraction, ulp_bound
 
 from tegula.ir import attrs as A
 from tegula.ir.ops import Op
@@ -199,12 +204,18 @@ EXACT_BINARY = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV
 @pytest.mark.parametrize("t", FLOATS, ids=str)
 @pytest.mark.parametrize("op", list(EXACT_BINARY), ids=lambda o: o.value)
 def test_float_binary_op_is_correctly_rounded(op: Op, t: ScalarType):
+    """Correctly rounded everywhere, except `fdiv` (ieee_rounding=False) on the GPU."""
     rng = np.random.default_rng()
     a, b = rand_float(rng, t), rand_float(rng, t)
     b[b == 0] = 1.0
     attrs = A.FDivAttrs(False) if op is Op.FDIV else None
     got = run_map(op, [t, t], t, [a, b], attrs=attrs)
-    np.testing.assert_array_equal(got, round_to(EXACT_BINARY[op](a, b), t))
+    bound = ulp_bound(op.value, t.name, current())
+    if bound == 0:
+        # float64 results of +-*/ and fmod round to the type without double rounding
+        np.testing.assert_array_equal(got, round_to(EXACT_BINARY[op](a, b), t))
+    else:
+        assert_ulps(got, EXACT_BINARY[op](a, b), t.name, bound, op.value)
 
 
 @pytest.mark.parametrize("t", FLOATS, ids=str)
@@ -222,63 +233,70 @@ def test_float_min_max_nan_handling(op: Op, t: ScalarType, propagate_nan: bool):
     np.testing.assert_array_equal(got, ref)
 
 
+def fma_operands(rng, t: ScalarType) -> list[np.ndarray]:
+    """Random a, b, c, with the lanes that expose a second rounding: c cancelling most
+    of a*b; and a*b exactly halfway between two values of the type (a = 1 + 2**-h1,
+    b = 1 + 2**-h2 with h1 + h2 = p, scaled) with a c far below its last bit, so that
+    the exact result lies just off the tie (rounded to float64 first, it would land on
+    the tie and round to even)."""
+    p = PRECISION[t.name]
+    a, b, c = rand_float(rng, t), rand_float(rng, t), rand_float(rng, t)
+    k = N // 4
+    c[:k] = round_to(-a[:k] * b[:k], t)
+    h1 = p // 2
+    sa = np.exp2(rng.integers(0, 3, k).astype(np.float64)) * rng.choice([-1.0, 1.0], k)
+    sb = np.exp2(rng.integers(0, 3, k).astype(np.float64))
+    a[k:2 * k] = (1 + 2.0 ** -h1) * sa
+    b[k:2 * k] = (1 + 2.0 ** -(p - h1)) * sb
+    # below float64's last bit of a*b where the type allows (f16's smallest subnormal,
+    # 2**-24, is only below float32's): a first rounding there would land on the tie
+    tiny = 2.0 ** -24 if t.name == "f16" else 2.0 ** -60
+    c[k:2 * k] = tiny * rng.choice([-1.0, 1.0], k)
+    c[c == 0] = 2.0 ** -10
+    return [a, b, c]
+
+
 @pytest.mark.parametrize("t", FLOATS, ids=str)
 def test_fma_rounds_once(t: ScalarType):
     rng = np.random.default_rng()
-    a, b, c = rand_float(rng, t), rand_float(rng, t), rand_float(rng, t)
+    a, b, c = fma_operands(rng, t)
     got = run_map(Op.FMA, [t, t, t], t, [a, b, c])
-    if t.name == "f64":
-        ref = a * b + c  # float64 reference cannot be exact here; allow an ulp
-        np.testing.assert_allclose(got, ref, rtol=4e-16, atol=1e-300)
+    exact = [Fraction(x) * Fraction(y) + Fraction(z) for x, y, z in zip(a, b, c)]
+    bound = ulp_bound("fma", t.name, current())
+    if bound == 0:
+        np.testing.assert_array_equal(got, [round_fraction(r, t.name) for r in exact])
     else:
-        # a*b + c in float64 is exact for f16/bf16 inputs and within double-rounding-safe
-        # precision for f32, so rounding it once is the fused result.
-        np.testing.assert_array_equal(got, round_to(a * b + c, t) if t.name != "bf16"
-                                      else _bf16_from_f64(a * b + c))
+        assert_ulps(got, [float(r) for r in exact], t.name, bound, "fma")
 
 
-def _bf16_from_f64(x: np.ndarray) -> np.ndarray:
-    """Single rounding float64 → bf16 (nearest even) with Python fractions, no f32 hop."""
-    from fractions import Fraction
-    out = []
-    for v in x:
-        if v == 0 or not math.isfinite(v):
-            out.append(v)
-            continue
-        e = math.frexp(abs(v))[1] - 1          # v = m * 2**e with 1 <= m < 2
-        q = Fraction(abs(v)) / Fraction(2) ** (e - 7)  # 8 significant bits
-        n = math.floor(q)
-        rem = q - n
-        if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
-            n += 1
-        out.append(math.copysign(float(n * Fraction(2) ** (e - 7)), v))
-    return np.array(out)
-
-
-UNARY = {
-    Op.NEG: (np.negative, False, 0), Op.ABS: (np.abs, False, 0),
-    Op.CEIL: (np.ceil, False, 0), Op.FLOOR: (np.floor, False, 0),
-    Op.SQRT: (np.sqrt, True, 0), Op.SQRT_RN: (np.sqrt, True, 0),
-    Op.EXP: (np.exp, False, 2), Op.EXP2: (np.exp2, False, 2), Op.LOG: (np.log, True, 2),
-    Op.LOG2: (np.log2, True, 2), Op.SIN: (np.sin, False, 2), Op.COS: (np.cos, False, 2),
-    Op.RSQRT: (lambda x: 1 / np.sqrt(x), True, 2), Op.ERF: (np.vectorize(math.erf), False, 2),
+# op -> (exact function of an mpmath number, positive inputs only)
+MATH = {
+    Op.SQRT: (mpmath.sqrt, True), Op.SQRT_RN: (mpmath.sqrt, True),
+    Op.EXP: (mpmath.exp, False), Op.EXP2: (lambda v: mpmath.power(2, v), False),
+    Op.LOG: (mpmath.log, True), Op.LOG2: (lambda v: mpmath.log(v, 2), True),
+    Op.SIN: (mpmath.sin, False), Op.COS: (mpmath.cos, False),
+    Op.RSQRT: (lambda v: 1 / mpmath.sqrt(v), True), Op.ERF: (mpmath.erf, False),
 }
-ULP = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 2.0 ** -23, "f64": 2.0 ** -52}
+EXACT_UNARY = {Op.NEG: np.negative, Op.ABS: np.abs, Op.CEIL: np.ceil, Op.FLOOR: np.floor}
+
+
+def exact_math(fn, x: np.ndarray) -> np.ndarray:
+    """fn at each (exactly representable) input, to 100 bits, as the nearest float64."""
+    with mpmath.workprec(100):
+        return np.array([float(fn(mpmath.mpf(float(v)))) for v in x])
 
 
 @pytest.mark.parametrize("t", FLOATS, ids=str)
-@pytest.mark.parametrize("op", list(UNARY), ids=lambda o: o.value)
+@pytest.mark.parametrize("op", list(EXACT_UNARY) + list(MATH), ids=lambda o: o.value)
 def test_float_unary_op(op: Op, t: ScalarType):
-    fn, positive, ulps = UNARY[op]
+    positive = op in MATH and MATH[op][1]
     rng = np.random.default_rng()
     x = rand_float(rng, t, positive=positive, scale=3.0)
+    if op is Op.EXP and t.name == "f16":
+        x = np.clip(x, -10.0, 10.0)  # exp(11.1) overflows f16; approximations differ there
     got = run_map(op, [t], t, [x])
-    ref = fn(x)
-    if ulps == 0 or op in (Op.SQRT, Op.SQRT_RN):
-        np.testing.assert_array_equal(got, round_to(ref, t))
-    else:
-        # math functions: within a couple of ulps of the type (inputs are exact in it)
-        np.testing.assert_allclose(got, ref, rtol=ULP[t.name] * 2 + 1e-15, atol=ULP[t.name] * 1e-3)
+    exact = EXACT_UNARY[op](x) if op in EXACT_UNARY else exact_math(MATH[op][0], x)
+    assert_ulps(got, exact, t.name, ulp_bound(op.value, t.name, current(), x), op.value)
 
 
 def test_integer_overflow_wraps_silently():
