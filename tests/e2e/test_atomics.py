@@ -184,3 +184,4 @@ def test_out_of_bounds_atomic_is_reported(on):
     with pytest.raises(OutOfBoundsError) as info:
         oob_atomic_kernel[(1,)](x, 12, BLOCK=16, debug=True)
     assert info.value.loc.line == oob_atomic_kernel.starting_line_number + 3
+    assert "out-of-bounds atomic" in str(info.value)

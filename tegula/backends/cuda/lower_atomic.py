@@ -24,7 +24,7 @@ from ...ir.ops import Op
 from ...ir.types import ScalarType, element_of
 from ..llvm.intrinsics import inline_asm
 from ..llvm.types import I16, I32, I64, byte_size, memory_type
-from .checked import KIND_STORE
+from .checked import KIND_ATOMIC
 from .convert import smem_load, smem_store
 from .lower_memory import _and, _checked, _site
 from .registry import handles
@@ -153,7 +153,7 @@ def lower_atomic(lw: "KernelLowering", ins: Instr) -> None:
     old = []
     for i, ptr in enumerate(ptrs):
         pred = _and(lw.b, masks[i] if masks is not None else None, once)
-        pred = _checked(lw, ins, KIND_STORE, ptr, 1, elem, pred, site)
+        pred = _checked(lw, ins, KIND_ATOMIC, ptr, 1, elem, pred, site)
         old.append(emit(ptr, [regs[i] for regs in operand_regs], pred))
     if once is not None and _used(lw, ins.results[0]):
         old = _share_old_values(lw, ins, old, elem, once)

@@ -3,7 +3,8 @@
 The operands are written to shared memory (A transposed, [K][M], so that a thread's
 consecutive rows are one vector; B as [K][N]), then a loop over k reads, for each
 thread, the A column entries of its accumulator rows and the B row entries of its
-columns and does one FMA per accumulator register. The accumulator layout
+columns and does one FMA per accumulator register. A batched (3-D) dot stores each batch
+after the other and adds the batch index to every offset. The accumulator layout
 (`layouts.fma_dot_layout`) gives each thread a near-square sub-tile so every value read
 feeds several FMAs. fp16/bf16/fp8 operands are widened to f32 and accumulate in f32;
 `input_precision="tf32"` rounds f32 operands with `cvt.rna.tf32.f32` first (as the
@@ -15,10 +16,9 @@ from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
-from ...errors import CompilationError
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import F32, F64, ScalarType, element_of, shape_of
+from ...ir.types import F32, F64, ScalarType, element_of
 from ...ir.types import I32 as T_I32
 from ..llvm import casts
 from ..llvm.intrinsics import intrinsic
@@ -49,15 +49,18 @@ def dim_run(lay: LinearLayout, dim: int) -> int:
 
 
 def _write_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, elem: ScalarType,
-                   base: int, row_stride: int, transpose: bool) -> None:
-    """Store operand registers at base + (k * row_stride + i) * size, where (i, k) is
-    (m, k) for A (transposed) and (k, n) → (n, k) for B."""
+                   base: int, row_stride: int, batch_stride: int, transpose: bool) -> None:
+    """Store operand registers at base + (bt * batch_stride + k * row_stride + i) * size,
+    where (i, k) is (m, k) for A (transposed) and (k, n) → (n, k) for B, and bt the
+    batch index of a 3-D operand."""
     b = lw.b
     size = byte_size(elem)
     for r in range(lay.n_regs):
         c = lw.element_coords(lay, r)
-        i, k = (c[0], c[1]) if transpose else (c[1], c[0])
+        i, k = (c[-2], c[-1]) if transpose else (c[-1], c[-2])
         idx = b.add(b.mul(k, ir.Constant(I32, row_stride)), i)
+        if len(c) == 3:
+            idx = b.add(idx, b.mul(c[0], ir.Constant(I32, batch_stride)))
         off = b.add(b.mul(idx, ir.Constant(I32, size)), ir.Constant(I32, base))
         smem_store(lw, off, [regs[r]], elem)
 
@@ -76,35 +79,43 @@ def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, 
 @handles(Op.DOT)
 def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
     b = lw.b
-    if len(shape_of(ins.results[0].type)) != 2:
-        raise CompilationError("the CUDA backend's dot takes 2-D tiles (batched 3-D dot is not "
-                               "supported yet)", ins.loc)
     la, lb_, lc = (lw.plan.required(ins, k) for k in range(3))
     a_regs, b_regs, acc_regs = (lw.operand(ins, k) for k in range(3))
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
     ec = element_of(ins.results[0].type)
-    m_size, k_size = la.shape
-    n_size = lb_.shape[1]
+    batch = la.shape[0] if len(la.shape) == 3 else 1
+    m_size, k_size = la.shape[-2:]
+    n_size = lb_.shape[-1]
     ct = _compute_type(ec)
     tf32 = ins.attrs.input_precision == "tf32" and ea.name == "f32"
 
-    size_a = (m_size * k_size * byte_size(ea) + 15) // 16 * 16
-    lw.smem_begin(size_a + n_size * k_size * byte_size(eb))
-    _write_operand(lw, a_regs, la, ea, 0, m_size, transpose=True)
-    _write_operand(lw, b_regs, lb_, eb, size_a, n_size, transpose=False)
+    # A as [batch][K][M], B as [batch][K][N]
+    a_batch, b_batch = m_size * k_size, k_size * n_size
+    size_a = (batch * a_batch * byte_size(ea) + 15) // 16 * 16
+    lw.smem_begin(size_a + batch * b_batch * byte_size(eb))
+    _write_operand(lw, a_regs, la, ea, 0, m_size, a_batch, transpose=True)
+    _write_operand(lw, b_regs, lb_, eb, size_a, n_size, b_batch, transpose=False)
     lw.smem_written()
 
-    # which rows/columns this thread needs: (register coordinate) per C register
-    tm, tn = lw.thread_coords(lc)
+    # which rows/columns this thread needs: per C register, the A column entry
+    # (bt * K*M + m) and the B row entry (bt * K*N + n) at k = 0, as a register constant
+    # plus this thread's part (`thread_coords`)
+    coords = lw.thread_coords(lc)
+    tm, tn = coords[-2], coords[-1]
+    if len(coords) == 3:
+        tm = b.add(tm, b.mul(coords[0], ir.Constant(I32, a_batch)))
+        tn = b.add(tn, b.mul(coords[0], ir.Constant(I32, b_batch)))
+    fields = dim_fields(lc.shape)
+    (sm, nm), (sn, nn) = fields[-2], fields[-1]
     m_of, n_of = [], []
     for r in range(lc.n_regs):
         e = lc.reg_element(r)
-        (sm, nm), (sn, nn) = dim_fields(lc.shape)
-        m_of.append((e >> sm) & ((1 << nm) - 1))
-        n_of.append((e >> sn) & ((1 << nn) - 1))
+        bt = (e >> fields[0][0]) & ((1 << fields[0][1]) - 1) if len(fields) == 3 else 0
+        m_of.append(bt * a_batch + ((e >> sm) & ((1 << nm) - 1)))
+        n_of.append(bt * b_batch + ((e >> sn) & ((1 << nn) - 1)))
     ms, ns = sorted(set(m_of)), sorted(set(n_of))
-    run_m = min(dim_run(lc, 0), 16 // byte_size(ea))
-    run_n = min(dim_run(lc, 1), 16 // byte_size(eb))
+    run_m = min(dim_run(lc, len(fields) - 2), 16 // byte_size(ea))
+    run_n = min(dim_run(lc, len(fields) - 1), 16 // byte_size(eb))
 
     acc0 = [casts.convert(b, lw.target, v, ec, ct) for v in acc_regs]
     pre = b.block
