@@ -57,7 +57,9 @@ def main() -> None:
     k = compiled
     launcher = k._launch
     vals = (x, y, o, 16, 16)
-    res["tegula_launcher_only"] = per_call_us(lambda: launcher((1, 1, 1), vals))
+    px, py, po = x.data_ptr(), y.data_ptr(), o.data_ptr()
+    res["tegula_launcher_only"] = per_call_us(lambda: launcher((1, 1, 1), vals, px, py, po, None, None))
+    res["tegula_launcher_no_addresses"] = per_call_us(lambda: launcher((1, 1, 1), vals))
     res["tegula_kernel_grid"] = per_call_us(lambda: tg.add_kernel[(1,)](x, y, o, 16, BLOCK=16))
     runner = tg.add_kernel._runner
     res["tegula_runner_direct"] = per_call_us(lambda: runner((1,), x, y, o, 16, BLOCK=16))

@@ -240,17 +240,39 @@ def raw_launch_floor(tg_kernel, args) -> float:
     return host_time_per_launch(launch)
 
 
+def interleaved_host_times(fns: dict, rounds: int = 50, burst: int = 200) -> tuple[dict, float]:
+    """Host time per call (µs, median over rounds) of each function, the functions
+    taking turns burst by burst so that both see the same machine state; and the median
+    over rounds of the first function's time over the second's."""
+    for fn in fns.values():
+        fn()
+    samples: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(burst):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / burst * 1e6)
+    torch.cuda.synchronize()
+    names = list(fns)
+    ratio = statistics.median(a / b for a, b in zip(samples[names[0]], samples[names[-1]]))
+    return {name: statistics.median(v) for name, v in samples.items()}, ratio
+
+
 def bench_overhead(tg, tr) -> None:
     x, y = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
     o = torch.empty_like(x)
     res = {}
-    for who, mod in (("tegula", tg), ("triton", tr)):
-        if mod is None:
-            continue
-        res[f"{who}_5arg_us"] = host_time_per_launch(lambda mod=mod: mod.add_kernel[(1,)](x, y, o, 16, BLOCK=16))
-        scal = [1.5] * 11
-        res[f"{who}_15arg_us"] = host_time_per_launch(
-            lambda mod=mod: mod.add15_kernel[(1,)](x, y, o, 16, *scal, BLOCK=16))
+    scal = [1.5] * 11
+    for n_args, launch in ((5, lambda mod: mod.add_kernel[(1,)](x, y, o, 16, BLOCK=16)),
+                           (15, lambda mod: mod.add15_kernel[(1,)](x, y, o, 16, *scal, BLOCK=16))):
+        fns = {who: (lambda mod=mod: launch(mod)) for who, mod in (("tegula", tg), ("triton", tr)) if mod is not None}
+        times, ratio = interleaved_host_times(fns)
+        for who, us in times.items():
+            res[f"{who}_{n_args}arg_us"] = us
+        if len(fns) == 2:
+            res[f"interleaved_{n_args}arg_tegula/triton"] = ratio
     res["torch_add_us"] = host_time_per_launch(lambda: torch.add(x, y, out=o))
     try:
         res["raw_cuLaunchKernel_us"] = raw_launch_floor(tg.add_kernel, (x, y, o, 16))
@@ -332,8 +354,9 @@ def print_table() -> None:
         v = ENV[k]
         print(f"  {k:34} {v:.3f}" if isinstance(v, float) else f"  {k:34} {v}")
     if ENV.get("tegula_5arg_us") and ENV.get("triton_5arg_us"):
-        print(f"  launch 5-arg tegula/triton          {ENV['tegula_5arg_us'] / ENV['triton_5arg_us']:.3f}")
-        print(f"  launch 15-arg tegula/triton         {ENV['tegula_15arg_us'] / ENV['triton_15arg_us']:.3f}")
+        for n in (5, 15):
+            print(f"  launch {n}-arg tegula/triton         {ENV[f'tegula_{n}arg_us'] / ENV[f'triton_{n}arg_us']:.3f}"
+                  f"  (median of interleaved rounds {ENV[f'interleaved_{n}arg_tegula/triton']:.3f})")
     if ENV.get("tegula_5arg_us") and ENV.get("raw_cuLaunchKernel_us"):
         print(f"  launch 5-arg tegula/raw floor       {ENV['tegula_5arg_us'] / ENV['raw_cuLaunchKernel_us']:.3f}")
 

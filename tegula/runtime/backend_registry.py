@@ -20,9 +20,9 @@ The protocol (see docs/internals.md, "backends"):
         # launcher(grid, values): `values` holds one value per parameter of the kernel
         # (constexpr slots included, as Triton's launcher gets them); the runtime
         # arguments are at `compiled.metadata.arg_indices`. A launcher with
-        # `accepts_pointers = True` is called as launcher(grid, values, pointers), with
+        # `accepts_pointers = True` is called as launcher(grid, values, *pointers), with
         # the data_ptr() of each torch tensor value the launch path already read
-        # (None elsewhere; None as a whole outside the JIT path): see runtime/kernel.py.
+        # (None elsewhere; none at all outside the JIT path): see runtime/kernel.py.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ grid)`, which adds almost nothing to a direct call. The runner:
    the full specs with `compute_specs`);
 4. normalizes the grid (a 3-tuple passes through untouched) and calls the compiled
    kernel's launcher with every parameter's value and those addresses
-   (`launch(grid, values, pointers)`, `pointers[i]` the `data_ptr()` of a torch tensor
+   (`launch(grid, values, *pointers)`, `pointers[i]` the `data_ptr()` of a torch tensor
    `values[i]`, else None), so a GPU launcher does not ask each tensor a second time.
 
 Keys are flat tuples; a tensor's atoms start with a torch dtype, an int's or float's
@@ -179,7 +179,8 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         ns["_tg_Tensor"] = torch.Tensor
     names = [p.name for p in params]
     vals = "(" + "".join(f"{n}, " for n in names) + ")"
-    ptrs = "(" + "".join("None, " if p.is_constexpr else f"_tg_p{i}, " for i, p in enumerate(params)) + ")"
+    # one trailing positional argument per parameter (no tuple to build per launch)
+    ptrs = "".join(", None" if p.is_constexpr else f", _tg_p{i}" for i, p in enumerate(params))
     ns["_tg_grid"] = lambda grid, values: _grid(grid, names, values, jitfn.__name__)
     ns["_tg_bind_error"] = lambda values, extra, opts: jitfn._binding_error(values, extra, opts, no_arg)
 
@@ -225,7 +226,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "        _tg_grid_arg = (_tg_grid_arg[0], 1, 1)",
         "    elif _tg_grid_arg.__class__ is not _tg_tuple or _tg_len(_tg_grid_arg) != 3:",
         "        _tg_grid_arg = _tg_grid(_tg_grid_arg, _tg_vals)",
-        f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals, {ptrs})",
+        f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})",
         "    return _tg_kernel",
     ]
     code = "\n".join(body) + "\n"

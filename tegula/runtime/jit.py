@@ -144,6 +144,9 @@ class JITFunction(KernelInterface):
         self._locks: dict = {}
         self._locks_guard = threading.Lock()
         self._runner: Optional[Callable[..., Any]] = None
+        # (grid, runner, partial) of the latest `kernel[grid]`: a call site passing the
+        # same grid object again (a literal tuple, a module-level lambda) reuses it
+        self._bound: tuple = (None, None, None)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -224,8 +227,15 @@ class JITFunction(KernelInterface):
         # A launcher made before add_pre_run_hook/clear_cache keeps the launch function
         # it was made with (hooks added later do not run through it).
         # `partial` directly rather than through `binder.bind`: one Python call less on
-        # every launch.
-        return partial(self._runner or self._build_runner(), grid)
+        # every launch; and the latest one is reused for the same grid object (one
+        # tuple, read and replaced whole, so concurrent launches never mix grids).
+        runner = self._runner or self._build_runner()
+        bound = self._bound
+        if bound[0] is grid and bound[1] is runner:
+            return bound[2]
+        launch = partial(runner, grid)
+        self._bound = (grid, runner, launch)
+        return launch
 
     def run(self, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         """Launch (or with `warmup=True` only compile); returns the CompiledKernel."""

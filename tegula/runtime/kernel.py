@@ -7,11 +7,12 @@ the backend adds, such as `n_regs`) and, for the interpreter, the optimized IR (
 
 The backend loads it lazily, on the first launch: `_launch` starts as a method that
 asks the backend for a launcher and then replaces itself with that launcher, so every
-later launch is a single call. It is called as `_launch(grid, values, pointers=None)`:
-the JIT launch path hands over the device addresses it already read from torch tensors
-(`pointers[i]` for `values[i]`, None elsewhere). A backend's launcher that can use them
-says so with `accepts_pointers = True`; any other launcher is called as
-`launch(grid, values)` through a thin adapter.
+later launch is a single call. It is called as `_launch(grid, values, *pointers)`: the
+JIT launch path hands over, as trailing positional arguments (no tuple per launch), the
+device addresses it already read from torch tensors (`pointers[i]` for `values[i]`,
+None elsewhere; none at all from `run`). A backend's launcher that can use them says so
+with `accepts_pointers = True`; any other launcher is called as `launch(grid, values)`
+through a thin adapter.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def normalize_grid(grid: Any, bound: Callable[[], dict], kernel: str) -> tuple:
 def _without_pointers(launch: Callable[[tuple, Sequence[Any]], None]) -> Callable[..., None]:
     """A `launch(grid, values)` of a backend that takes no pointers, in the three-argument form."""
 
-    def launch_values(grid: tuple, values: Sequence[Any], pointers: Optional[Sequence[Any]] = None) -> None:
+    def launch_values(grid: tuple, values: Sequence[Any], *pointers: Any) -> None:
         launch(grid, values)
 
     launch_values.backend_launch = launch
@@ -111,10 +112,10 @@ class CompiledKernel:
                 launch = _without_pointers(launch)
             self._launch = launch
 
-    def _launch(self, grid: tuple, values: Sequence[Any], pointers: Optional[Sequence[Any]] = None) -> None:
+    def _launch(self, grid: tuple, values: Sequence[Any], *pointers: Any) -> None:
         # Replaced by the backend's launcher on the first call (see the module docstring).
         self._init_handles()
-        self.__dict__["_launch"](grid, values, pointers)
+        self.__dict__["_launch"](grid, values, *pointers)
 
     def _full_values(self, args: Sequence[Any]) -> Sequence[Any]:
         md = self.metadata

@@ -156,7 +156,7 @@ def test_launch_hands_tensor_addresses_to_launchers_that_take_them(fake, monkeyp
     seen = []
 
     def load(compiled, device):
-        def launch(grid, values, pointers=None):
+        def launch(grid, values, *pointers):
             seen.append(pointers)
         launch.accepts_pointers = True
         return launch
@@ -167,6 +167,20 @@ def test_launch_hands_tensor_addresses_to_launchers_that_take_them(fake, monkeyp
     assert seen == [(x.data_ptr(), y.data_ptr(), out.data_ptr(), None, None)]
     add_kernel[(1,)](*_arrays(), 64, BLOCK=32)  # numpy arrays: nothing read, nothing handed over
     assert seen[-1] == (None,) * 5
+
+
+def test_bound_launcher_is_reused_only_for_the_same_grid_and_runner(fake):
+    grid_a, grid_b = (2,), (3,)
+    first = add_kernel[grid_a]
+    assert add_kernel[grid_a] is first and add_kernel[grid_b] is not first
+    x, y, out = _arrays()
+    first(x, y, out, 64, BLOCK=32)
+    add_kernel[grid_b](x, y, out, 64, BLOCK=32)
+    assert [g for _k, g, _v in fake.launches] == [(2, 1, 1), (3, 1, 1)]
+    before = add_kernel[grid_b]
+    add_kernel.add_pre_run_hook(lambda *a, **k: None)  # a new runner: a new bound launcher
+    after = add_kernel[grid_b]
+    assert after is not before and after.func is add_kernel._runner
 
 
 def test_default_parameter_value(fake):

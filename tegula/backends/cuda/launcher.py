@@ -162,13 +162,12 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
         "_KIND": name, "_DEV": device,
     }
     # The runtime hands over a 3-tuple; converting only non-int entries (numpy or
-    # torch integers) keeps the common case free of three int() calls. `pointers` are
-    # the device addresses the JIT launch path already read from torch tensors (None
-    # where it read none, or as a whole when the launch comes from elsewhere).
-    env["_NO_POINTERS"] = (None,) * (max(indices) + 1 if indices else 0)
-    lines = ["def launch(grid, values, pointers=None):",
-             "    if pointers is None:",
-             "        pointers = _NO_POINTERS",
+    # torch integers) keeps the common case free of three int() calls. `_p<k>` is the
+    # device address the JIT launch path already read from the torch tensor given for
+    # parameter k (None where it read none, and when the launch comes from elsewhere).
+    n_params = max(indices) + 1 if indices else 0
+    pointer_params = "".join(f", _p{k}=None" for k in range(n_params))
+    lines = [f"def launch(grid, values{pointer_params}):",
              "    gx, gy, gz = grid",
              "    if gx.__class__ is not int or gy.__class__ is not int or gz.__class__ is not int:",
              "        gx, gy, gz = int(gx), int(gy), int(gz)",
@@ -177,10 +176,9 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     for i, (t, idx) in enumerate(zip(arg_types, indices)):
         env[f"_s{i}"] = slots[i]
         if t.startswith("ptr"):
-            lines += [f"    p = pointers[{idx}]",
-                      "    if p is None:",
-                      f"        p = _ptr(values[{idx}], {names[i]!r}, _KIND)",
-                      f"    _s{i}.value = p"]
+            lines += [f"    if _p{idx} is None:",
+                      f"        _p{idx} = _ptr(values[{idx}], {names[i]!r}, _KIND)",
+                      f"    _s{i}.value = _p{idx}"]
         elif t in ("f16", "bf16", "f8e4m3", "f8e5m2"):
             lines.append(f"    _s{i}.value = _narrow(values[{idx}], {t!r})")
         else:

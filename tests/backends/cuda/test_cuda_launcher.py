@@ -109,7 +109,7 @@ def test_uses_the_addresses_the_launch_path_read(fake):
         def data_ptr(self):
             raise AssertionError("data_ptr() asked a second time")
 
-    launch((1, 1, 1), [Unasked(), CudaArray(0x5000), 9], [0x4000, None, None])
+    launch((1, 1, 1), [Unasked(), CudaArray(0x5000), 9], 0x4000, None, None)
     slots = fake.calls[-1][4]
     assert [ctypes.c_int64.from_address(s).value for s in slots[:2]] == [0x4000, 0x5000]
     launch((1, 1, 1), [SimpleNamespace(data_ptr=lambda: 0x6000), CudaArray(0x5000), 9])  # no addresses
