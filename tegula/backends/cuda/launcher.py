@@ -165,9 +165,10 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     # torch integers) keeps the common case free of three int() calls. `_p<k>` is the
     # device address the JIT launch path already read from the torch tensor given for
     # parameter k (None where it read none, and when the launch comes from elsewhere).
-    n_params = max(indices) + 1 if indices else 0
+    # One per kernel parameter, constexpr ones included (the runtime passes one for each).
+    n_params = max(len(md.get("param_names") or ()), max(indices) + 1 if indices else 0)
     pointer_params = "".join(f", _p{k}=None" for k in range(n_params))
-    lines = [f"def launch(grid, values{pointer_params}):",
+    lines = [f"def launch(grid, values{pointer_params}, *_more):",
              "    gx, gy, gz = grid",
              "    if gx.__class__ is not int or gy.__class__ is not int or gz.__class__ is not int:",
              "        gx, gy, gz = int(gx), int(gy), int(gz)",

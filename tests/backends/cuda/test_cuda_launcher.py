@@ -101,16 +101,48 @@ def test_uses_the_addresses_the_launch_path_read(fake):
     hands it over; the launcher must use it and not ask the tensor again, and fall back
     to the array itself where no address was handed over."""
     fake.n = 3
-    launch = L.make_launcher("FN", {"name": "k", "num_warps": 4}, ["ptr<f32>", "ptr<f32>", "i32"], 0,
+    md = {"name": "k", "num_warps": 4, "param_names": ["x", "y", "n", "BLOCK"]}  # BLOCK: a constexpr
+    launch = L.make_launcher("FN", md, ["ptr<f32>", "ptr<f32>", "i32"], 0, indices=[0, 1, 2],
                              arg_names=["x", "y", "n"])
     assert launch.accepts_pointers
+    launch((1, 1, 1), [CudaArray(0x4000), CudaArray(0x5000), 9, 64], 0x4000, None, None, None)  # one per parameter
 
     class Unasked:
         def data_ptr(self):
             raise AssertionError("data_ptr() asked a second time")
 
-    launch((1, 1, 1), [Unasked(), CudaArray(0x5000), 9], 0x4000, None, None)
+    launch((1, 1, 1), [Unasked(), CudaArray(0x5000), 9, 64], 0x4000, None, None, None)
     slots = fake.calls[-1][4]
     assert [ctypes.c_int64.from_address(s).value for s in slots[:2]] == [0x4000, 0x5000]
-    launch((1, 1, 1), [SimpleNamespace(data_ptr=lambda: 0x6000), CudaArray(0x5000), 9])  # no addresses
+    launch((1, 1, 1), [SimpleNamespace(data_ptr=lambda: 0x6000), CudaArray(0x5000), 9, 64])  # no addresses
     assert ctypes.c_int64.from_address(fake.calls[-1][4][0]).value == 0x6000
+
+
+def test_jit_launch_through_the_real_backend_with_a_fake_driver(fake, monkeypatch):
+    """`kernel[grid](...)` → the runtime's launch function → the CUDA backend's compile
+    (real PTX) and load → the generated launcher, with only the driver faked: the
+    interfaces between the layers (values, one address per parameter, a trailing
+    constexpr) must fit."""
+    import tegula
+    import tegula.language as tl
+    from tegula.runtime import backend_registry
+
+    monkeypatch.setattr(L.drv, "available", lambda: (True, ""))
+    monkeypatch.setattr(L.drv, "capability", lambda device: 90)
+    monkeypatch.setattr(L.drv, "load_function", lambda image, name, device, shared: ("MODULE", "FN"))
+    monkeypatch.setattr(backend_registry, "_INSTANCES", {})  # made afresh, with the fake driver
+    monkeypatch.setattr(backend_registry, "_MISSING", {})
+
+    @tegula.jit
+    def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+    fake.n = 3
+    compiled = scale_kernel[(4,)](CudaArray(0x7000), CudaArray(0x8000), 100, BLOCK=32)
+    assert compiled.metadata.target.backend == "cuda" and "ld.global" in compiled.asm["ptx"]
+    grid, block, _shared, _stream, slots = fake.calls[-1]
+    assert grid == (4, 1, 1) and block == (128, 1, 1)
+    assert [ctypes.c_int64.from_address(s).value for s in slots[:2]] == [0x7000, 0x8000]
+    assert ctypes.c_int32.from_address(slots[2]).value == 100
