@@ -37,16 +37,20 @@ def _option(value: Any, allowed: tuple, default: str, what: str) -> str:
 
 
 class AtomicMixin(SemanticBase):
-    def _atomic_operands(self, ptr: Any, val: Any, mask: Optional[tensor], op: str
-                         ) -> tuple[tensor, tensor, Optional[tensor]]:
-        """Triton's `atom_red_typechecking_impl`: checks, broadcasts and casts."""
+    def _atomic_pointer(self, ptr: Any, op: str) -> Any:
+        """The element type of the pointer an atomic writes through (checked)."""
         if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
             what = ptr.type if isinstance(ptr, tensor) else repr(unwrap_constexpr(ptr))
             raise ValueError(f"Pointer argument of tl.atomic_{op} is {what}: expected a pointer or a "
                              "tensor of pointers")
         if ptr.dtype.is_const():
             raise ValueError("Cannot store to a constant pointer")
-        elem = ptr.dtype.element_ty
+        return ptr.dtype.element_ty
+
+    def _atomic_operands(self, ptr: Any, val: Any, mask: Optional[tensor], op: str
+                         ) -> tuple[tensor, tensor, Optional[tensor]]:
+        """Triton's `atom_red_typechecking_impl`: checks, broadcasts and casts."""
+        elem = self._atomic_pointer(ptr, op)
         if elem == T.float16 and op != "add":
             raise ValueError(f"atomic_{op} does not support fp16")
         if elem == T.bfloat16 and op != "add":
@@ -120,13 +124,7 @@ class AtomicMixin(SemanticBase):
         return self.bitcast(old, elem)
 
     def atomic_cas(self, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> tensor:
-        if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
-            what = ptr.type if isinstance(ptr, tensor) else repr(unwrap_constexpr(ptr))
-            raise ValueError(f"Pointer argument of tl.atomic_cas is {what}: expected a pointer or a tensor "
-                             "of pointers")
-        if ptr.dtype.is_const():
-            raise ValueError("Cannot store to a constant pointer")
-        elem = ptr.dtype.element_ty
+        elem = self._atomic_pointer(ptr, "cas")
         if elem.primitive_bitwidth not in (16, 32, 64):
             raise ValueError("atomic_cas only supports elements with width {16, 32, 64}")
         sem, scope = self._sem_scope(sem, scope)

@@ -7,7 +7,9 @@ checked on the host emulator elsewhere (test_cuda_emulated); the kernels here al
 there, against numpy, so the barrier savings are exercised by real threads."""
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,28 +22,18 @@ from tegula.backends.cuda.lower_elementwise import constant_groups
 from tegula.compiler import ASTSource
 
 
-@tegula.jit
-def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(in_ptr + row * in_stride + offs, mask=offs < n_cols, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    num = tl.exp(x)
-    tl.store(out_ptr + row * out_stride + offs, num / tl.sum(num, axis=0), mask=offs < n_cols)
+def _benchmark_kernels():
+    """benchmarks/kernels.py, the source the GPU benchmark times against Triton, loaded
+    with `triton` resolving to tegula (benchmarks/load.py)."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "load.py"
+    spec = importlib.util.spec_from_file_location("tegula_bench_load", path)
+    load = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load)
+    return load.load_tegula_kernels()
 
 
-@tegula.jit
-def layernorm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, N, eps, BLOCK: tl.constexpr):
-    r = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    m = offs < N
-    x = tl.load(x_ptr + r * stride + offs, mask=m, other=0.0).to(tl.float32)
-    mean = tl.sum(x, axis=0) / N
-    d = tl.where(m, x - mean, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / N + eps)
-    w = tl.load(w_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs, mask=m)
-    tl.store(y_ptr + r * stride + offs, (d * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
+_BENCH = _benchmark_kernels()
+softmax_kernel, layernorm_kernel = _BENCH.softmax_kernel, _BENCH.layernorm_kernel
 
 
 @tegula.jit
