@@ -25,6 +25,7 @@ from .scope import RETURN_SLOT, Scope
 from .values import (
     describe,
     ir_type,
+    is_aggregate,
     is_dtype,
     is_jit,
     is_number,
@@ -161,6 +162,8 @@ class BranchesMixin:
             return leaves
         if is_tensor(value):
             return [value]
+        if is_aggregate(value):
+            return list(value.leaves())
         if is_number(value):
             return [self.sem.to_tensor(unwrap(value))]
         return None

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from ..ir.types import Type
 
 # The submodules themselves: the package re-exports classes under their names.
+from ..language.aggregate import Aggregate
 from ..language.constexpr import constexpr as constexpr_class
 from ..language.core import Builtin, condition, static_range
 from ..language.core import range as tl_range
@@ -107,8 +108,13 @@ def is_number(x: Any) -> bool:
     return isinstance(v, _PY_SCALARS) and not is_tensor(v)
 
 
+def is_aggregate(x: Any) -> bool:
+    """A value made of several tensors (a block pointer): see `language.aggregate`."""
+    return isinstance(x, Aggregate)
+
+
 def contains_tensor(x: Any) -> bool:
-    if is_tensor(x):
+    if is_tensor(x) or is_aggregate(x):
         return True
     return type(x) is tuple and any(contains_tensor(v) for v in x)
 
@@ -123,6 +129,8 @@ def flatten(x: Any) -> list[Any]:
     """The tensors of a tensor or (nested) tuple of tensors, in order."""
     if type(x) is tuple:
         return [leaf for v in x for leaf in flatten(v)]
+    if is_aggregate(x):
+        return list(x.leaves())
     return [x]
 
 
@@ -130,10 +138,14 @@ def unflatten(template: Any, leaves: Iterator[Any]) -> Any:
     """Rebuild the structure of `template` from `leaves` (the inverse of `flatten`)."""
     if type(template) is tuple:
         return tuple(unflatten(v, leaves) for v in template)
+    if is_aggregate(template):
+        return template.rebuild(leaves)
     return next(leaves)
 
 
 def same_structure(a: Any, b: Any) -> bool:
+    if is_aggregate(a) or is_aggregate(b):
+        return type(a) is type(b) and a.static_key() == b.static_key()
     if type(a) is tuple or type(b) is tuple:
         return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
                 and all(same_structure(x, y) for x, y in zip(a, b)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import math, random
 from .atomics import atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor
+from .block_pointers import advance, block_ptr, make_block_ptr
 from .constexpr import constexpr, is_power_of_two, unwrap_constexpr
 from .core import Builtin, PropagateNan, builtin, condition, const, is_builtin, range, static_range
 from .core_builtins import (
@@ -128,7 +129,6 @@ from .semantic import Semantic
 from .standard import cdiv, interleave, ravel, sigmoid, softmax, swizzle2d, zeros, zeros_like
 from .tensor import tensor
 from .unsupported import (
-    advance,
     bitonic_merge,
     dot_scaled,
     flip,
@@ -136,7 +136,6 @@ from .unsupported import (
     histogram,
     inline_asm_elementwise,
     load_tensor_descriptor,
-    make_block_ptr,
     make_tensor_descriptor,
     map_elementwise,
     sort,
@@ -150,7 +149,7 @@ __all__ = [
     "Builtin", "PropagateNan", "Semantic", "TRITON_MAX_TENSOR_NUMEL", "abs", "add", "advance", "arange",
     "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "bitonic_merge",
-    "block_type", "broadcast", "broadcast_to", "builtin", "builtin_max", "builtin_min", "cast", "cat",
+    "block_ptr", "block_type", "broadcast", "broadcast_to", "builtin", "builtin_max", "builtin_min", "cast", "cat",
     "cdiv", "ceil", "clamp", "condition", "const", "constexpr", "cos", "cumprod", "cumsum", "debug_barrier",
     "device_assert", "device_print", "div_rn", "dot", "dot_scaled", "dtype", "erf", "exp", "exp2",
     "expand_dims", "fdiv", "flip", "float16", "float32", "float64", "float8e4b15", "float8e4b8",

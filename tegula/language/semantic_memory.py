@@ -5,8 +5,9 @@
   type; a mask must be int1.
 - A stored value is broadcast to the pointer's shape and cast to the element type.
 - Pointers to int1 are accessed as int8 (one byte per bool), as Triton does.
-- Block pointers (`make_block_ptr`), `boundary_check` and `padding_option` need IR that
-  tegula does not have yet: they raise a clear error.
+- Through a block pointer (`make_block_ptr`), a load or store becomes a tile of pointers
+  with the `boundary_check` mask and the `padding_option` fill (`block_pointers`);
+  `boundary_check` / `padding_option` on a tensor of pointers are errors, as in Triton.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Optional
 
 from .. import ir
 from ..ir import attrs as A
+from . import block_pointers as BP
 from . import dtypes as T
 from .constexpr import unwrap_constexpr
 from .semantic_base import SemanticBase, fmt_shape
@@ -49,6 +51,9 @@ class MemoryMixin(SemanticBase):
     def load(self, ptr: Any, mask: Optional[tensor] = None, other: Optional[tensor] = None,
              boundary_check: Any = (), padding_option: str = "", cache_modifier: str = "",
              eviction_policy: str = "", volatile: bool = False) -> tensor:
+        if isinstance(ptr, BP.block_ptr):
+            return self._load_block(ptr, mask, other, boundary_check, padding_option, cache_modifier,
+                                    eviction_policy, volatile)
         ptr = self._check_pointer(ptr, "load")
         cache = _check_option(cache_modifier, _LOAD_CACHE, "Cache modifier")
         eviction = _check_option(eviction_policy, _EVICTION, "Eviction policy")
@@ -86,8 +91,24 @@ class MemoryMixin(SemanticBase):
         out = self.emit_tensor(ir.Op.LOAD, *operands, attrs=attrs, type=result_ty)
         return self.cast(out, T.int1) if was_bool else out
 
+    def _load_block(self, p: Any, mask: Any, other: Any, boundary_check: Any, padding_option: Any,
+                    cache_modifier: Any, eviction_policy: Any, volatile: Any) -> tensor:
+        if mask is not None or other is not None:
+            raise ValueError("`mask` and `other` arguments cannot be specified for loading block pointers")
+        padding = unwrap_constexpr(padding_option) or ""
+        if padding not in ("", "zero", "nan"):
+            raise ValueError(f"Padding option {padding} not supported")
+        ptrs, in_bounds = BP.pointers_and_mask(self, p, boundary_check)
+        fill = None if in_bounds is None else self.to_tensor(BP.padding_value(self, p, padding))
+        return self.load(ptrs, in_bounds, fill, (), "", cache_modifier, eviction_policy, volatile)
+
     def store(self, ptr: Any, value: Any, mask: Optional[tensor] = None, boundary_check: Any = (),
               cache_modifier: str = "", eviction_policy: str = "") -> None:
+        if isinstance(ptr, BP.block_ptr):
+            if mask is not None:
+                raise ValueError("`mask` argument cannot be specified for storing block pointers")
+            ptrs, in_bounds = BP.pointers_and_mask(self, ptr, boundary_check)
+            return self.store(ptrs, value, in_bounds, (), cache_modifier, eviction_policy)
         ptr = self._check_pointer(ptr, "store")
         value = self.to_tensor(value)
         cache = _check_option(cache_modifier, _STORE_CACHE, "Cache modifier")

@@ -1,7 +1,7 @@
-"""Triton 3.6 builtins that tegula's IR cannot express yet (block pointers,
-tensor descriptors, gather/histogram, inline asm, sort...). They exist under their Triton
-names so that kernels import fine and kernels that do not reach them compile; calling
-one raises a clear NotImplementedError naming it.
+"""Triton 3.6 builtins that tegula's IR cannot express yet (tensor descriptors,
+gather/histogram, inline asm, sort...). They exist under their Triton names so that
+kernels import fine and kernels that do not reach them compile; calling one raises a
+clear NotImplementedError naming it.
 """
 from __future__ import annotations
 
@@ -16,10 +16,6 @@ def _unsupported(name: str, why: str) -> Builtin:
     impl.__doc__ = f"Triton's tl.{name}; not supported by tegula yet ({why})."
     return Builtin(impl, name)
 
-
-_BLOCK_PTR = "block pointers need IR support; use a tensor of pointers with a mask"
-make_block_ptr = _unsupported("make_block_ptr", _BLOCK_PTR)
-advance = _unsupported("advance", _BLOCK_PTR)
 
 _DESC = "tensor descriptors (TMA) need IR support"
 make_tensor_descriptor = _unsupported("make_tensor_descriptor", _DESC)

@@ -2,11 +2,8 @@
 the CUDA lowering on the host emulator, and a real GPU when there is one. Kernels use
 duplicate addresses inside a tile, tiles smaller than the CTA (so several threads hold
 one element and only one may act), masks, scalar atomics whose old values are used,
-and checked mode."""
+and checked mode. The `on` fixture (every backend) is in conftest.py."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,47 +11,6 @@ import pytest
 import tegula
 import tegula.language as tl
 from tegula.errors import OutOfBoundsError
-from tegula.runtime import backend_registry
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda"))
-from emulated_backend import EmulatedCudaBackend  # noqa: E402
-
-torch = pytest.importorskip("torch")
-HAS_CUDA = torch.cuda.is_available()
-
-
-@pytest.fixture(params=["interpreter", "cuda-emulated", "cuda"])
-def on(request, monkeypatch):
-    """Moves numpy arrays to where the kernel runs and back: `on(a)` → the argument,
-    `on.back(x)` → numpy."""
-    name = request.param
-    for obj in list(globals().values()):  # compiled kernels are cached per argument kinds, not per backend
-        if isinstance(obj, tegula.JITFunction):
-            obj.clear_cache()
-    if name == "cuda" and not HAS_CUDA:
-        pytest.skip("no CUDA GPU")
-    if name == "cuda-emulated":
-        if HAS_CUDA:
-            pytest.skip("host arrays run on the GPU's own backend here")
-        original = backend_registry._FACTORIES["cpu"]
-        before = EmulatedCudaBackend.launches
-        backend_registry.register_backend("cpu", EmulatedCudaBackend)
-
-        def restore():
-            backend_registry.register_backend("cpu", original)
-            assert EmulatedCudaBackend.launches > before, "the kernels ran on the emulated CUDA backend"
-        request.addfinalizer(restore)
-
-    class Mover:
-        backend = name
-
-        def __call__(self, a):
-            return torch.from_numpy(a).cuda() if name == "cuda" else a
-
-        def back(self, x):
-            return x.cpu().numpy() if name == "cuda" else x
-
-    return Mover()
 
 
 @tegula.jit

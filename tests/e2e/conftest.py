@@ -1,0 +1,63 @@
+"""The `on` fixture of the end-to-end kernel tests: each test runs on the numpy
+interpreter, on the CUDA lowering through the host emulator (CPU machines), and on a
+real GPU when there is one; `on(a)` moves a numpy array to where the kernel runs and
+`on.back(x)` brings it back as numpy."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tegula
+from tegula.runtime import backend_registry
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda"))
+from emulated_backend import EmulatedCudaBackend  # noqa: E402
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+HAS_CUDA = _has_cuda()
+
+
+@pytest.fixture(params=["interpreter", "cuda-emulated", "cuda"])
+def on(request):
+    name = request.param
+    # compiled kernels are cached per argument kinds, not per backend: start afresh
+    for obj in list(vars(request.module).values()):
+        if isinstance(obj, tegula.JITFunction):
+            obj.clear_cache()
+    if name == "cuda" and not HAS_CUDA:
+        pytest.skip("no CUDA GPU")
+    if name == "cuda-emulated":
+        if HAS_CUDA:
+            pytest.skip("host arrays run on the GPU's own backend here")
+        original = backend_registry._FACTORIES["cpu"]
+        before = EmulatedCudaBackend.launches
+        backend_registry.register_backend("cpu", EmulatedCudaBackend)
+
+        def restore():
+            backend_registry.register_backend("cpu", original)
+            assert EmulatedCudaBackend.launches > before, "the kernels ran on the emulated CUDA backend"
+        request.addfinalizer(restore)
+
+    class Mover:
+        backend = name
+
+        def __call__(self, a):
+            if name != "cuda":
+                return a
+            import torch
+            return torch.from_numpy(a).cuda()
+
+        def back(self, x):
+            return x.cpu().numpy() if name == "cuda" else x
+
+    return Mover()
