@@ -126,21 +126,18 @@ from .reductions import (
     xor_sum,
 )
 from .semantic import Semantic
+from .sorting import bitonic_merge, flip, sort, topk
 from .standard import cdiv, interleave, ravel, sigmoid, softmax, swizzle2d, zeros, zeros_like
 from .tensor import tensor
 from .unsupported import (
-    bitonic_merge,
     dot_scaled,
-    flip,
     gather,
     histogram,
     inline_asm_elementwise,
     load_tensor_descriptor,
     make_tensor_descriptor,
     map_elementwise,
-    sort,
     store_tensor_descriptor,
-    topk,
 )
 
 __all__ = [

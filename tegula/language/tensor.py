@@ -271,8 +271,9 @@ class tensor:
     reduce_or = _delegate("reductions", "reduce_or")
     cumsum = _delegate("reductions", "cumsum")
     cumprod = _delegate("reductions", "cumprod")
-    sort = _delegate("unsupported", "sort")
-    flip = _delegate("unsupported", "flip")
+    sort = _delegate("sorting", "sort")
+    flip = _delegate("sorting", "flip")
+    topk = _delegate("sorting", "topk")
 
 
 def is_tensor(x: Any) -> bool:

@@ -1,5 +1,5 @@
 """Triton 3.6 builtins that tegula's IR cannot express yet (tensor descriptors,
-gather/histogram, inline asm, sort...). They exist under their Triton names so that
+gather/histogram, inline asm...). They exist under their Triton names so that
 kernels import fine and kernels that do not reach them compile; calling one raises a
 clear NotImplementedError naming it.
 """
@@ -27,7 +27,3 @@ histogram = _unsupported("histogram", "the IR has no histogram operation")
 inline_asm_elementwise = _unsupported("inline_asm_elementwise", "inline PTX cannot run on every backend")
 map_elementwise = _unsupported("map_elementwise", "the IR has no map_elementwise region op")
 dot_scaled = _unsupported("dot_scaled", "microscaled formats are not in the IR")
-sort = _unsupported("sort", "not implemented yet")
-topk = _unsupported("topk", "not implemented yet")
-flip = _unsupported("flip", "not implemented yet")
-bitonic_merge = _unsupported("bitonic_merge", "not implemented yet")
