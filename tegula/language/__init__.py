@@ -81,6 +81,7 @@ from .dtypes import (
     uint64,
     void,
 )
+from .indexing import gather, histogram
 from .math import (
     abs,
     ceil,
@@ -131,8 +132,6 @@ from .standard import cdiv, interleave, ravel, sigmoid, softmax, swizzle2d, zero
 from .tensor import tensor
 from .unsupported import (
     dot_scaled,
-    gather,
-    histogram,
     inline_asm_elementwise,
     load_tensor_descriptor,
     make_tensor_descriptor,

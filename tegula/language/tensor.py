@@ -274,6 +274,8 @@ class tensor:
     sort = _delegate("sorting", "sort")
     flip = _delegate("sorting", "flip")
     topk = _delegate("sorting", "topk")
+    gather = _delegate("indexing", "gather")
+    histogram = _delegate("indexing", "histogram")
 
 
 def is_tensor(x: Any) -> bool:

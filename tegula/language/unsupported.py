@@ -1,5 +1,5 @@
 """Triton 3.6 builtins that tegula's IR cannot express yet (tensor descriptors,
-gather/histogram, inline asm...). They exist under their Triton names so that
+inline asm, map_elementwise, scaled dots). They exist under their Triton names so that
 kernels import fine and kernels that do not reach them compile; calling one raises a
 clear NotImplementedError naming it.
 """
@@ -22,8 +22,6 @@ make_tensor_descriptor = _unsupported("make_tensor_descriptor", _DESC)
 load_tensor_descriptor = _unsupported("load_tensor_descriptor", _DESC)
 store_tensor_descriptor = _unsupported("store_tensor_descriptor", _DESC)
 
-gather = _unsupported("gather", "the IR has no gather operation")
-histogram = _unsupported("histogram", "the IR has no histogram operation")
 inline_asm_elementwise = _unsupported("inline_asm_elementwise", "inline PTX cannot run on every backend")
 map_elementwise = _unsupported("map_elementwise", "the IR has no map_elementwise region op")
 dot_scaled = _unsupported("dot_scaled", "microscaled formats are not in the IR")
