@@ -68,8 +68,9 @@ class CallsMixin:
             raise FrontendError(f"tl.{fn.__name__}(...) can only be used as the iterator of a for loop")
         if not callable(fn):
             raise FrontendError(f"a {describe(fn)} is not callable")
-        if is_tensor(getattr(fn, "__self__", None)) or contains_tensor((tuple(args), tuple(kwargs.values()))):
-            # Tensor methods (and helpers taking tensors) work on the values themselves.
+        if contains_tensor(getattr(fn, "__self__", None)) or contains_tensor((tuple(args), tuple(kwargs.values()))):
+            # Methods of tensors and aggregates (block pointers, tensor descriptors), and
+            # helpers taking tensors, work on the values themselves.
             return fn(*args, **kwargs)
         # Any other Python callable runs at compile time on the unwrapped values.
         return to_value(fn(*unwrap(tuple(args)), **{k: unwrap(v) for k, v in kwargs.items()}))

@@ -130,13 +130,16 @@ from .semantic import Semantic
 from .sorting import bitonic_merge, flip, sort, topk
 from .standard import cdiv, interleave, ravel, sigmoid, softmax, swizzle2d, zeros, zeros_like
 from .tensor import tensor
+from .tensor_descriptors import (
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+)
 from .unsupported import (
     dot_scaled,
     inline_asm_elementwise,
-    load_tensor_descriptor,
-    make_tensor_descriptor,
     map_elementwise,
-    store_tensor_descriptor,
 )
 
 __all__ = [
@@ -156,7 +159,8 @@ __all__ = [
     "maximum", "min", "minimum", "mul", "multiple_of", "num_programs", "permute", "pi32_t", "pointer_type",
     "program_id", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "sigmoid", "sin", "softmax",
     "sort", "split", "sqrt", "sqrt_rn", "static_assert", "static_print", "static_range", "store",
-    "store_tensor_descriptor", "str_to_ty", "sub", "sum", "swizzle2d", "tensor", "topk", "trans", "uint16",
+    "store_tensor_descriptor", "str_to_ty", "sub", "sum", "swizzle2d", "tensor", "tensor_descriptor", "topk",
+    "trans", "uint16",
     "uint32", "uint64", "uint8", "umulhi", "unwrap_constexpr", "view", "void", "where", "xor_sum", "zeros",
     "zeros_like",
 ]

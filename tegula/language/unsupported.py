@@ -1,5 +1,5 @@
-"""Triton 3.6 builtins that tegula's IR cannot express yet (tensor descriptors,
-inline asm, map_elementwise, scaled dots). They exist under their Triton names so that
+"""Triton 3.6 builtins that tegula's IR cannot express yet (inline asm,
+map_elementwise, scaled dots). They exist under their Triton names so that
 kernels import fine and kernels that do not reach them compile; calling one raises a
 clear NotImplementedError naming it.
 """
@@ -16,11 +16,6 @@ def _unsupported(name: str, why: str) -> Builtin:
     impl.__doc__ = f"Triton's tl.{name}; not supported by tegula yet ({why})."
     return Builtin(impl, name)
 
-
-_DESC = "tensor descriptors (TMA) need IR support"
-make_tensor_descriptor = _unsupported("make_tensor_descriptor", _DESC)
-load_tensor_descriptor = _unsupported("load_tensor_descriptor", _DESC)
-store_tensor_descriptor = _unsupported("store_tensor_descriptor", _DESC)
 
 inline_asm_elementwise = _unsupported("inline_asm_elementwise", "inline PTX cannot run on every backend")
 map_elementwise = _unsupported("map_elementwise", "the IR has no map_elementwise region op")
