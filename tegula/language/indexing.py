@@ -46,19 +46,16 @@ def gather(sem, src, index, axis):
         if d != axis and shape[d] != ishape[d]:
             raise ValueError(f"tl.gather: index dim {d} ({ishape[d]}) must match the source dim ({shape[d]})")
     elem = src.dtype
-    bits = 8 if elem == T.int1 else elem.primitive_bitwidth
-    image_type = T.get_int_dtype(bits, False)
-    image = sem.cast(src, T.int8) if elem == T.int1 else sem.bitcast(src, image_type)
-    if elem == T.int1:
-        image = sem.bitcast(image, image_type)
+    # bools travel as 0/1 bytes, everything else as the unsigned int of its width
+    image_type = T.uint8 if elem == T.int1 else T.get_int_dtype(elem.primitive_bitwidth, False)
+    image = sem.cast(src, image_type) if elem == T.int1 else sem.bitcast(src, image_type)
     # (.., out position at `axis`, source position at `axis` + 1, ..)
     src_e = sem.expand_dims(image, axis)
     idx_e = sem.expand_dims(index, axis + 1)
     hit = sem.equal(idx_e, _range_along(sem, shape[axis], axis + 1, rank + 1))
     picked = sem.where(hit, src_e, sem.zero_like(src_e))
-    total = tl_sum.impl(sem, picked, axis + 1)
-    out = sem.bitcast(sem.cast(total, image_type), elem if elem != T.int1 else T.int8)
-    return sem.cast(out, T.int1) if elem == T.int1 else out
+    out = sem.cast(tl_sum.impl(sem, picked, axis + 1), image_type)
+    return sem.cast(out, T.int1) if elem == T.int1 else sem.bitcast(out, elem)
 
 
 @builtin

@@ -41,19 +41,18 @@ class _BitView:
         """The axis of the bit view that holds index bit `bit`."""
         return len(self.outer) + self.k - 1 - bit
 
+    def _last(self, bit: int) -> list[int]:
+        """The permutation moving the axis of `bit` last."""
+        a = self.axis(bit)
+        return [d for d in range(len(self.outer) + self.k) if d != a] + [a]
+
     def halves(self, h: tensor, bit: int) -> tuple[tensor, tensor]:
         """(elements with index bit `bit` = 0, those with it = 1), each without that axis."""
-        rank = len(self.outer) + self.k
-        a = self.axis(bit)
-        order = [d for d in range(rank) if d != a] + [a]
-        return self.sem.split(self.sem.permute(h, order))
+        return self.sem.split(self.sem.permute(h, self._last(bit)))
 
     def unhalves(self, lo: tensor, hi: tensor, bit: int) -> tensor:
-        rank = len(self.outer) + self.k
-        a = self.axis(bit)
-        order = [d for d in range(rank) if d != a] + [a]
-        inverse = [order.index(d) for d in range(rank)]
-        return self.sem.permute(self.sem.join(lo, hi), inverse)
+        order = self._last(bit)
+        return self.sem.permute(self.sem.join(lo, hi), [order.index(d) for d in range(len(order))])
 
     def bit_mask(self, bit: int, without: int) -> tensor:
         """A bool tensor of the halves' shape (bit axis `without` removed): index bit `bit`."""

@@ -26,7 +26,7 @@ from ..llvm.intrinsics import inline_asm
 from ..llvm.types import I16, I32, I64, byte_size, memory_type
 from .checked import KIND_ATOMIC
 from .convert import smem_load, smem_store
-from .lower_memory import _and, _checked, _site
+from .lower_memory import and_pred, check_site, checked_pred
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -149,11 +149,11 @@ def lower_atomic(lw: "KernelLowering", ins: Instr) -> None:
         def emit(ptr, operands, pred):
             return _host_atomic(lw, kind, attrs, ptr, operands, pred, elem)
     once = lw.duplicate_free(lw.plan.required(ins, 0))
-    site = _site(lw, ins, "atomic")
+    site = check_site(lw, ins, "atomic")
     old = []
     for i, ptr in enumerate(ptrs):
-        pred = _and(lw.b, masks[i] if masks is not None else None, once)
-        pred = _checked(lw, ins, KIND_ATOMIC, ptr, 1, elem, pred, site)
+        pred = and_pred(lw.b, masks[i] if masks is not None else None, once)
+        pred = checked_pred(lw, ins, KIND_ATOMIC, ptr, 1, elem, pred, site)
         old.append(emit(ptr, [regs[i] for regs in operand_regs], pred))
     if once is not None and _used(lw, ins.results[0]):
         old = _share_old_values(lw, ins, old, elem, once)

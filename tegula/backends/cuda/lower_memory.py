@@ -224,7 +224,7 @@ def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: 
     inline_asm(b, VOID, args, asm, ",".join(cons) + ",~{memory}", side_effect=True)
 
 
-def _and(b: ir.IRBuilder, x: Optional[ir.Value], y: Optional[ir.Value]) -> Optional[ir.Value]:
+def and_pred(b: ir.IRBuilder, x: Optional[ir.Value], y: Optional[ir.Value]) -> Optional[ir.Value]:
     if x is None:
         return y
     if y is None:
@@ -232,7 +232,7 @@ def _and(b: ir.IRBuilder, x: Optional[ir.Value], y: Optional[ir.Value]) -> Optio
     return b.and_(x, y)
 
 
-def _checked(lw: "KernelLowering", ins: Instr, kind: int, ptr: ir.Value, count: int, elem: Any,
+def checked_pred(lw: "KernelLowering", ins: Instr, kind: int, ptr: ir.Value, count: int, elem: Any,
              pred: Optional[ir.Value], site: Optional[int]) -> Optional[ir.Value]:
     """In checked mode, mask off (and report) an access outside its array."""
     ck = lw.checked
@@ -246,10 +246,10 @@ def _checked(lw: "KernelLowering", ins: Instr, kind: int, ptr: ir.Value, count: 
     fail = b.not_(ok) if pred is None else b.and_(pred, b.not_(ok))
     elems = b.sdiv(off, ir.Constant(I64, byte_size(elem)))
     ck.report(lw, kind, site, fail, elems)
-    return _and(b, pred, ok)
+    return and_pred(b, pred, ok)
 
 
-def _site(lw: "KernelLowering", ins: Instr, kind: str) -> Optional[int]:
+def check_site(lw: "KernelLowering", ins: Instr, kind: str) -> Optional[int]:
     ck = lw.checked
     if ck is None or ins.operands[0] not in ck.origins:
         return None
@@ -271,11 +271,11 @@ def lower_load(lw: "KernelLowering", ins: Instr) -> None:
     elem = element_of(res.type)
     lay = lw.plan.layouts.get(res)
     vec = access_width(lw, ins, lay)
-    site = _site(lw, ins, "load")
+    site = check_site(lw, ins, "load")
     out: list[ir.Value] = []
     for g in range(0, len(ptrs), vec):
         pred = masks[g] if masks is not None else None
-        pred = _checked(lw, ins, KIND_LOAD, ptrs[g], vec, elem, pred, site)
+        pred = checked_pred(lw, ins, KIND_LOAD, ptrs[g], vec, elem, pred, site)
         oth = others[g:g + vec] if others is not None else None
         out += emit_load(lw, ptrs[g], vec, elem, pred, oth, attrs)
     lw.define(res, out)
@@ -291,8 +291,8 @@ def lower_store(lw: "KernelLowering", ins: Instr) -> None:
     lay = lw.plan.required(ins, 0)
     vec = access_width(lw, ins, lay)
     once = lw.duplicate_free(lay)
-    site = _site(lw, ins, "store")
+    site = check_site(lw, ins, "store")
     for g in range(0, len(ptrs), vec):
-        pred = _and(lw.b, masks[g] if masks is not None else None, once)
-        pred = _checked(lw, ins, KIND_STORE, ptrs[g], vec, elem, pred, site)
+        pred = and_pred(lw.b, masks[g] if masks is not None else None, once)
+        pred = checked_pred(lw, ins, KIND_STORE, ptrs[g], vec, elem, pred, site)
         emit_store(lw, ptrs[g], vals[g:g + vec], elem, pred, attrs)

@@ -1,4 +1,4 @@
-"""Rules of `atomic_rmw` and `atomic_cas` (the checked memory side is `atomic_access`).
+"""Rules of `atomic_rmw` and `atomic_cas` (the checked memory side is `access.read_modify_write`).
 
 Each kind's update works on memory images: integer add wraps; `fadd` rounds once to
 the element type, as the GPU's atomic float add does (f16 and bf16 sums are formed in
@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import KernelRuntimeError, OutOfBoundsError
 from ...ir import numpy_ops as npo
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import ScalarType, element_of
-from .access import AccessFault
-from .atomic_access import Update, read_modify_write
-from .compiler import Compiler, source_loc
-from .registry import MEMORY_SLOT, PID_TUPLE_SLOT, Step, rule
+from .access import AccessFault, Update, read_modify_write
+from .compiler import Compiler
+from .registry import MEMORY_SLOT, Step, rule
+from .rules_memory import located_access_error
 from .values import from_memory, memory_dtype, to_memory
-
-
-def located_access_error(fault: AccessFault, ins: Instr, env) -> KernelRuntimeError:
-    cls = OutOfBoundsError if fault.kind in ("bounds", "nobuffer") else KernelRuntimeError
-    return cls(fault.message, loc=source_loc(ins), pid=env[PID_TUPLE_SLOT])
 
 
 def _round_f64_to_bf16(x: np.ndarray) -> np.ndarray:

@@ -24,7 +24,8 @@ from .registry import MEMORY_SLOT, PID_TUPLE_SLOT, Step, rule
 from .values import from_memory, memory_dtype, to_memory, zero
 
 
-def _error(fault: AccessFault, ins: Instr, env) -> KernelRuntimeError:
+def located_access_error(fault: AccessFault, ins: Instr, env) -> KernelRuntimeError:
+    """The located exception of a fault (shared by the load, store and atomic rules)."""
     cls = OutOfBoundsError if fault.kind in ("bounds", "nobuffer") else KernelRuntimeError
     return cls(fault.message, loc=source_loc(ins), pid=env[PID_TUPLE_SLOT])
 
@@ -65,7 +66,7 @@ def load(ins: Instr, c: Compiler) -> Step:
         try:
             raw = access.load(mem, ptr, mask, mdt, type_name)
         except AccessFault as fault:
-            raise _error(fault, ins, env) from None
+            raise located_access_error(fault, ins, env) from None
         if is_ptr:
             val = mem.resolve(raw.view(np.int64) if isinstance(raw, np.ndarray) else np.int64(raw))
             if mask is not None:
@@ -101,5 +102,5 @@ def store(ins: Instr, c: Compiler) -> Step:
         try:
             access.store(mem, env[p], raw, env[m] if m is not None else None, mdt, type_name)
         except AccessFault as fault:
-            raise _error(fault, ins, env) from None
+            raise located_access_error(fault, ins, env) from None
     return step
