@@ -39,7 +39,8 @@ def sass_counts(cubin: bytes) -> dict[str, int] | None:
         text = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
     finally:
         os.unlink(f.name)
-    ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)", text))
+    line = r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)"
+    ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(line, text))
     return {k: ops.get(k, 0) for k in SASS_OPS}
 
 
