@@ -428,32 +428,57 @@ def _normcdf_scalar(x: float) -> float:
     return 0.5 * (math.erfc(hi) - lo * 2 / math.sqrt(math.pi) * math.exp(-hi * hi))
 
 
+def _giles_start(w: float) -> float:
+    """Giles' single-precision approximation of erfinv(x) / x from w = -log(1 - x^2)."""
+    if w < 5:
+        w -= 2.5
+        p = 2.81022636e-08
+        coeffs = (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941)
+    else:
+        w = math.sqrt(w) - 3
+        p = -0.000200214257
+        coeffs = (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                  0.00943887047, 1.00167406, 2.83297682)
+    for c in coeffs:
+        p = c + p * w
+    return p
+
+
+def _newton_erf(y: float) -> float:
+    """erfinv(y) for |y| <= 1/2, where erf is well conditioned: Newton on erf."""
+    x = _giles_start(-math.log((1.0 - y) * (1.0 + y))) * y
+    for _ in range(4):
+        x -= (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def _newton_erfc(q: float) -> float:
+    """The x > 0 with erfc(x) = q, for 0 < q <= 1/2: Newton on log erfc (relative
+    accuracy of q carries over; erf near 1 would lose it)."""
+    x = _giles_start(-math.log(q * (2.0 - q))) * (1.0 - q)
+    if not math.isfinite(x) or x <= 0:
+        x = math.sqrt(-math.log(q))
+    for _ in range(60):
+        f = math.erfc(x)
+        if f == 0:
+            x *= 0.99
+            continue
+        step = (math.log(f) - math.log(q)) / (-2 / math.sqrt(math.pi) * math.exp(-x * x) / f)
+        x -= step
+        if abs(step) <= 1e-17 * abs(x):
+            break
+    return x
+
+
 def _erfinv_scalar(y: float) -> float:
     if math.isnan(y) or abs(y) > 1:
         return math.nan
     if abs(y) == 1:
         return math.copysign(math.inf, y)
-    if y == 0:
-        return y
-    # Giles' single-precision approximation, then Newton steps on erf in double
-    w = -math.log((1.0 - y) * (1.0 + y))
-    if w < 5:
-        w -= 2.5
-        p = 2.81022636e-08
-        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                  -0.00417768164, 0.246640727, 1.50140941):
-            p = c + p * w
-    else:
-        w = math.sqrt(w) - 3
-        p = -0.000200214257
-        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                  0.00943887047, 1.00167406, 2.83297682):
-            p = c + p * w
-    x = p * y
-    for _ in range(4):
-        err = math.erf(x) - y
-        x -= err / (2 / math.sqrt(math.pi) * math.exp(-x * x))
-    return x
+    if abs(y) <= 0.5:
+        return _newton_erf(y) if y != 0 else y
+    return math.copysign(_newton_erfc(1.0 - abs(y)), y)  # 1 - |y| is exact here
 
 
 def _erfcinv_scalar(y: float) -> float:
@@ -463,20 +488,11 @@ def _erfcinv_scalar(y: float) -> float:
         return math.inf
     if y == 2:
         return -math.inf
-    if y > 0.0625:
-        return _erfinv_scalar(1.0 - y) if y != 1 else 0.0
-    # small y: Newton on erfc in log space from the asymptotic start
-    x = math.sqrt(-math.log(y * math.sqrt(math.pi) * math.sqrt(-math.log(y))))
-    for _ in range(60):
-        f = math.erfc(x)
-        if f == 0:
-            x *= 0.99
-            continue
-        step = (math.log(f) - math.log(y)) / (-2 / math.sqrt(math.pi) * math.exp(-x * x) / f)
-        x -= step
-        if abs(step) <= 1e-17 * abs(x):
-            break
-    return x
+    if y > 1:
+        return -_erfcinv_scalar(2.0 - y)  # exact
+    if y >= 0.5:
+        return _newton_erf(1.0 - y)  # exact, |1 - y| <= 1/2
+    return _newton_erfc(y)
 
 
 def _erfcx_scalar(x: float) -> float:

@@ -17,10 +17,11 @@ import threading
 from functools import partial
 from typing import Any, Callable, Iterable, Optional, Union
 
-from ..errors import KernelArgumentError, TegulaError
+from ..errors import CompilationError, KernelArgumentError, TegulaError
 from . import specialization as S
 from .args import MockTensor
 from .binder import build_runner, compute_specs
+from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 
@@ -323,7 +324,13 @@ class JITFunction(KernelInterface):
         backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)
         target = backend.current_target(device)
         src = ASTSource(self, spec.signature, spec.constexprs, spec.attrs)
-        return compile(src, target=target, options=options, device=device)
+        try:
+            return compile(src, target=target, options=options, device=device)
+        except CompilationError as e:
+            if backend.name != "interpreter" or isinstance(e, InterpreterError):
+                raise
+            # Triton's interpreter reports these as InterpreterError (see runtime.errors)
+            raise InterpreterCompilationError.from_error(e) from e.__cause__
 
     def _globals_changed(self) -> None:
         for g in self.used_globals:
