@@ -32,7 +32,7 @@ def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str,
     located in the user's source, for anything the kernel does wrong."""
     pyfn = getattr(fn, "fn", fn)
     try:
-        src = get_source(pyfn)
+        src = get_source(pyfn, getattr(fn, "_src_override", None))
     except SourceUnavailableError as e:
         raise CompilationError(str(e)) from None
     try:
