@@ -147,6 +147,7 @@ from .tensor_descriptors import (
     store_tensor_descriptor,
     tensor_descriptor,
 )
+from .tuples import tuple
 from .unsupported import (
     dot_scaled,
     inline_asm_elementwise,
@@ -172,7 +173,7 @@ __all__ = [
     "program_id", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "sigmoid", "sin", "softmax",
     "sort", "split", "sqrt", "sqrt_rn", "static_assert", "static_print", "static_range", "store",
     "store_tensor_descriptor", "str_to_ty", "sub", "sum", "swizzle2d", "tensor", "tensor_descriptor", "topk",
-    "trans", "uint16",
+    "trans", "tuple", "uint16",
     "uint32", "uint64", "uint8", "umulhi", "unwrap_constexpr", "view", "void", "where", "xor_sum", "zeros",
     "zeros_like",
 ]

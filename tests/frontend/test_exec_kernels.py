@@ -74,3 +74,18 @@ def test_unsafe_update_src_and_device_caches():
     assert k.device_caches == {}
     k[(1,)](x, y, BLOCK=32)
     np.testing.assert_allclose(y, x - 2, rtol=1e-6)
+
+
+@tegula.jit
+def tuple_kernel(out_ptr):
+    t = tl.tuple((4, 5)) + (6, 7)
+    for i in tl.static_range(4):
+        tl.store(out_ptr + i, t[i])
+    tl.store(out_ptr + 4, tl.tuple((1, 2)) == (1, 2))
+    tl.store(out_ptr + 5, tl.tuple((1, 2)) == (1, 3))
+
+
+def test_tl_tuple():
+    out = np.zeros(6, np.int32)
+    tuple_kernel[(1,)](out)
+    assert out.tolist() == [4, 5, 6, 7, 1, 0]
