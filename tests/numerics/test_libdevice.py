@@ -368,18 +368,24 @@ ABSOLUTE_GPU = {"j0": (2.2e-6, 1e-14), "j1": (2.2e-6, 1e-14), "y0": (2.2e-6, 1e-
 FAST = 1e-4
 
 
-@pytest.mark.backends("cuda", reason="libdevice itself runs only on the GPU")
-@pytest.mark.parametrize("symbol", sorted(SYMBOLS))
-def test_gpu_libdevice_matches_the_interpreter(symbol):
+def compiled_against_interpreter(symbol: str) -> None:
+    """Run `symbol` on the current (compiled) backend and on the interpreter, same inputs."""
     import numerics_backends as nb
+    backend = current()
     args = inputs(symbol, np.random.default_rng())
     got = run_symbol(symbol, args)
     nb.set_current("interpreter")
     try:
         ref = run_symbol(symbol, args)
     finally:
-        nb.set_current("cuda")
+        nb.set_current(backend)
     compare_to_reference(symbol, got, ref)
+
+
+@pytest.mark.backends("cuda", reason="libdevice itself runs only on the GPU")
+@pytest.mark.parametrize("symbol", sorted(SYMBOLS))
+def test_gpu_libdevice_matches_the_interpreter(symbol):
+    compiled_against_interpreter(symbol)
 
 
 def compare_to_reference(symbol: str, got: np.ndarray, ref: np.ndarray) -> None:
@@ -408,15 +414,7 @@ HOST_SYMBOLS = sorted(s for s in SYMBOLS if host_libm_name(s) is not None and ba
 @pytest.mark.backends("cuda-emulated", reason="the emulator runs the host C library's functions")
 @pytest.mark.parametrize("symbol", HOST_SYMBOLS)
 def test_emulator_runs_host_libm(symbol):
-    import numerics_backends as nb
-    args = inputs(symbol, np.random.default_rng())
-    got = run_symbol(symbol, args)
-    nb.set_current("interpreter")
-    try:
-        ref = run_symbol(symbol, args)
-    finally:
-        nb.set_current("cuda-emulated")
-    compare_to_reference(symbol, got, ref)
+    compiled_against_interpreter(symbol)
 
 
 def test_every_symbol_has_a_reference_and_the_table_is_tritons():
