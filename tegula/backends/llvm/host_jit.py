@@ -33,6 +33,11 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+def llvm_triple() -> str:
+    """The LLVM triple of this process (the host)."""
+    return llvm.get_process_triple()
+
+
 def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any:
     """A target machine for the host: the host CPU and all its features when `native`,
     else the generic CPU of the process triple with `features` only."""
