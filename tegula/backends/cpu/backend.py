@@ -180,6 +180,11 @@ class CpuProgram:
         loc = site.ins.loc if site.ins.loc is not None and site.ins.loc.line > 0 else None
         if site.kind == "assert":
             return DeviceAssertionError(site.type_name, loc=loc, pid=pid)
+        if site.kind == "assert_tile":
+            n_bad, first, total = (int(x) for x in err[ERR_EXTRA:ERR_EXTRA + 3])
+            idx = tuple(int(i) for i in np.unravel_index(first, site.shape))
+            return DeviceAssertionError(f"{site.type_name} (first failing element at index {idx}; "
+                                        f"{n_bad} of {total} failed)", loc=loc, pid=pid)
         if site.kind == "runtime":
             return KernelRuntimeError(site.type_name, loc=loc, pid=pid)
         n_bad, n_active, first = (int(x) for x in err[ERR_EXTRA:ERR_EXTRA + 3])

@@ -24,6 +24,7 @@ from ...ir.types import PointerType, ScalarType, element_of, shape_of
 from ..llvm import host_jit
 from ..llvm.scalar_ops import ScalarTarget, lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type, memory_type
+from .lower_ops import MoreOps
 
 # error record (int64 words): flag, site, pid x y z, then per kind: for an access, the
 # number of bad elements, of active elements, the first bad linear index, and the byte
@@ -70,7 +71,7 @@ class Site:
         self.elem_bytes, self.shape = elem_bytes, shape
 
 
-class CpuLowering:
+class CpuLowering(MoreOps):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -365,15 +366,17 @@ class CpuLowering:
                 b.store(v, word(ERR_EXTRA + k))
         b.ret(ir.Constant(I32, 1))
 
-    def runtime_error(self, ins: Instr, cond: ir.Value, kind: str, message: str) -> None:
-        """Stop the program with a located error when `cond` (i1) holds."""
+    def runtime_error(self, ins: Instr, cond: ir.Value, kind: str, message: str,
+                      extra: Optional[list] = None, shape: tuple = ()) -> None:
+        """Stop the program with a located error when `cond` (i1) holds; `extra` values
+        go to the error record."""
         b = self.b
-        self.sites.append(Site(kind, ins, None, message, 1, ()))
+        self.sites.append(Site(kind, ins, None, message, 1, shape))
         fail_bb = self.fn.append_basic_block("error")
         ok_bb = self.fn.append_basic_block("ok")
         b.cbranch(cond, fail_bb, ok_bb)
         b.position_at_end(fail_bb)
-        self.record_error(len(self.sites) - 1, [])
+        self.record_error(len(self.sites) - 1, list(extra or []))
         b.position_at_end(ok_bb)
 
     def _guarded(self, active: Optional[ir.Value], access, fallback: Optional[ir.Value]) -> Optional[ir.Value]:
@@ -404,7 +407,7 @@ class CpuLowering:
         pointee = element_of(ptr_v.type).pointee
         rty = llvm_type(pointee)
         chk = self._begin_checks(ins, kind, ptr_v)
-        is_load = kind == "load"
+        is_load = kind in ("load", "atomic")  # both give a value per element
 
         def one(i):
             p = self.get(ptr_v, i)
@@ -419,7 +422,7 @@ class CpuLowering:
                 ok = self._in_bounds(chk, p, i)
                 return self._guarded(ok, lambda: do(p, i), fallback)
             return self._guarded(m, checked, fallback)
-        if is_load:
+        if is_load and ins.results:
             self.scalar_or_tile(ins, one)
         elif not shape_of(ptr_v.type):
             one(None)
