@@ -158,21 +158,25 @@ class CpuProgram:
         if total == 0:
             return
         slots, sizes, _keep = self._pack(args)
-        err = np.zeros(ERR_WORDS, np.int64)
-        a, s, e = slots.ctypes.data, sizes.ctypes.data, err.ctypes.data
+        a, s = slots.ctypes.data, sizes.ctypes.data
         n = min(threads(), total)
-        if n <= 1:
-            self.fn(a, s, 0, total, gx, gy, gz, e)
+        # a few chunks per thread balance uneven programs without much call overhead;
+        # each chunk has its own error record and runs its programs in order, so the
+        # error reported is the one of the lowest failing program id, as the interpreter's
+        chunks = 1 if n <= 1 else min(total, n * 4)
+        err = np.zeros((chunks, ERR_WORDS), np.int64)
+        e0, stride = err.ctypes.data, ERR_WORDS * 8
+        if chunks == 1:
+            self.fn(a, s, 0, total, gx, gy, gz, e0)
         else:
-            # a few chunks per thread balance uneven programs without much call overhead
-            chunks = min(total, n * 4)
             bounds = [total * k // chunks for k in range(chunks + 1)]
-            futures = [_pool(n).submit(self.fn, a, s, bounds[k], bounds[k + 1], gx, gy, gz, e)
+            futures = [_pool(n).submit(self.fn, a, s, bounds[k], bounds[k + 1], gx, gy, gz, e0 + k * stride)
                        for k in range(chunks)]
             for f in futures:
                 f.result()
-        if err[0]:
-            raise self._error(err, args)
+        failed = np.flatnonzero(err[:, 0])
+        if failed.size:
+            raise self._error(err[failed[0]], args)
 
     def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
         site = self.lowering.sites[int(err[ERR_SITE])]
@@ -190,15 +194,20 @@ class CpuProgram:
         n_bad, n_active, first = (int(x) for x in err[ERR_EXTRA:ERR_EXTRA + 3])
         offsets = err[ERR_EXTRA + 3:ERR_EXTRA + 3 + min(n_bad, ERR_LIST)]
         arg = site.arg
+        where = ""
+        if site.shape:
+            where = f"; first at tile index {tuple(int(i) for i in np.unravel_index(first, site.shape))}"
+        if arg is None:
+            shown = ", ".join(hex(int(a) & 0xFFFFFFFFFFFFFFFF) for a in offsets)
+            return OutOfBoundsError(f"{site.kind} through a pointer that points into no argument buffer "
+                                    f"(addresses [{shown}{', ...' if n_bad > ERR_LIST else ''}]){where}",
+                                    loc=loc, pid=pid)
         name = self.kernel.arg_names[arg] if arg < len(self.kernel.arg_names) else f"#{arg}"
         buf = args[arg]
         size = site.elem_bytes
         count = buf.nbytes // size if isinstance(buf, np.ndarray) else 0
         shown = ", ".join(str(int(o) // size) for o in offsets)
         shown = "[" + shown + (", ..." if n_bad > ERR_LIST else "") + "]"
-        where = ""
-        if site.shape:
-            where = f"; first at tile index {tuple(int(i) for i in np.unravel_index(first, site.shape))}"
         msg = (f"out-of-bounds {site.kind} through pointer argument '{name}': "
                f"{n_bad} of {n_active} accessed {site.type_name} elements lie outside the buffer of "
                f"{count} elements; element offsets from the buffer start: {shown}{where}")

@@ -298,10 +298,9 @@ class CpuLowering(MoreOps):
     def _begin_checks(self, ins: Instr, kind: str, ptr_v: Value) -> Optional[dict]:
         if not self.checked:
             return None
+        # the argument the pointer derives from, when the IR says; else (pointers
+        # selected between buffers, or loaded from memory) any argument buffer will do
         origin = self.origin.get(id(ptr_v))
-        if origin is None:
-            raise self.fail(ins, "cannot tell which pointer argument this access goes through "
-                            "(bounds checks need it; turn checks off with TEGULA_CPU_BOUNDS_CHECK=0)")
         if not hasattr(self, "bad_slots"):
             ab = self.alloca_b
             self.bad_slots = {"n": ab.alloca(I64), "active": ab.alloca(I64), "first": ab.alloca(I64),
@@ -312,7 +311,7 @@ class CpuLowering(MoreOps):
         pointee = element_of(ptr_v.type).pointee
         site = Site(kind, ins, origin, str(pointee), _bytes(pointee), tuple(shape_of(ptr_v.type)))
         self.sites.append(site)
-        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64)
+        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if origin is not None else None
         return {"site": len(self.sites) - 1, "origin": origin, "base": base, "nbytes": site.elem_bytes}
 
     def _in_bounds(self, chk: Optional[dict], p: ir.Value, i: Optional[ir.Value]) -> Optional[ir.Value]:
@@ -323,10 +322,20 @@ class CpuLowering(MoreOps):
         b = self.b
         s = self.bad_slots
         b.store(b.add(b.load(s["active"]), ir.Constant(I64, 1)), s["active"])
-        off = b.sub(b.ptrtoint(p, I64), chk["base"])
-        lo, hi = self.bounds[chk["origin"]]
-        bad = b.or_(b.icmp_signed("<", off, lo),
-                    b.icmp_signed(">", b.add(off, ir.Constant(I64, chk["nbytes"])), hi))
+        addr = b.ptrtoint(p, I64)
+        end = ir.Constant(I64, chk["nbytes"])
+        if chk["origin"] is not None:
+            off = b.sub(addr, chk["base"])
+            lo, hi = self.bounds[chk["origin"]]
+            bad = b.or_(b.icmp_signed("<", off, lo), b.icmp_signed(">", b.add(off, end), hi))
+        else:
+            off = addr  # the message shows addresses
+            bad = ir.Constant(ir.IntType(1), 1)
+            for k in self.ptr_args:
+                o = b.sub(addr, b.ptrtoint(self.env[id(self.kernel.args[k])], I64))
+                lo, hi = self.bounds[k]
+                inside = b.and_(b.icmp_signed(">=", o, lo), b.icmp_signed("<=", b.add(o, end), hi))
+                bad = b.and_(bad, b.not_(inside))
         with b.if_then(bad, likely=False):
             n = b.load(s["n"])
             with b.if_then(b.icmp_signed("<", n, ir.Constant(I64, ERR_LIST))):
