@@ -44,9 +44,18 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return pool
 
 
+_UNCHECKED = "+unchecked"
+
+
 def _target() -> GPUTarget:
+    # the bounds-check knob changes the code, so it is part of the target (and thus
+    # of every cache key): toggling it never reuses a kernel compiled the other way
     cpu, _features = host_jit.host_cpu()
-    return GPUTarget("cpu", cpu, 1)
+    return GPUTarget("cpu", cpu + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
+
+
+def _checked(target: Any) -> bool:
+    return not str(getattr(target, "arch", "")).endswith(_UNCHECKED)
 
 
 def _kernel_ir(compiled: Any) -> Any:
@@ -73,11 +82,12 @@ class CpuBackend:
         return _target()
 
     def compile(self, kernel: Any, options: Any, target: GPUTarget, io: Any) -> tuple[dict, dict]:
-        module, _lw = lower(kernel, checked=bool(knobs.cpu_bounds_check), debug=bool(options.debug))
+        module, _lw = lower(kernel, checked=_checked(target), debug=bool(options.debug))
         return {"llir": str(module)}, {"shared": 0}
 
     def load(self, compiled: Any, device: int):
-        program = CpuProgram(_kernel_ir(compiled), bool(knobs.cpu_bounds_check), bool(compiled.metadata.debug))
+        md = compiled.metadata
+        program = CpuProgram(_kernel_ir(compiled), _checked(md.target), bool(md.debug))
         return program.launcher(compiled.metadata)
 
 

@@ -413,6 +413,62 @@ class CpuLowering(MoreOps):
     def _access(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
                 do) -> None:
         """The loop of a load or store; `do(p, i)` accesses one element."""
+        if kind != "atomic" and shape_of(ptr_v.type):
+            self._access_tile(ins, kind, ptr_v, mask_v, fallback_v, do)
+            return
+        self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
+
+    def _access_tile(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
+                     fallback_v: Optional[Value], do) -> None:
+        """A tile load/store with the checks hoisted: one vectorizable pass finds whether
+        every element is active and the offsets' range lies inside the buffer; then a
+        branch-free loop does the accesses. Otherwise the per-element loop runs."""
+        b = self.b
+        n = _numel(ptr_v.type)
+        origin = self.origin.get(id(ptr_v))
+        need_range = self.checked
+        if need_range and origin is None:
+            self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
+            return
+        ab = self.alloca_b
+        all_slot, lo_slot, hi_slot = ab.alloca(I8), ab.alloca(I64), ab.alloca(I64)
+        b.store(ir.Constant(I8, 1), all_slot)
+        b.store(ir.Constant(I64, 2**63 - 1), lo_slot)
+        b.store(ir.Constant(I64, -2**63), hi_slot)
+        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if need_range else None
+
+        def scan(i):
+            if mask_v is not None:
+                b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
+            if need_range:
+                off = b.sub(b.ptrtoint(self.get(ptr_v, i), I64), base)
+                lo, hi = b.load(lo_slot), b.load(hi_slot)
+                b.store(b.select(b.icmp_signed("<", off, lo), off, lo), lo_slot)
+                b.store(b.select(b.icmp_signed(">", off, hi), off, hi), hi_slot)
+        if mask_v is not None or need_range:
+            self.loop(n, scan)
+        fast = b.icmp_unsigned("!=", b.load(all_slot), ir.Constant(I8, 0))
+        if need_range:
+            blo, bhi = self.bounds[origin]
+            nbytes = _bytes(element_of(ptr_v.type).pointee)
+            inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
+                            b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
+            fast = b.and_(fast, inside)
+        result = self.new_tile(ins.result.type) if kind == "load" else None
+        with b.if_else(fast) as (then, otherwise):
+            with then:
+                def plain(i):
+                    v = do(self.get(ptr_v, i), i)
+                    if result is not None:
+                        b.store(v, self.elem_ptr(result, i))
+                self.loop(n, plain)
+            with otherwise:
+                self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
+        if result is not None:
+            self.env[id(ins.result)] = result
+
+    def _access_slow(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
+                     fallback_v: Optional[Value], do, into: Optional["Tile"] = None) -> None:
         pointee = element_of(ptr_v.type).pointee
         rty = llvm_type(pointee)
         chk = self._begin_checks(ins, kind, ptr_v)
@@ -431,7 +487,10 @@ class CpuLowering(MoreOps):
                 ok = self._in_bounds(chk, p, i)
                 return self._guarded(ok, lambda: do(p, i), fallback)
             return self._guarded(m, checked, fallback)
-        if is_load and ins.results:
+        if into is not None:
+            self.loop(_numel(ptr_v.type), lambda i: self.b.store(one(i), self.elem_ptr(into, i)))
+            self.env[id(ins.result)] = into
+        elif is_load and ins.results:
             self.scalar_or_tile(ins, one)
         elif not shape_of(ptr_v.type):
             one(None)
