@@ -24,6 +24,9 @@ for e in examples/0*.py; do
   timeout 300 python3 "$e" > "$OUT/$(basename "$e" .py).log" 2>&1; echo "$e exit $?"; tail -n 3 "$OUT/$(basename "$e" .py).log"
 done
 
+echo "== instruction mix of the benchmark matmul (tegula sm_80 / sm_90a, Triton on this GPU)"
+timeout 300 python3 benchmarks/sass_mix.py 2>&1 | tee "$OUT/sass_mix.log" | tail -n 5
+
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 echo "== benchmarks"
 python3 benchmarks/run_gpu.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 40

@@ -194,6 +194,42 @@ def bench_layernorm(tg, tr) -> None:
         record("layernorm_fwd_fp16", f"{M}x{N}", "GB/s", lambda ms: 4 * M * N / ms / 1e6, rounds, paired, **times)
 
 
+MATMUL_CASES = [  # (size, dtype, (BM, BN, BK, stages, warps)): the tensor-core issue's rows first
+    (4096, "float16", (128, 256, 64, 3, 8)), (8192, "float16", (128, 256, 64, 3, 8)),
+    (3000, "float16", (128, 128, 64, 4, 4)), (4096, "bfloat16", (128, 256, 64, 3, 8)),
+    (4096, "float16", (128, 128, 64, 4, 8)), (4096, "float16", (128, 128, 32, 4, 4)),
+    (4096, "float16", (64, 128, 32, 4, 4)),
+]
+
+
+def bench_matmul(tg, tr) -> None:
+    """C = A @ B (fp32 accumulation, output in the input type) with Triton's tutorial
+    kernel and a fixed config per row; cuBLAS through torch.matmul."""
+    for size, dt, (bm, bn, bk, stages, warps) in MATMUL_CASES:
+        dtype = getattr(torch, dt)
+        a = torch.randn(size, size, device="cuda", dtype=dtype)
+        b = torch.randn(size, size, device="cuda", dtype=dtype)
+        c = torch.empty(size, size, device="cuda", dtype=dtype)
+        ref = torch.matmul(a, b)
+        grid = (triton_cdiv(size, bm) * triton_cdiv(size, bn),)
+        fns = {}
+        for who, mod in (("tegula", tg), ("triton", tr)):
+            if mod is None:
+                continue
+            fns[who] = (lambda mod=mod: mod.matmul_kernel[grid](
+                a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                num_warps=warps, num_stages=stages))
+            checked(fns[who], c, ref, atol=0.125, rtol=0.02)
+        c_t = torch.empty_like(c)
+        fns["cublas"] = lambda: torch.matmul(a, b, out=c_t)
+        times, rounds = bench_rounds(fns)
+        flops = 2 * size**3
+        record(f"matmul_{dt}", f"{size}^3 {bm}x{bn}x{bk} s{stages} w{warps}", "TFLOP/s",
+               lambda ms: flops / ms / 1e9, rounds, None, tegula=times.get("tegula"), triton=times.get("triton"),
+               torch=times["cublas"])
+
+
 def host_time_per_launch(fn, bursts: int = 50, burst: int = 200) -> float:
     """Median host time (µs) per call over bursts of back-to-back launches."""
     fn()
@@ -373,6 +409,7 @@ def main() -> None:
     tr = load_triton_kernels()
     steps = {"copy": lambda: copy_bandwidth(), "add": lambda: bench_add(tg, tr),
              "softmax": lambda: bench_softmax(tg, tr), "layernorm": lambda: bench_layernorm(tg, tr),
+             "matmul": lambda: bench_matmul(tg, tr),
              "overhead": lambda: bench_overhead(tg, tr), "compile": lambda: bench_compile(tg, tr)}
     for name, step in steps.items():
         if a.only and name not in a.only and name != "copy":

@@ -11,7 +11,11 @@ import argparse
 import functools
 import sys
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError:  # the examples are standalone scripts: say what is missing
+    raise SystemExit("this example compares against PyTorch: pip install -e '.[test]' "
+                     "(or pip install torch)") from None
 
 import tegula as triton
 import tegula.language as tl

@@ -13,7 +13,11 @@ on the CPU one small config is used (autotuning the interpreter would only measu
 import argparse
 import sys
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError:  # the examples are standalone scripts: say what is missing
+    raise SystemExit("this example compares against PyTorch: pip install -e '.[test]' "
+                     "(or pip install torch)") from None
 
 import tegula as triton
 import tegula.language as tl

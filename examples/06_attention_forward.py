@@ -14,7 +14,11 @@ import argparse
 import math
 import sys
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError:  # the examples are standalone scripts: say what is missing
+    raise SystemExit("this example compares against PyTorch: pip install -e '.[test]' "
+                     "(or pip install torch)") from None
 
 import tegula as triton
 import tegula.language as tl

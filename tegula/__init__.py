@@ -11,9 +11,13 @@ script written for `import triton` unchanged.
 from __future__ import annotations
 
 __version__ = "0.1.0"
+# the Triton release whose API tegula follows: what `triton.__version__` reads under
+# `tegula.compat`
+__triton_version__ = "3.6.0"
 
 from . import language, runtime, testing
 from .errors import CompilationError, KernelArgumentError, OutOfResources, TegulaError
+from .runtime._allocation import set_allocator
 from .runtime.args import MockTensor, TensorWrapper, reinterpret
 from .runtime.autotuner import Config, autotune
 from .runtime.compiler import compile
@@ -38,6 +42,7 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = [
     "CompilationError", "Config", "JITFunction", "KernelArgumentError", "KernelInterface", "MockTensor",
-    "OutOfResources", "TegulaError", "TensorWrapper", "TritonError", "__version__", "autotune", "cdiv",
-    "compile", "heuristics", "jit", "language", "next_power_of_2", "reinterpret", "runtime", "testing",
+    "OutOfResources", "TegulaError", "TensorWrapper", "TritonError", "__triton_version__", "__version__",
+    "autotune", "cdiv",
+    "compile", "heuristics", "jit", "language", "next_power_of_2", "reinterpret", "runtime", "set_allocator", "testing",
 ]

@@ -5,11 +5,13 @@
 
 or, from Python, `tegula.compat.install()` before the first `import triton`.
 
-`install()` puts a finder first on `sys.meta_path` that resolves `triton` and every
-`triton.X` to the tegula module `tegula.X` (the very same module object, so
-`triton.language is tegula.language`), with a few renames where tegula's layout differs
-(`triton.language.extra.cuda.libdevice` → tegula's libdevice functions, ...). A Triton
-module tegula does not have fails to import with a message naming both.
+`install()` puts a finder first on `sys.meta_path` that resolves every `triton.X` to the
+tegula module `tegula.X` (the very same module object, so `triton.language is
+tegula.language`), with a few renames where tegula's layout differs
+(`triton.language.extra.cuda.libdevice` → tegula's libdevice), and `triton` itself to a
+`TritonModule` facade over `tegula` whose only difference is `__version__` (the Triton
+release tegula follows). A Triton module tegula does not have fails to import with a
+message naming both.
 """
 from __future__ import annotations
 
@@ -24,12 +26,11 @@ from typing import Optional, Sequence
 
 # triton name -> tegula candidates, tried in order (the first that imports wins).
 _RENAMES: dict[str, tuple[str, ...]] = {
-    "triton.language.extra.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
-    "triton.language.extra.cuda.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
-    "triton.language.extra.cuda": ("tegula.language.extra.cuda", "tegula.language.extra"),
-    "triton.language.libdevice": ("tegula.language.extra.libdevice", "tegula.language.math"),
+    "triton.language.extra.cuda.libdevice": ("tegula.language.extra.libdevice",),
+    "triton.language.libdevice": ("tegula.language.extra.libdevice",),
     "triton.compiler.compiler": ("tegula.compiler.compiler",),
     "triton.runtime.jit": ("tegula.runtime.jit",),
+    "triton.runtime.cache": ("tegula.runtime.cache_manager",),
 }
 
 
@@ -67,17 +68,51 @@ class TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         module = spec.loader_state
         spec.loader_state = (module, getattr(module, "__spec__", None))
+        if spec.name == "triton":
+            return TritonModule(module)
         return module
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system set `module.__spec__` to the alias spec; give the tegula
-        # module its own back (reloads and pickling look at it).
+        # module its own back (reloads and pickling look at it). The `triton` facade
+        # keeps its alias spec: it is a module of its own.
         spec = module.__spec__
-        if spec is not None and isinstance(spec.loader_state, tuple):
+        if spec is not None and isinstance(spec.loader_state, tuple) and not isinstance(module, TritonModule):
             module.__spec__ = spec.loader_state[1]
 
 
+class TritonModule(ModuleType):
+    """What `import triton` gives under compat: tegula's top level seen through Triton's
+    eyes. Every attribute is tegula's (`triton.jit is tegula.jit`; assignments reach
+    tegula too), except `__version__`, which is the Triton release tegula is compatible
+    with (`tegula.__triton_version__`): libraries branch on it (`>= "3.0.0"`), and
+    tegula's own version (`tegula.__version__`) would send them down Triton-2 paths."""
+
+    def __init__(self, tegula: ModuleType) -> None:
+        super().__init__("triton", tegula.__doc__)
+        object.__setattr__(self, "_tegula", tegula)
+        object.__setattr__(self, "__version__", tegula.__triton_version__)
+        object.__setattr__(self, "__path__", list(tegula.__path__))
+        object.__setattr__(self, "__file__", tegula.__file__)
+
+    def __getattr__(self, name: str):
+        return getattr(object.__getattribute__(self, "_tegula"), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, "_tegula"), name, value)
+
+    def __dir__(self):
+        return sorted(set(dir(object.__getattribute__(self, "_tegula"))) | {"__version__"})
+
+
 _FINDER = TritonAliasFinder()
+
+
+def _is_ours(module: ModuleType) -> bool:
+    return isinstance(module, TritonModule) or getattr(module, "__name__", "").startswith("tegula")
 
 
 def install() -> None:
@@ -86,8 +121,7 @@ def install() -> None:
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
-        mod = sys.modules[name]
-        if not getattr(mod, "__name__", "").startswith("tegula"):
+        if not _is_ours(sys.modules[name]):
             del sys.modules[name]
 
 
@@ -96,7 +130,7 @@ def uninstall() -> None:
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
-        if getattr(sys.modules[name], "__name__", "").startswith("tegula"):
+        if _is_ours(sys.modules[name]):
             del sys.modules[name]
 
 

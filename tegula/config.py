@@ -72,6 +72,8 @@ _knob("ptxas", "TEGULA_PTXAS_PATH", "TRITON_PTXAS_PATH", str, "",
 _knob("cuda_home", "CUDA_HOME", "CUDA_PATH", str, "", "CUDA toolkit root (libdevice, ptxas).")
 _knob("libdevice", "TEGULA_LIBDEVICE_PATH", "TRITON_LIBDEVICE_PATH", str, "",
       "Path of libdevice.10.bc (else found under the CUDA toolkit).")
+_knob("dot_tensor_cores", "TEGULA_DOT_TENSOR_CORES", None, _bool, True,
+      "Compute tl.dot on tensor cores where an instruction fits (0: every dot on FMAs).")
 
 
 class _Knobs:

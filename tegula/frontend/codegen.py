@@ -21,7 +21,7 @@ from ..ir.builder import Builder
 from ..ir.core import Loc
 from .branches import BranchesMixin
 from .calls import CallsMixin
-from .diagnostics import FrontendError, to_compilation_error, unsupported
+from .diagnostics import FrontendError, to_compilation_error, unsupported, user_cause
 from .expressions import ExpressionsMixin
 from .loops import LoopsMixin
 from .scope import RETURN_SLOT, Namespace, Scope
@@ -108,7 +108,7 @@ class FunctionGenerator(ExpressionsMixin, StatementsMixin, BranchesMixin, LoopsM
             err = to_compilation_error(e, loc, self.chain)
             if self.ctx.debug_frontend:
                 raise err from e
-            raise err from None
+            raise err from user_cause(e)
         finally:
             builder.loc, self.loc = saved
 

@@ -93,6 +93,16 @@ def message_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def user_cause(exc: BaseException) -> Optional[BaseException]:
+    """What a located CompilationError keeps as `__cause__`, as Triton does: the error
+    the language raised (a ValueError, TypeError, ...), stripped of tegula's internal
+    frames (they are shown only with TEGULA_DEBUG_FRONTEND=1); None for tegula's own
+    frontend errors, whose message already is the located one."""
+    if isinstance(exc, (FrontendError, CompilationError)):
+        return None
+    return exc.with_traceback(None)
+
+
 def to_compilation_error(exc: BaseException, loc: Loc, chain: Sequence[CallSite]) -> CompilationError:
     """The located error for an exception that escaped the visit of a node at `loc`."""
     if isinstance(exc, FrontendError) and exc.loc is not None:

@@ -32,7 +32,7 @@ def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str,
     located in the user's source, for anything the kernel does wrong."""
     pyfn = getattr(fn, "fn", fn)
     try:
-        src = get_source(pyfn)
+        src = get_source(pyfn, getattr(fn, "_src_override", None))
     except SourceUnavailableError as e:
         raise CompilationError(str(e)) from None
     try:
@@ -40,8 +40,9 @@ def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str,
     except CompilationError as e:
         if config.knobs.debug_frontend:
             raise
-        # The traceback through the generator's frames says nothing to a kernel author.
-        raise e.with_traceback(None) from None
+        # The traceback through the generator's frames says nothing to a kernel author;
+        # the language's own error stays the cause, as in Triton (without frames).
+        raise e.with_traceback(None) from e.__cause__
 
 
 def _build(src: FunctionSource, pyfn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],

@@ -1,7 +1,8 @@
 """Source capture: from a Python function to its AST and the absolute locations of nodes.
 
 The frontend never looks at bytecode. It reads the function's source text with
-`inspect.getsourcelines`, dedents it (nested and method definitions are indented),
+`inspect.getsourcelines` (or, for a function made by `exec` of a string, from the text
+`exec_sources` saw compiled), dedents it (nested and method definitions are indented),
 parses it, and keeps what is needed to turn an AST node's position back into the
 user's real file position: the line offset of the function in its file, the
 indentation removed from each line, and the UTF-8 byte → character conversion that
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..ir.core import Loc
+from . import exec_sources
 
 
 class SourceUnavailableError(Exception):
@@ -77,18 +79,38 @@ class FunctionSource:
         return byte_col + self.indents[idx]
 
 
-def get_source(pyfn: Callable) -> FunctionSource:
-    """Capture and parse the source of `pyfn` (cached per code object and source text)."""
+def source_lines(pyfn: Callable) -> tuple[list[str], int, str]:
+    """The source lines of function `pyfn`, its first line number and its file: from its
+    file, or for a function made by `exec` of a string, from that string (the file is
+    then a pseudo name `linecache` knows). Raises `SourceUnavailableError`."""
+    code = pyfn.__code__
+    try:
+        lines, first_line = inspect.getsourcelines(pyfn)
+        return lines, first_line, inspect.getsourcefile(pyfn) or code.co_filename
+    except (OSError, TypeError) as e:
+        text = exec_sources.find(code)
+        if text is None:
+            raise SourceUnavailableError(
+                f"cannot read the source of @jit function '{pyfn.__name__}' ({e}); @jit functions "
+                "must be defined in a file or by exec/compile of a string") from None
+    all_lines = text.splitlines(keepends=True)
+    first_line = code.co_firstlineno
+    return inspect.getblock(all_lines[first_line - 1:]), first_line, exec_sources.register_lines(
+        pyfn.__name__, all_lines)
+
+
+def get_source(pyfn: Callable, text: Optional[str] = None) -> FunctionSource:
+    """Capture and parse the source of `pyfn` (cached per code object and source text);
+    `text`, when given, replaces the function's source (`JITFunction._unsafe_update_src`)
+    and is read with the function's globals and closure."""
     code = getattr(pyfn, "__code__", None)
     if code is None:
         raise SourceUnavailableError(f"'{getattr(pyfn, '__name__', pyfn)}' is not a Python function")
-    try:
-        raw_lines, first_line = inspect.getsourcelines(pyfn)
-        file = inspect.getsourcefile(pyfn) or code.co_filename
-    except (OSError, TypeError) as e:
-        raise SourceUnavailableError(
-            f"cannot read the source of @jit function '{pyfn.__name__}' ({e}); @jit functions "
-            "must be defined in a file") from None
+    if text is not None:
+        raw_lines = text.splitlines(keepends=True)
+        first_line, file = 1, exec_sources.register_lines(pyfn.__name__, raw_lines)
+    else:
+        raw_lines, first_line, file = source_lines(pyfn)
     parsed = _parse(tuple(raw_lines), pyfn.__name__)
     closure = {}
     if code.co_freevars and getattr(pyfn, "__closure__", None):
@@ -98,7 +120,9 @@ def get_source(pyfn: Callable) -> FunctionSource:
             except ValueError:  # an empty cell: the closed-over name is not assigned yet
                 pass
     tree, lines, indents = parsed
-    return FunctionSource(pyfn.__name__, os.path.abspath(file), max(first_line, 1), tree,
+    if not file.startswith("<"):
+        file = os.path.abspath(file)
+    return FunctionSource(pyfn.__name__, file, max(first_line, 1), tree,
                           lines, indents, pyfn.__globals__, closure)
 
 

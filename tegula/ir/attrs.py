@@ -155,6 +155,15 @@ class FDivAttrs:
     ieee_rounding: bool = False
 
 
+@dataclass(frozen=True)
+class ExternAttrs:
+    """extern_elementwise: the library function applied element by element (a libdevice
+    `__nv_*` symbol), and whether it is pure (free of side effects)."""
+
+    symbol: str
+    pure: bool = True
+
+
 def attr_fields(attrs: Any) -> list[tuple[str, Any]]:
     """(name, value) pairs of an attribute record, in declaration order."""
     return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)]

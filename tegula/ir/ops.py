@@ -85,6 +85,7 @@ class Op(enum.Enum):
     ADDPTR = "addptr"    # pointer + integer offset counted in elements
     # ternary elementwise
     FMA = "fma"
+    EXTERN_ELEMENTWISE = "extern_elementwise"  # a library function (libdevice) per element
     SELECT = "select"
     # conversions
     CAST = "cast"
@@ -299,6 +300,8 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.SELECT: _elementwise(np.where, {"sint": "select", "uint": "select", "float": "select", "ptr": "select"},
                             operands=3, result=_second),
 
+    # the producer chooses the result type (the library's signature); operands may differ
+    Op.EXTERN_ELEMENTWISE: OpInfo(Kind.ELEMENTWISE, VARIADIC, attrs=A.ExternAttrs, llvm={"any": "extern"}),
     Op.CAST: OpInfo(Kind.ELEMENTWISE, 1, attrs=A.CastAttrs, llvm={"any": "convert"}),
     Op.BITCAST: OpInfo(Kind.ELEMENTWISE, 1, llvm={"any": "bitcast"}),
     Op.PTR_TO_INT: OpInfo(Kind.ELEMENTWISE, 1, llvm={"ptr": "ptrtoint"}),

@@ -266,6 +266,13 @@ class _Verifier:
             if not isinstance(element_of(ts[0]), PointerType) or not _is_int(ts[1]):
                 self.fail(f"'addptr' takes a pointer and an integer offset, got {_types(ts)}", ins)
             return
+        if op is Op.EXTERN_ELEMENTWISE:
+            # a library signature: operand and result scalar types are the symbol's own
+            if shape_of(rts[0]) != shapes[0]:
+                self.fail(f"'extern_elementwise' must keep the operands' shape: {_types(ts)} -> {rts[0]}", ins)
+            if any(isinstance(element_of(t), PointerType) for t in ts + rts):
+                self.fail("'extern_elementwise' takes and returns numbers, not pointers", ins)
+            return
         if any(t != ts[0] for t in ts):
             self.fail(f"operands of '{op.value}' must have identical types, got {_types(ts)}", ins)
         table = OP_INFO[op].llvm

@@ -7,11 +7,22 @@ are also exported here.
 """
 from __future__ import annotations
 
-from . import math, random
+from . import extra, math, random
 from .atomics import atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor
 from .block_pointers import advance, block_ptr, make_block_ptr
 from .constexpr import constexpr, is_power_of_two, unwrap_constexpr
-from .core import Builtin, PropagateNan, builtin, condition, const, is_builtin, range, static_range
+from .core import (
+    Builtin,
+    PropagateNan,
+    builtin,
+    condition,
+    const,
+    extern,
+    extern_elementwise,
+    is_builtin,
+    range,
+    static_range,
+)
 from .core_builtins import (
     add,
     arange,
@@ -151,7 +162,8 @@ __all__ = [
     "block_ptr", "block_type", "broadcast", "broadcast_to", "builtin", "builtin_max", "builtin_min", "cast", "cat",
     "cdiv", "ceil", "clamp", "condition", "const", "constexpr", "cos", "cumprod", "cumsum", "debug_barrier",
     "device_assert", "device_print", "div_rn", "dot", "dot_scaled", "dtype", "erf", "exp", "exp2",
-    "expand_dims", "fdiv", "flip", "float16", "float32", "float64", "float8e4b15", "float8e4b8",
+    "expand_dims", "extern", "extern_elementwise", "extra",
+    "fdiv", "flip", "float16", "float32", "float64", "float8e4b15", "float8e4b8",
     "float8e4nv", "float8e5", "float8e5b16", "floor", "fma", "full", "gather", "get_int_dtype", "histogram",
     "inline_asm_elementwise", "int1", "int16", "int32", "int64", "int8", "interleave", "is_builtin",
     "is_power_of_two", "item", "join", "load", "load_tensor_descriptor", "log", "log2", "make_block_ptr",

@@ -1,4 +1,5 @@
 """The builtin mechanism and the small classes kernels name: `Builtin`/`@builtin`,
+`extern`/`extern_elementwise` (library functions, as Triton's `core` has them),
 `PropagateNan`, and the loop iterators `static_range`, `range` and `condition`.
 
 A builtin is written as `def f(sem, *args, **kwargs)`: `sem` is the `Semantic` that
@@ -44,6 +45,38 @@ def builtin(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = No
     if fn is None:
         return functools.partial(builtin, name=name)
     return Builtin(fn, name)
+
+
+def extern(fn: Callable[..., Any]) -> Builtin:
+    """Triton's `@core.extern`: a function written as `def f(arg0, ..., _semantic=None)`
+    (or `_builder=None`, Triton 2's name) that calls `extern_elementwise`; inside a kernel
+    it is a builtin, and the semantic arrives through that keyword."""
+    params = inspect.signature(fn).parameters
+    key = "_semantic" if "_semantic" in params else "_builder" if "_builder" in params else None
+    if key is None:
+        raise TypeError(f"@extern function {fn.__name__} needs a `_semantic=None` parameter")
+
+    def impl(sem, *args, **kwargs):
+        kwargs[key] = sem
+        return fn(*args, **kwargs)
+
+    impl.__name__ = fn.__name__
+    impl.__doc__ = fn.__doc__
+    impl.__module__ = fn.__module__
+    b = Builtin(impl)
+    visible = [p for name, p in params.items() if name not in ("_semantic", "_builder")]
+    b.__signature__ = inspect.Signature(visible)
+    return b
+
+
+def extern_elementwise(lib_name: str, lib_path: str, args: Any, arg_type_symbol_dict: Any, is_pure: bool,
+                       _semantic: Any = None, _builder: Any = None) -> Any:
+    """Apply a library function element by element, choosing the symbol by the arguments'
+    dtypes (Triton's `core.extern_elementwise`; see `semantic_extern`)."""
+    sem = _semantic if _semantic is not None else _builder
+    if sem is None:
+        raise TegulaError("extern_elementwise can only be called inside a @jit function")
+    return sem.extern_elementwise(lib_name, lib_path, list(args), arg_type_symbol_dict, is_pure)
 
 
 def is_builtin(obj: Any) -> bool:
@@ -139,5 +172,5 @@ class const:
     """Annotation marking a pointer argument read-only (`x_ptr: tl.const`)."""
 
 
-__all__ = ["Builtin", "builtin", "is_builtin", "PropagateNan", "static_range", "range", "condition",
-           "const", "constexpr"]
+__all__ = ["Builtin", "builtin", "extern", "extern_elementwise", "is_builtin", "PropagateNan", "static_range",
+           "range", "condition", "const", "constexpr"]

@@ -11,6 +11,7 @@ It is assembled from one mixin per concept:
 - `semantic_atomic` atomic read-modify-write and compare-and-swap;
 - `semantic_reduce` REDUCE/SCAN with built-in or user combine regions;
 - `semantic_dot`    `dot`;
+- `semantic_extern` `extern_elementwise` (libdevice and user `@extern` functions);
 - `semantic_debug`  prints, asserts, hints.
 
 The promotion tables themselves are pure functions in `semantic_types`.
@@ -30,6 +31,7 @@ from .semantic_base import SemanticBase
 from .semantic_cast import CastMixin
 from .semantic_debug import DebugMixin
 from .semantic_dot import DotMixin
+from .semantic_extern import ExternMixin
 from .semantic_memory import MemoryMixin
 from .semantic_reduce import ReduceMixin
 from .semantic_shape import ShapeMixin
@@ -37,7 +39,7 @@ from .semantic_types import IncompatibleTypeError, computation_type, integer_pro
 
 
 class Semantic(ArithmeticMixin, CastMixin, ShapeMixin, MemoryMixin, AtomicMixin, ReduceMixin, DotMixin,
-               DebugMixin, SemanticBase):
+               ExternMixin, DebugMixin, SemanticBase):
     """Typing rules and IR emission for one kernel being compiled (see the module docstring)."""
 
 

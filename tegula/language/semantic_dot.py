@@ -2,9 +2,10 @@
 
 Triton 3.6 rules (NVIDIA target): both operands have the same dtype (any two fp8 types
 may mix); int8 x int8 accumulates in int32; fp32 and bf16 accumulate in fp32; fp64 in
-fp64; fp16 and fp8 in `out_dtype` (fp32 or fp16; bf16 is refused). K must be >= 16
-(>= 32 for 8-bit operands); M and N may be any power of two. f32 operands use the
-`input_precision` ("tf32" by default, or "tf32x3", "ieee").
+fp64; fp16 and fp8 in `out_dtype` (fp32 or fp16; bf16 is refused). M, N and K may be
+any power of two, as in Triton's interpreter: where Triton's NVIDIA backend refuses
+K < 16, tegula computes the small dot on FMAs (a tensor-core instruction needs K >= 16).
+f32 operands use the `input_precision` ("tf32" by default, or "tf32x3", "ieee").
 """
 from __future__ import annotations
 
@@ -81,13 +82,6 @@ class DotMixin(SemanticBase):
                     raise TypeError(f"Unsupported {name} dtype {t} for tl.dot")
             if a != b:
                 raise TypeError(f"Both operands of tl.dot must have the same dtype. Got {a} and {b}")
-        m, k = self.shape_of(lhs)[-2:]
-        n = self.shape_of(rhs)[-1]
-        min_k = 32 if a.primitive_bitwidth == 8 else 16
-        if k < min_k:
-            raise ValueError(f"Input shapes should have M >= 1, N >= 1 and K >= {min_k}: tl.dot of {a} "
-                             f"operands got K = {k} (shapes {fmt_shape(self.shape_of(lhs))} and "
-                             f"{fmt_shape(self.shape_of(rhs))})")
         if a.is_int():
             if a != T.int8:
                 raise TypeError(f"tl.dot supports int8 integer operands only, got {a}")
@@ -103,7 +97,7 @@ class DotMixin(SemanticBase):
             if out_dtype not in (T.float32, T.float16):
                 raise ValueError(f"tl.dot out_dtype must be tl.float32 or tl.float16, got {out_dtype}")
             ret = out_dtype
-        ret_shape = list(self.shape_of(lhs)[:-2]) + [m, n]
+        ret_shape = list(self.shape_of(lhs)[:-2]) + [self.shape_of(lhs)[-2], self.shape_of(rhs)[-1]]
         ret_ty = block_type(ret, ret_shape)
         if acc is None:
             acc = self.tile_constant(0, ret, ret_shape)
@@ -113,7 +107,8 @@ class DotMixin(SemanticBase):
         if max_num_imprecise_acc is None:
             if a.is_fp8() and b.is_fp8():
                 max_num_imprecise_acc = getattr(self.options, "max_num_imprecise_acc_default", None)
-        elif a.is_fp8() and b.is_fp8() and max_num_imprecise_acc > k:
-            raise ValueError(f"max_num_imprecise_acc ({max_num_imprecise_acc}) must be <= K ({k})")
+        elif a.is_fp8() and b.is_fp8() and max_num_imprecise_acc > self.shape_of(lhs)[-1]:
+            raise ValueError(f"max_num_imprecise_acc ({max_num_imprecise_acc}) must be <= K "
+                             f"({self.shape_of(lhs)[-1]})")
         attrs = A.DotAttrs(input_precision=precision, max_num_imprecise_acc=max_num_imprecise_acc)
         return self.emit_tensor(ir.Op.DOT, lhs, rhs, acc, attrs=attrs, type=ret_ty)

@@ -11,8 +11,8 @@ grid)`, which adds almost nothing to a direct call. The runner:
    not a bare TypeError);
 2. builds the cache key from the arguments, inline for the common types: a torch
    tensor contributes (dtype, 16-byte alignment, device), an int a short string naming
-   its spec (`== 1`, divisible by 16, 32-bit; strings because their hash is cached,
-   where a spec tuple would be hashed anew on every launch), a constexpr its value and
+   its spec (`== 1`, its power-of-two divisor up to 16, 32-bit; strings because their
+   hash is cached, where a spec tuple would be hashed anew on every launch), a constexpr its value and
    type; anything else goes through `specialization.spec_value`. Each parameter's
    `do_not_specialize` / `do_not_specialize_on_alignment` is folded in when the code is
    written. The device address a tensor's alignment was read from is kept;
@@ -77,10 +77,10 @@ def annotated_spec(value: Any, sig: str, specialize: bool, align: bool) -> tuple
         return (sig, spec[1], spec[2])
     if sig[0] in "iu" and sig != "i1":
         try:
-            div16 = specialize and align and not isinstance(value, bool) and value.__index__() % 16 == 0
+            div = S.pow2_divisor(value.__index__()) if specialize and align and not isinstance(value, bool) else 1
         except (AttributeError, TypeError):
-            div16 = False
-        return (sig, 16 if div16 else 1, None)
+            div = 1
+        return (sig, div, None)
     return (sig, 1, None)
 
 
@@ -99,7 +99,9 @@ def compute_specs(params: Sequence[Any], values: Sequence[Any]) -> list[tuple]:
 
 
 # Key atoms of the inline int/float specs (see the module docstring).
-KEY_ONE, KEY_I32, KEY_I32_16, KEY_FP32 = "int==1", "i32", "i32%16", "fp32"
+KEY_ONE, KEY_I32, KEY_FP32 = "int==1", "i32", "fp32"
+# an int32's key atom by its low four bits: its power-of-two divisor up to 16
+KEY_I32_BY_LOW_BITS = tuple(KEY_I32 if d == 1 else f"i32%{d}" for d in (S.pow2_divisor(i) for i in range(16)))
 
 
 def _int_expr(a: str, slow: str, specialize: bool, align: bool) -> str:
@@ -107,7 +109,7 @@ def _int_expr(a: str, slow: str, specialize: bool, align: bool) -> str:
     in32 = f"-2147483648 <= {a} <= 2147483647"
     if not specialize:
         return f"(_tg_I32 if {in32} else {slow})"
-    i32 = f"(_tg_I32_16 if not {a} & 15 else _tg_I32)" if align else "_tg_I32"
+    i32 = f"_tg_I32_DIV[{a} & 15]" if align else "_tg_I32"
     return f"(_tg_ONE if {a} == 1 else ({i32} if {in32} else {slow}))"
 
 
@@ -168,7 +170,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
     no_arg = object()
     ns: dict[str, Any] = {
         "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_atoms,
-        "_tg_ONE": KEY_ONE, "_tg_I32": KEY_I32, "_tg_I32_16": KEY_I32_16, "_tg_FP32": KEY_FP32,
+        "_tg_ONE": KEY_ONE, "_tg_I32": KEY_I32, "_tg_I32_DIV": KEY_I32_BY_LOW_BITS, "_tg_FP32": KEY_FP32,
         "_tg_flags": _flags_reader(), "_tg_okey": options_key,
         "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,
         "_tg_MISSING": object(), "_tg_globals_changed": jitfn._globals_changed, "_tg_NA": no_arg,

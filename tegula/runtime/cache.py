@@ -93,6 +93,8 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
     h.update(("|attrs:" + ",".join(f"{k}:{getattr(v, 'divisibility', v)}"
                                     for k, v in attrs.items())).encode())
     h.update(f"|opts:{options!r}|target:{target!r}".encode())
+    # knobs that change the generated code
+    h.update(f"|tc:{knobs.dot_tensor_cores}".encode())
     return h.hexdigest(), storable
 
 

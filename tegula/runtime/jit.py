@@ -17,10 +17,12 @@ import threading
 from functools import partial
 from typing import Any, Callable, Iterable, Optional, Union
 
-from ..errors import KernelArgumentError, TegulaError
+from ..errors import CompilationError, KernelArgumentError, TegulaError
+from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
 from . import specialization as S
 from .args import MockTensor
 from .binder import build_runner, compute_specs
+from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 
@@ -137,6 +139,7 @@ class JITFunction(KernelInterface):
         self.pre_run_hooks: list[Callable] = []
         self.used_globals: list = []
         self._src: Optional[str] = None
+        self._src_override: Optional[str] = None  # set by _unsafe_update_src
         self._raw_src: Optional[list[str]] = None
         self._start_line: Optional[int] = None
         self._hash: Optional[str] = None
@@ -155,12 +158,12 @@ class JITFunction(KernelInterface):
 
     # ------------------------------------------------------------------ source and keys
     def _read_source(self) -> None:
+        from ..frontend.source import SourceUnavailableError, source_lines
+
         try:
-            lines, start = inspect.getsourcelines(self.fn)
-        except (OSError, TypeError) as e:
-            raise TegulaError(
-                f"cannot read the source of @jit function '{self.__name__}' ({e}); @jit functions "
-                "must be defined in a file") from None
+            lines, start, _file = source_lines(self.fn)
+        except SourceUnavailableError as e:
+            raise TegulaError(str(e)) from None
         self._raw_src, self._start_line = lines, start
         src = textwrap.dedent("".join(lines))
         m = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
@@ -279,6 +282,29 @@ class JITFunction(KernelInterface):
         """The in-memory cache: launch key -> CompiledKernel (for inspection)."""
         return self._kernel_cache
 
+    @property
+    def device_caches(self) -> dict:
+        """Triton's view of the compiled variants: device -> (kernels, target, backend,
+        binder), `kernels` mapping each launch key compiled for that device to its
+        CompiledKernel (tests count variants with `len(device_caches[dev][0])`)."""
+        out: dict = {}
+        for key, kernel in list(self._kernel_cache.items()):
+            device = getattr(kernel, "device", None)
+            if device not in out:
+                out[device] = ({}, getattr(kernel.metadata, "target", None), getattr(kernel, "backend", None),
+                               self._runner)
+            out[device][0][key] = kernel
+        return out
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the kernel's source text (Triton's hook for tests that build variants
+        of a kernel by editing it): later compiles parse `new_src`, with the function's
+        globals; compiled variants and the source key are dropped."""
+        self._src = new_src
+        self._src_override = new_src
+        self._raw_src = new_src.splitlines(keepends=True)
+        self.clear_cache()
+
     # ------------------------------------------------------------------ the cache miss
     def _key_lock(self, key: Any) -> threading.Lock:
         with self._locks_guard:
@@ -323,7 +349,13 @@ class JITFunction(KernelInterface):
         backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)
         target = backend.current_target(device)
         src = ASTSource(self, spec.signature, spec.constexprs, spec.attrs)
-        return compile(src, target=target, options=options, device=device)
+        try:
+            return compile(src, target=target, options=options, device=device)
+        except CompilationError as e:
+            if backend.name != "interpreter" or isinstance(e, InterpreterError):
+                raise
+            # Triton's interpreter reports these as InterpreterError (see runtime.errors)
+            raise InterpreterCompilationError.from_error(e) from e.__cause__
 
     def _globals_changed(self) -> None:
         for g in self.used_globals:

@@ -65,6 +65,8 @@ class CompileOptions:
         known: dict[str, Any] = {}
         unknown = []
         for k, v in values.items():
+            if k in OTHER_TARGET_OPTIONS:
+                continue  # Triton's AMD backend reads these; its NVIDIA backend ignores them
             if k in _FIELD_NAMES:
                 if v is not None or k == "maxnreg":
                     known[k] = _normalize(k, v)
@@ -106,4 +108,8 @@ def _normalize(name: str, value: Any) -> Any:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(CompileOptions))
+# Launch options only Triton's AMD backend knows (autotuning configs written for both
+# vendors carry them): accepted and ignored, as Triton on NVIDIA GPUs does.
+OTHER_TARGET_OPTIONS = frozenset({"matrix_instr_nonkdim", "waves_per_eu", "kpack", "schedule_hint",
+                                  "instruction_sched_variant"})
 _DEFAULT = CompileOptions()

@@ -16,8 +16,10 @@ specs become the compiler's `signature`, `constexprs` and `arg_attrs`:
 | Python float                      | `("fp32", 1, None)`           | `fp32`      |
 | constexpr parameter value `v`     | `("constexpr", v, type(v))`   | `constexpr` |
 
-`div` is 16 when an int is divisible by 16 or a pointer's address is 16-byte aligned
-(unless the parameter is in `do_not_specialize_on_alignment`), else 1; parameters in
+`div` is, for an int, the largest power of two up to 16 that divides it (1, 2, 4, 8 or
+16: Triton only tells 16 from 1, which loses 16-byte vectors on a row stride of 3000
+halves), and for a pointer 16 when its address is 16-byte aligned, else 1 (unless the
+parameter is in `do_not_specialize_on_alignment`: then 1); parameters in
 `do_not_specialize` get neither `== 1` nor divisibility. `device` is -1 for host memory,
 the CUDA ordinal for GPU memory, and `NEUTRAL_DEVICE` for a `MockTensor` (warmup by
 dtype). The JIT's generated launcher inlines the int/float/tensor cases of
@@ -40,12 +42,6 @@ SPEC_ONE = ("constexpr", 1, int)
 SPEC_NONE = ("constexpr", None, type(None))
 SPEC_I1 = ("i1", 1, None)
 SPEC_FP32 = ("fp32", 1, None)
-SPEC_I32 = ("i32", 1, None)
-SPEC_I32_16 = ("i32", 16, None)
-_SPEC_I64 = ("i64", 1, None)
-_SPEC_I64_16 = ("i64", 16, None)
-_SPEC_U64 = ("u64", 1, None)
-_SPEC_U64_16 = ("u64", 16, None)
 
 # ---------------------------------------------------------------------------- dtypes
 
@@ -124,16 +120,29 @@ class UnsupportedArgument(Exception):
         super().__init__(why or type(value).__name__)
 
 
+def pow2_divisor(x: int) -> int:
+    """The largest power of two, at most 16, dividing `x` (16 for 0)."""
+    low = x & 15
+    return 16 if low == 0 else low & -low
+
+
+_INT_SPECS = {sig: {d: (sig, d, None) for d in (1, 2, 4, 8, 16)} for sig in ("i32", "i64", "u64")}
+SPEC_I32 = _INT_SPECS["i32"][1]
+SPEC_I32_16 = _INT_SPECS["i32"][16]
+# the spec of an int32 by its low four bits (what the generated launcher indexes)
+SPEC_I32_BY_LOW_BITS = tuple(_INT_SPECS["i32"][pow2_divisor(i)] for i in range(16))
+
+
 def spec_int(x: int, specialize: bool, align: bool) -> tuple:
     if specialize and x == 1:
         return SPEC_ONE
-    div16 = specialize and align and x % 16 == 0
+    div = pow2_divisor(x) if specialize and align else 1
     if -0x80000000 <= x <= 0x7FFFFFFF:
-        return SPEC_I32_16 if div16 else SPEC_I32
+        return _INT_SPECS["i32"][div]
     if -0x8000000000000000 <= x <= 0x7FFFFFFFFFFFFFFF:
-        return _SPEC_I64_16 if div16 else _SPEC_I64
+        return _INT_SPECS["i64"][div]
     if 0x8000000000000000 <= x <= 0xFFFFFFFFFFFFFFFF:
-        return _SPEC_U64_16 if div16 else _SPEC_U64
+        return _INT_SPECS["u64"][div]
     raise UnsupportedArgument(x, f"the int {x} does not fit in 64 bits")
 
 

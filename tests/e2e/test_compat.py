@@ -37,7 +37,8 @@ SCRIPT = textwrap.dedent('''
     add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=128)
     assert np.allclose(out, x + y)
     import tegula
-    assert triton is tegula and tl is tegula.language and triton.language is tl
+    assert triton.jit is tegula.jit and tl is tegula.language and triton.language is tl
+    assert triton.__version__ == tegula.__triton_version__ == "3.6.0" and tegula.__version__ != "3.6.0"
     assert triton.testing is tegula.testing
     assert isinstance(add_kernel, triton.runtime.jit.JITFunction)
     assert GPUTarget("cuda", 90, 32).arch == 90 and hasattr(driver, "active")
@@ -94,7 +95,11 @@ def test_install_in_process():
         from triton.compiler import compile as triton_compile
 
         import tegula
-        assert triton is tegula and tl is tegula.language
+        assert triton.jit is tegula.jit and tl is tegula.language and triton.language is tl
+        assert triton.__version__ == "3.6.0" and triton.__version__ >= "3.0.0"
+        triton.some_flag = 1  # assignments reach tegula (one namespace, two names)
+        assert tegula.some_flag == 1
+        del tegula.some_flag
         assert triton_compile is tegula.compile
         assert tegula.language.__spec__.name == "tegula.language"
     finally:

@@ -74,5 +74,10 @@ def check(err: CompilationError, fn: Any, marker: str, snippet: str, message: Op
         assert contains in head[len(prefix):]
     assert snippet in text.splitlines()[1], "the source line is shown under the message"
     assert TEGULA_DIR + os.sep not in text
-    # Raised `from None`: no internal exception chained for Python to print.
-    assert err.__cause__ is None and err.__suppress_context__
+    # No internal frames for Python to print: the cause, when there is one (the language's
+    # own ValueError/TypeError, kept as Triton keeps it), carries no traceback.
+    assert err.__suppress_context__
+    assert err.__cause__ is None or err.__cause__.__traceback__ is None
+    import traceback
+    shown = "".join(traceback.format_exception(err.__cause__)) if err.__cause__ is not None else ""
+    assert TEGULA_DIR + os.sep not in shown

@@ -96,6 +96,8 @@ def build_all_ops_kernel() -> Kernel:
     w = b.op1(Op.NOT, w)
     uw = b.cast(w, U32)
     b.op1(Op.UMULHI, uw, uw)
+    # a library function: int32 popcount of a uint32 tile (its own signature)
+    b.op1(Op.EXTERN_ELEMENTWISE, uw, attrs=A.ExternAttrs("__nv_popc"), type=tile(I32, 128))
     cmps = [b.op1(op, idx, w) for op in (Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE)]
     v = b.op1(Op.SELECT, cmps[2], v, xv)
     # conversions, incl. bf16 and fp8

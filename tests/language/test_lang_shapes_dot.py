@@ -120,10 +120,10 @@ def test_dot_options_and_errors():
     assert four.type.shape == (2, 2, 16, 16)
     small = tl.dot.impl(sem, sem.full([1, 16], 0.0, tl.float16), sem.full([16, 1], 0.0, tl.float16))
     assert small.type.shape == (1, 1)  # Triton 3.6 only bounds K
-    with pytest.raises(ValueError, match="K >= 16"):
-        tl.dot.impl(sem, sem.full([16, 8], 0.0, tl.float16), sem.full([8, 16], 0.0, tl.float16))
-    with pytest.raises(ValueError, match="K >= 32"):
-        tl.dot.impl(sem, sem.full([16, 16], 0, tl.int8), sem.full([16, 16], 0, tl.int8))
+    # small K, as Triton's interpreter allows (the GPU computes such dots on FMAs)
+    assert tl.dot.impl(sem, sem.full([16, 8], 0.0, tl.float16), sem.full([8, 16], 0.0, tl.float16)).type.shape \
+        == (16, 16)
+    assert tl.dot.impl(sem, sem.full([16, 16], 0, tl.int8), sem.full([16, 16], 0, tl.int8)).dtype == tl.int32
     with pytest.raises(TypeError, match="same dtype"):
         tl.dot.impl(sem, x, sem.full([16, 16], 0.0, tl.float16))
     with pytest.raises(ValueError, match="incompatible shapes"):

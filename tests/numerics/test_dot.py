@@ -178,3 +178,16 @@ def test_tiled_matmul_kernel_with_masks(m, n, k):
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
     run(kernel, (grid,), a, b, c, m, n, k)
     check_dot(c, a.astype(np.float64), b.astype(np.float64), np.zeros((m, n)), "f32", "matmul")
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_small_k_dot(k):
+    """K below a tensor-core instruction's: FMAs on the GPU, as Triton's interpreter allows."""
+    rng = np.random.default_rng()
+    kern = build_dot(F16, F16, F32, 32, 16, k)
+    a = rng.standard_normal((32, k)).astype(np.float16)
+    b = rng.standard_normal((k, 16)).astype(np.float16)
+    acc = rng.standard_normal((32, 16)).astype(np.float32)
+    out = run_dot(kern, a, b, acc)
+    ref = acc.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)

@@ -90,7 +90,9 @@ def test_none_and_one_become_constexprs(fake):
 
 
 def test_integer_divisibility(fake):
-    for value, div in [(16, 16), (32, 16), (-48, 16), (0, 16), (17, 1), (8, 1), (2**40, 16), (2**40 + 8, 1)]:
+    # the largest power of two up to 16 dividing the value (Triton: only 16 or 1)
+    for value, div in [(16, 16), (32, 16), (-48, 16), (0, 16), (17, 1), (8, 8), (3000, 8), (6, 2), (-12, 4),
+                       (2**40, 16), (2**40 + 8, 8), (2**40 + 1, 1)]:
         _, _, attrs = _call(fake, k1, value)
         assert attrs["a"].divisibility == div, value
 
@@ -179,7 +181,7 @@ def test_int_expression_matches_spec_int():
             expr = binder._int_expr("v", "slow(v)", specialize, align)
             for v in values:
                 ns = {"v": v, "slow": lambda x: S.spec_int(x, specialize, align), "_tg_ONE": S.SPEC_ONE,
-                      "_tg_I32": S.SPEC_I32, "_tg_I32_16": S.SPEC_I32_16}
+                      "_tg_I32": S.SPEC_I32, "_tg_I32_DIV": S.SPEC_I32_BY_LOW_BITS}
                 assert eval(expr, ns) == S.spec_int(v, specialize, align), (v, specialize, align)
 
 

@@ -11,7 +11,8 @@ How layouts are chosen:
 1. *Anchors*: every load/store gets a coalesced blocked layout whose fastest dimension
    and vector width come from the axis analysis (16-byte accesses where the pointers
    are contiguous and aligned and the mask is constant over the vector); every dot
-   gets the FMA accumulator layout.
+   gets the accumulator layout of the instruction that computes it (`mma.choose_mma`:
+   an mma.sync accumulator where a tensor-core instruction fits, else the FMA one).
 2. *Hints* flow backward from the anchors through elementwise ops, expand_dims,
    broadcast (to the slice of the wanted layout), reshape, permute and loop-carried
    values, so index computations are built directly in the layout their use wants.
@@ -35,6 +36,8 @@ from ...ir.types import TileType, shape_of
 from ...passes import axis_info, contiguity_order, vector_width
 from . import layouts as LY
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
+from .mma import MmaChoice, choose_mma
+from .mma_layouts import mma_v2_accumulator
 
 Layout = Optional[LinearLayout]
 
@@ -53,6 +56,8 @@ class LayoutPlan:
     layouts: dict[Value, LinearLayout] = field(default_factory=dict)
     operand_layouts: dict[Instr, list[Layout]] = field(default_factory=dict)
     vec: dict[Instr, int] = field(default_factory=dict)
+    # the tensor-core instruction of each dot computed on tensor cores
+    mma: dict[Instr, MmaChoice] = field(default_factory=dict)
     # the axis analysis the layouts were chosen from; the lowering reads constancy
     # from it to compute values that are equal across registers only once
     axis: Mapping[Value, Any] = field(default_factory=dict)
@@ -104,9 +109,10 @@ def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
 
 
 class _Assigner:
-    def __init__(self, kernel: Kernel, num_warps: int, info: Mapping[Value, Any]):
+    def __init__(self, kernel: Kernel, num_warps: int, info: Mapping[Value, Any], capability: int):
         self.kernel = kernel
         self.nw = num_warps
+        self.capability = capability
         self.info = info
         self.plan = LayoutPlan(num_warps)
         self.hints: dict[Value, LinearLayout] = {}
@@ -120,7 +126,12 @@ class _Assigner:
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
-                c = LY.fma_dot_layout(m, n, self.nw)
+                choice = choose_mma(ins, self.nw, self.capability)
+                if choice is not None:
+                    self.plan.mma[ins] = choice
+                    c = mma_v2_accumulator((m, n), choice.warps_per_cta)
+                else:
+                    c = LY.fma_dot_layout(m, n, self.nw)
                 self.anchors[ins] = c
                 self.hint(ins.operands[2], c)
                 self.hint(ins.results[0], c)
@@ -404,10 +415,11 @@ class _Assigner:
         self.require(after.terminator, lays)
 
 
-def assign_layouts(kernel: Kernel, num_warps: int,
-                   info: Optional[Mapping[Value, Any]] = None) -> LayoutPlan:
-    """Choose every tile value's layout for a CTA of `num_warps` warps."""
-    a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info)
+def assign_layouts(kernel: Kernel, num_warps: int, info: Optional[Mapping[Value, Any]] = None,
+                   capability: int = 0) -> LayoutPlan:
+    """Choose every tile value's layout for a CTA of `num_warps` warps on a GPU of
+    compute `capability` (0: no tensor cores)."""
+    a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info, capability)
     a.plan.axis = a.info
     a.seed()
     a.propagate()

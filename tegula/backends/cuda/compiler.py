@@ -53,7 +53,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     num_warps = int(option(options, "num_warps", 4))
     debug = bool(option(options, "debug", False)) or knobs.debug
     maxnreg = option(options, "maxnreg", None)
-    plan = assign_layouts(kernel, num_warps)
+    plan = assign_layouts(kernel, num_warps, capability=cap)
     asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)

@@ -13,6 +13,13 @@ JIT-compiled with LLVM for the host, and each CTA runs as 32 × num_warps OS thr
 so its format is tested too. Scalar arguments of 16-bit float types reach the kernel
 through a small wrapper taking their bit patterns (ctypes has no half type).
 
+`ldmatrix` and `mma.sync` run as host models: each thread puts its row address or its
+fragment registers into a per-CTA exchange buffer, a barrier, and each thread takes the elements the instruction's
+definition gives it (for `mma`, computing its four accumulators from the elements the
+PTX fragment tables place in other lanes (fma in f32, wrapping i32 sums
+for int8)), a barrier again. It checks the lowering's fragment bookkeeping against an
+independent statement of the instruction.
+
 What this does not cover: the inline-PTX paths (predicated vector loads/stores, fp8
 and rtz conversion instructions, `sqrt.approx`, `div.full`), libdevice (math is the
 host's libm), and timing. Those are checked by ptxas and on the GPU (the numerical
@@ -31,17 +38,19 @@ import numpy as np
 from ...ir.core import Kernel
 from ...ir.types import PointerType, element_of
 from ..llvm import host_jit
-from ..llvm.intrinsics import declare
+from ..llvm.intrinsics import declare, intrinsic
 from ..llvm.scalar_ops import ScalarTarget
-from ..llvm.types import I8, I32, I64, ptr_type
+from ..llvm.types import F32, I8, I16, I32, I64, ptr_type
 from .assign_layouts import assign_layouts
 from .checked import ERROR_WORDS
 from .launcher import narrow_float_bits, raise_recorded_error
 from .lower_kernel import KernelLowering
 from .nvvm import NVPTXDevice, global_string
 
-# CTA context (int64 slots): ctaid x y z, nctaid x y z, smem, barrier, shuffle scratch
-_CTX_WORDS = 9
+# CTA context (int64 slots): ctaid x y z, nctaid x y z, smem, barrier, shuffle scratch,
+# mma exchange buffer (`_MMA_WORDS` i32 per thread)
+_CTX_WORDS = 10
+_MMA_WORDS = 8
 
 
 class HostDevice(NVPTXDevice):
@@ -64,6 +73,7 @@ class HostDevice(NVPTXDevice):
         self.smem = entry.inttoptr(words[6], ptr_type(3))
         self.bar = entry.inttoptr(words[7], ptr_type(0))
         self.scratch = entry.inttoptr(words[8], ptr_type(0))
+        self.exchange = entry.inttoptr(words[9], ptr_type(0))
 
     def annotate(self, module: ir.Module, fn: ir.Function, num_threads: int) -> None:
         host_jit.define_truncsfbf2(module)
@@ -95,6 +105,81 @@ class HostDevice(NVPTXDevice):
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         return b.gep(self.smem, [byte_offset], source_etype=I8)
 
+    def ldmatrix(self, b: ir.IRBuilder, byte_offset: ir.Value, count: int, trans: bool) -> list[ir.Value]:
+        """`ldmatrix` from its definition: lanes publish their row addresses; thread t
+        takes from matrix i row t // 4, 16-bit columns 2(t % 4) and 2(t % 4) + 1 (with
+        `trans`, rows 2(t % 4), 2(t % 4) + 1 of column t // 4)."""
+        slot0 = b.gep(self.exchange, [b.mul(self.tid, ir.Constant(I32, _MMA_WORDS))], source_etype=I32)
+        b.store(byte_offset, slot0)
+        self.barrier(b)
+        lane = b.and_(self.tid, ir.Constant(I32, 31))
+        warp_base = b.sub(self.tid, lane)
+        hi, lo = b.lshr(lane, ir.Constant(I32, 2)), b.and_(lane, ir.Constant(I32, 3))
+
+        def row_address(row: ir.Value) -> ir.Value:
+            slot = b.gep(self.exchange, [b.mul(b.add(warp_base, row), ir.Constant(I32, _MMA_WORDS))],
+                         source_etype=I32)
+            return b.load(slot, typ=I32)
+
+        def load(off: ir.Value, ty: ir.Type) -> ir.Value:
+            return b.load(b.gep(self.smem, [off], source_etype=I8), typ=ty)
+
+        out = []
+        for i in range(count):
+            first = ir.Constant(I32, 8 * i)
+            if not trans:
+                addr = row_address(b.add(first, hi))
+                out.append(load(b.add(addr, b.shl(lo, ir.Constant(I32, 2))), I32))
+                continue
+            col = b.shl(hi, ir.Constant(I32, 1))  # byte offset of 16-bit column t // 4
+            r0 = b.add(first, b.shl(lo, ir.Constant(I32, 1)))
+            x0 = load(b.add(row_address(r0), col), I16)
+            x1 = load(b.add(row_address(b.add(r0, ir.Constant(I32, 1))), col), I16)
+            out.append(b.or_(b.zext(x0, I32), b.shl(b.zext(x1, I32), ir.Constant(I32, 16))))
+        self.barrier(b)
+        return out
+
+    def mma(self, b: ir.IRBuilder, choice: Any, a: list[ir.Value], bb: list[ir.Value],
+            c: list[ir.Value]) -> list[ir.Value]:
+        """`mma.sync.m16n8kK` from the PTX fragment tables (see the module docstring)."""
+        def slot(thread: ir.Value, word: int) -> ir.Value:
+            idx = b.add(b.mul(thread, ir.Constant(I32, _MMA_WORDS)), ir.Constant(I32, word))
+            return b.gep(self.exchange, [idx], source_etype=I32)
+
+        for f, v in enumerate(list(a) + list(bb)):
+            b.store(v, slot(self.tid, f))
+        self.barrier(b)
+        lane = b.and_(self.tid, ir.Constant(I32, 31))
+        warp_base = b.sub(self.tid, lane)
+        g = b.lshr(lane, ir.Constant(I32, 2))
+        q = b.and_(lane, ir.Constant(I32, 3))
+        kw, bits = choice.k_width, 8 * choice.elem_bytes
+
+        def element(holder: ir.Value, word: int, packed: int) -> ir.Value:
+            w = b.load(slot(b.add(warp_base, holder), word), typ=I32)
+            raw = b.trunc(b.lshr(w, ir.Constant(I32, packed * bits)), ir.IntType(bits)) if bits < 32 else w
+            if choice.ab_type == "f16":
+                return b.fpext(b.bitcast(raw, ir.HalfType()), F32)
+            if choice.ab_type == "bf16":
+                return b.bitcast(b.shl(b.zext(raw, I32), ir.Constant(I32, 16)), F32)
+            if choice.ab_type == "tf32":
+                return b.bitcast(raw, F32)
+            return b.sext(raw, I32)  # s8
+
+        out = []
+        for i in range(4):
+            col = b.add(b.shl(q, ir.Constant(I32, 1)), ir.Constant(I32, i & 1))
+            acc = c[i]
+            for k in range(choice.k):
+                packed, quad, hi = k % kw, (k // kw) % 4, k // (4 * kw)
+                quad_c = ir.Constant(I32, quad)
+                x = element(b.add(b.shl(g, ir.Constant(I32, 2)), quad_c), (i >> 1) + 2 * hi, packed)
+                y = element(b.add(b.shl(col, ir.Constant(I32, 2)), quad_c), 4 + hi, packed)
+                acc = intrinsic(b, "fma", [x, y, acc]) if choice.acc_type == "f32" else b.add(acc, b.mul(x, y))
+            out.append(acc)
+        self.barrier(b)
+        return out
+
     def vprintf(self, b: ir.IRBuilder, entry: ir.IRBuilder, fmt: str, args: list[ir.Value]) -> None:
         # the lowering already widened floats to double and small integers to 32 bits,
         # as C's variadic calls want
@@ -120,7 +205,7 @@ class EmulatedKernel:
         host_jit.init_native()
         self.kernel = kernel
         self.num_warps = num_warps
-        self.plan = assign_layouts(kernel, num_warps)
+        self.plan = assign_layouts(kernel, num_warps, capability=80)
         lw = KernelLowering(kernel, self.plan, 80, debug=debug, checked=debug,
                             device=HostDevice(), target=ScalarTarget())
         module = lw.build()
@@ -159,6 +244,7 @@ class EmulatedKernel:
                 values.append(int(arr.nbytes))
         smem = np.zeros(max(self.smem_bytes, 16) + 16, np.uint8)
         scratch = np.zeros(nthreads, np.int32)
+        exchange = np.zeros(nthreads * _MMA_WORDS, np.int32)
         bar = ctypes.create_string_buffer(128)
         libc = host_jit.libc()
         if libc.pthread_barrier_init(bar, None, ctypes.c_uint(nthreads)) != 0:
@@ -168,6 +254,7 @@ class EmulatedKernel:
         ctx[6] = (smem.ctypes.data + 15) // 16 * 16
         ctx[7] = ctypes.addressof(bar)
         ctx[8] = scratch.ctypes.data
+        ctx[9] = exchange.ctypes.data
         try:
             for z in range(grid[2]):
                 for y in range(grid[1]):

@@ -1,4 +1,5 @@
-"""Lowering of `dot` with FMAs (correct on every GPU; tensor cores are a later step).
+"""Lowering of `dot` with FMAs, for the dots no tensor-core instruction computes
+(`lower_mma` takes the others: the layout plan records which).
 
 The operands are written to shared memory (A transposed, [K][M], so that a thread's
 consecutive rows are one vector; B as [K][N]), then a loop over k reads, for each
@@ -26,6 +27,7 @@ from ..llvm.types import F32 as LF32
 from ..llvm.types import I32, byte_size
 from .convert import smem_load, smem_store
 from .linear_layout import LinearLayout, dim_fields
+from .lower_mma import lower_dot_mma
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -78,6 +80,10 @@ def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, 
 
 @handles(Op.DOT)
 def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
+    choice = lw.plan.mma.get(ins)
+    if choice is not None:
+        lower_dot_mma(lw, ins, choice)
+        return
     b = lw.b
     la, lb_, lc = (lw.plan.required(ins, k) for k in range(3))
     a_regs, b_regs, acc_regs = (lw.operand(ins, k) for k in range(3))

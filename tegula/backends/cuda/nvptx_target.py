@@ -51,6 +51,10 @@ class NVPTXTarget(ScalarTarget):
         self.capability = capability
         self.fp_contract = fp_contract
 
+    def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
+        """libdevice's `symbol` itself (codegen links libdevice when the module calls one)."""
+        return call(b, symbol, ret, list(args))
+
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         if t.name == "f32" and name == "exp":
             # Triton's tl.exp: one multiply and the SFU's base-2 exponential (a few

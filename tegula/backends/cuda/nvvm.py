@@ -1,6 +1,7 @@
 """The hardware-facing building blocks of the lowering, as one object (`NVPTXDevice`):
 kernel signature and annotations, special registers, barriers, 32-bit warp shuffles,
-the dynamic shared-memory buffer, and the CUDA runtime calls (`vprintf`,
+the dynamic shared-memory buffer, the tensor-core instructions (`ldmatrix`, `mma`), and the CUDA
+runtime calls (`vprintf`,
 `__assertfail`). Everything else in the lowering is plain LLVM IR, so substituting this
 object (see `emulator.py`) runs the same lowering on the host for testing.
 
@@ -9,11 +10,15 @@ Also `shuffle`, which moves a value of any register type through 32-bit shuffles
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
-from ..llvm.intrinsics import call, declare
-from ..llvm.types import I8, I32, I64, VOID, ptr_type
+from ..llvm.intrinsics import call, declare, inline_asm
+from ..llvm.types import F32, I8, I32, I64, VOID, ptr_type
+
+if TYPE_CHECKING:
+    from .mma import MmaChoice
 
 SHARED_SYMBOL = "global_smem"
 FULL_MASK = ir.Constant(I32, -1)
@@ -73,6 +78,31 @@ class NVPTXDevice:
             for i, a in enumerate(args):
                 b.store(a, b.gep(argp, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=st))
         b.call(fn, [fmt_ptr, argp])
+
+    def ldmatrix(self, b: ir.IRBuilder, byte_offset: ir.Value, count: int, trans: bool) -> list[ir.Value]:
+        """`ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: this thread's row
+        address (a shared byte offset) of matrix `lane // 8`; returns `count` i32
+        registers, register i from matrix i. Volatile, so it stays after the barrier
+        that publishes the stores it reads."""
+        addr = b.ptrtoint(self.shared_ptr(b, byte_offset), I32)
+        outs = ",".join(f"${i}" for i in range(count))
+        asm = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [${count}];"
+        ret = ir.LiteralStructType([I32] * count) if count > 1 else I32
+        out = inline_asm(b, ret, [addr], asm, ",".join(["=r"] * count + ["r"]), side_effect=True)
+        return [b.extract_value(out, i) for i in range(count)] if count > 1 else [out]
+
+    def mma(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], bb: list[ir.Value],
+            c: list[ir.Value]) -> list[ir.Value]:
+        """One warp-wide `mma.sync` (see `mma.MmaChoice`): `a` four and `bb` two i32
+        registers of packed operand elements, `c` the four accumulators (f32 or i32);
+        returns the four results."""
+        acc_ty = c[0].type
+        reg = "f" if acc_ty == F32 else "r"
+        asm = (f"{choice.ptx} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, {{$10,$11,$12,$13}};")
+        cons = ",".join([f"={reg}"] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
+        ret = ir.LiteralStructType([acc_ty] * 4)
+        out = inline_asm(b, ret, [*a, *bb, *c], asm, cons)
+        return [b.extract_value(out, i) for i in range(4)]
 
     def assertfail(self, b: ir.IRBuilder, message: str, file: str, line: int, func: str) -> None:
         """CUDA's `__assertfail`: prints the message and traps the kernel."""

@@ -27,6 +27,7 @@ from . import (  # noqa: F401  (importing the rule modules registers their rules
     rules_debug,
     rules_dot,
     rules_elementwise,
+    rules_extern,
     rules_memory,
     rules_reduce,
     rules_shape,

@@ -21,6 +21,7 @@ import llvmlite.ir as ir
 from ...ir.ops import OP_INFO, Op, type_class
 from ...ir.types import F32, ScalarType, Type, element_of
 from . import casts
+from .host_libm import host_libm_name
 from .intrinsics import call, intrinsic
 from .types import llvm_type, memory_type
 
@@ -72,6 +73,15 @@ class ScalarTarget:
         if name == "erf":
             return call(b, "erff" if t.bits <= 32 else "erf", args[0].type, list(args))
         raise NotImplementedError(f"math function '{name}' on {t}")
+
+    def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
+        """A call of library function `symbol` (a libdevice `__nv_*` name): on the host,
+        the C library function of the same meaning where there is one."""
+        name = host_libm_name(symbol)
+        if name is None:
+            raise NotImplementedError(f"the host has no implementation of the library function '{symbol}' "
+                                      "(libdevice functions run on the GPU and in the interpreter)")
+        return call(b, name, ret, list(args))
 
     def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
                 rounding: str) -> Optional[ir.Value]:
@@ -168,6 +178,8 @@ def lower_op(b: ir.IRBuilder, target: ScalarTarget, op: Op, attrs: Any,
         return b.gep(args[0], [off], source_etype=memory_type(pointee))
     if op is Op.SELECT:
         return b.select(args[0], args[1], args[2])
+    if op is Op.EXTERN_ELEMENTWISE:
+        return target.extern(b, attrs.symbol, list(args), llvm_type(res))
 
     t = element_of(arg_types[0])
     cls = type_class(arg_types[0])

@@ -1,0 +1,115 @@
+"""The instruction mix of the benchmark matmul, per target: which tensor-core path the
+compiled code is on (HMMA = mma.sync, HGMMA = wgmma), and how much of it is shared-
+memory traffic, global loads, FMAs or spills.
+
+    python benchmarks/sass_mix.py [--config BM BN BK STAGES WARPS] [--dtype float16]
+
+tegula's kernel is compiled ahead of time for sm_80 and sm_90a (no GPU needed); with
+`cuobjdump` (or `nvdisasm`) on PATH the cubins are disassembled, else the PTX is
+counted. When the real Triton and a GPU are present, Triton's cubin for the same source
+and config is counted beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SASS_OPS = ("HGMMA", "HMMA", "IMMA", "LDSM", "LDS", "STS", "LDGSTS", "LDG", "STG", "FFMA", "BAR", "LDL", "STL")
+PTX_OPS = ("wgmma.mma_async", "mma.sync", "ldmatrix", "ld.shared", "st.shared", "cp.async", "ld.global",
+           "st.global", "fma.rn.f32", "bar.sync", "ld.local", "st.local")
+
+
+def sass_counts(cubin: bytes) -> dict[str, int] | None:
+    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
+    if tool is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    try:
+        args = [tool, "--dump-sass", f.name] if tool.endswith("cuobjdump") else [tool, f.name]
+        text = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    finally:
+        os.unlink(f.name)
+    line = r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)"
+    ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(line, text))
+    return {k: ops.get(k, 0) for k in SASS_OPS}
+
+
+def ptx_counts(ptx: str) -> dict[str, int]:
+    return {k: len(re.findall(re.escape(k), ptx)) for k in PTX_OPS}
+
+
+def tegula_compile(arch: int, dtype: str, cfg: tuple[int, ...]):
+    import tegula
+    from benchmarks.load import load_tegula_kernels
+    from tegula.backends.compiler import GPUTarget
+    from tegula.compiler import ASTSource
+
+    bm, bn, bk, stages, warps = cfg
+    t = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[dtype]
+    mod = load_tegula_kernels()
+    sig = {"a_ptr": t, "b_ptr": t, "c_ptr": t, "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
+           "stride_cm": "i32", "stride_cn": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+           "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}
+    cx = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}
+    src = ASTSource(mod.matmul_kernel, sig, cx, attrs={k: 16 for k in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K",
+                                                                      "stride_am", "stride_bk", "stride_cm")})
+    return tegula.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps, "num_stages": stages})
+
+
+def triton_cubin(dtype: str, cfg: tuple[int, ...]) -> bytes | None:
+    try:
+        import torch
+
+        from benchmarks.load import load_triton_kernels
+        if not torch.cuda.is_available():
+            return None
+        mod = load_triton_kernels()
+        if mod is None:
+            return None
+    except ImportError:
+        return None
+    bm, bn, bk, stages, warps = cfg
+    a = torch.randn(512, 512, device="cuda", dtype=getattr(torch, dtype))
+    c = torch.empty_like(a)
+    k = mod.matmul_kernel[(1,)](a, a, c, 512, 512, 512, 512, 1, 512, 1, 512, 1, BLOCK_M=bm, BLOCK_N=bn,
+                                BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+    return k.asm["cubin"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", nargs=5, type=int, default=(128, 256, 64, 3, 8))
+    p.add_argument("--dtype", default="float16")
+    a = p.parse_args()
+    cfg = tuple(a.config)
+    rows = []
+    for arch in (80, 90):
+        ck = tegula_compile(arch, a.dtype, cfg)
+        md = ck.metadata
+        counts = sass_counts(ck.asm["cubin"]) if "cubin" in ck.asm else None
+        kind = "sass" if counts else "ptx"
+        rows.append((f"tegula sm_{arch}", kind, counts or ptx_counts(ck.asm["ptx"]),
+                     f"regs {getattr(md, 'n_regs', '?')} spills {getattr(md, 'n_spills', '?')} smem {md.shared}"))
+    cub = triton_cubin(a.dtype, cfg)
+    if cub is not None:
+        counts = sass_counts(cub)
+        if counts:
+            rows.append(("triton (this GPU)", "sass", counts, ""))
+    print(f"matmul {a.dtype} config {cfg}")
+    for name, kind, counts, extra in rows:
+        print(f"{name:18} {kind:4} " + " ".join(f"{k}={v}" for k, v in counts.items() if v) + f"  {extra}")
+
+
+if __name__ == "__main__":
+    main()

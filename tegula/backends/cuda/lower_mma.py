@@ -1,0 +1,182 @@
+"""Lowering of `dot` on tensor cores with `mma.sync` (sm_80 and newer).
+
+The layout pass gave the result the accumulator layout of `mma_layouts` and recorded
+the instruction (`mma.MmaChoice`). The operands arrive in whatever layout their
+producers have (usually a coalesced load's) and go through shared memory once, then
+`ldmatrix` hands each thread its fragments:
+- A is stored [M, K] (K-contiguous) and read with `ldmatrix.x4`: one instruction gives
+  the four registers of a 16-row A fragment;
+- B of a 16-bit type is stored [K, N] as it usually arrives (N-contiguous) and read
+  with `ldmatrix.x4.trans`, which transposes 8x8 blocks of 16-bit elements: one
+  instruction gives the two registers of two 8-column B fragments; B of a 32- or 8-bit
+  type is stored [N, K] and read without `.trans` (the transpose works on 16-bit
+  elements only);
+- both with Triton's XOR swizzle on 16-byte chunks, so the eight 16-byte rows one
+  `ldmatrix` matrix reads sit in distinct banks, and stores are 16-byte vectors wherever
+  a thread holds a chunk's elements in consecutive registers.
+Then each thread issues one `mma.sync` per (16-row, 8-column) tile it owns per K step,
+chaining the accumulators.
+
+Every address is a linear map: composing a layout's bases with the swizzle map gives a
+"layout" whose flat index is the shared-memory element offset (`offset_layout`), so a
+thread's part of an address is computed once and each register or repetition adds a
+constant. The `ldmatrix` row addresses are such a layout too (`_ldmatrix_rows`): lanes
+pick the row and 16-byte chunk of their matrix, warps and repetitions come from the
+operand layout. f32 operands under `input_precision="tf32"` are rounded to tf32
+(`cvt.rna` semantics, as the interpreter's rule and the FMA path) when written.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr
+from ...ir.types import ScalarType, element_of
+from ..llvm.types import F32 as LF32
+from ..llvm.types import I32
+from .convert import smem_store
+from .linear_layout import BitMap, LinearLayout, compose, dim_fields, log2, permute_view
+from .mma import MmaChoice
+from .mma_layouts import mma_v2_operand
+from .shared_layouts import swizzled_offsets
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+CHUNK_BYTES = 16  # one ldmatrix row, one swizzle unit, one vector store
+
+
+def operand_swizzle(shape: tuple[int, int], elem_bytes: int) -> BitMap:
+    """The swizzle of a tile [rows, C] contiguous along C: 16-byte chunks permuted by
+    the row, 8 rows apart at most 128 bytes wide (Triton's mma v2 choice)."""
+    row_bytes = shape[1] * elem_bytes
+    vec = CHUNK_BYTES // elem_bytes
+    per_phase = max(1, 128 // row_bytes)
+    max_phase = max(1, min(8, row_bytes // CHUNK_BYTES, 8 // per_phase))
+    return swizzled_offsets(shape, vec, per_phase, max_phase)
+
+
+def offset_layout(lay: LinearLayout, offsets: BitMap) -> LinearLayout:
+    """`lay` with each basis sent through `offsets`: its flat index is then the shared
+    element offset of the element (every map here is linear over GF(2))."""
+    return lay.map_bases(offsets, lay.shape)
+
+
+def round_tf32(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """cvt.rna.tf32.f32: 10 mantissa bits, nearest with ties away from zero; NaN kept."""
+    bits = b.add(b.bitcast(v, I32), ir.Constant(I32, 0x1000))
+    r = b.bitcast(b.and_(bits, ir.Constant(I32, -0x2000)), LF32)
+    return b.select(b.fcmp_unordered("uno", v, v), v, r)
+
+
+def _vector_run(where: LinearLayout, max_count: int) -> int:
+    """How many consecutive registers a thread can store as one vector: the first
+    register bases step the offset by 1, 2, 4, ... and every other basis leaves those
+    low bits alone (so each group starts aligned)."""
+    k = 0
+    while k < len(where.reg) and where.reg[k] == 1 << k and (2 << k) <= max_count:
+        k += 1
+    low = (1 << k) - 1
+    if any(bb & low for bb in where.reg[k:] + where.lane + where.warp):
+        return 1
+    return 1 << k
+
+
+def _write(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offsets: BitMap,
+           elem: ScalarType, base: int, tf32: bool) -> None:
+    b = lw.b
+    where = offset_layout(lay, offsets)
+    size = elem.bits // 8
+    run = _vector_run(where, CHUNK_BYTES // size)
+    done: set[int] = set()
+    for r in range(0, lay.n_regs, run):
+        const = lay.reg_element(r)
+        if const in done:  # a copy of another register group (broadcast bits)
+            continue
+        done.add(const)
+        vals = [round_tf32(b, v) if tf32 else v for v in regs[r:r + run]]
+        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, base))
+        smem_store(lw, off, vals, elem)
+
+
+def _ldmatrix_rows(shape: tuple[int, int], row_dim: int, chunk: int, second: int,
+                   op: LinearLayout, reps: list[int]) -> LinearLayout:
+    """The row addresses of an `ldmatrix.x4` as a layout over the operand tile: lane bits
+    0-2 pick one of a matrix's 8 rows (along `row_dim`), lane bit 3 the second matrix
+    (`chunk`: the next 8 rows, or the next 16-byte chunk), lane bit 4 the third
+    (`second`); warps as the operand layout; register bits enumerate `reps`."""
+    s, _n = dim_fields(shape)[row_dim]
+    lane = (1 << s, 2 << s, 4 << s, chunk, second)
+    return LinearLayout(shape, tuple(reps), lane, op.warp)
+
+
+def _bit(shape: tuple[int, int], dim: int, step: int) -> int:
+    s, n = dim_fields(shape)[dim]
+    k = log2(step)
+    return 1 << (s + k) if k < n else 0
+
+
+def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
+    la, lb = lw.plan.required(ins, 0), lw.plan.required(ins, 1)
+    a_regs, b_regs, acc = (lw.operand(ins, k) for k in range(3))
+    ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
+    (m, kk), n = la.shape, lb.shape[1]
+    wm, wn = choice.warps_per_cta
+    kw, size = choice.k_width, choice.elem_bytes
+    tf32 = choice.ab_type == "tf32"
+    chunk_elems = CHUNK_BYTES // size
+    b_trans = size == 2  # [K, N] + ldmatrix.trans; else [N, K] + ldmatrix
+
+    a_map = operand_swizzle((m, kk), size)
+    if b_trans:
+        b_map = operand_swizzle((kk, n), size)
+    else:
+        b_map = compose(operand_swizzle((n, kk), size), permute_view((n, kk), (1, 0)))
+    size_a = (m * kk * size + 127) // 128 * 128
+    lw.smem_begin(size_a + n * kk * size)
+    _write(lw, a_regs, la, a_map, ea, 0, tf32)
+    _write(lw, b_regs, lb, b_map, eb, size_a, tf32)
+    lw.smem_written()
+
+    a_op = mma_v2_operand(0, (m, kk), choice.warps_per_cta, kw)
+    b_op = mma_v2_operand(1, (kk, n), choice.warps_per_cta, kw)
+    k_steps = kk // choice.k
+    m_reps = max(1, m // (16 * wm))
+    n_reps = max(1, n // (8 * wn))
+    # register bases of the row-address layouts: K steps, then repetitions
+    k_step_bases = [_bit((m, kk), 1, choice.k << i) for i in range(log2(k_steps))]
+    a_rows = _ldmatrix_rows((m, kk), 0, _bit((m, kk), 0, 8), _bit((m, kk), 1, chunk_elems), a_op,
+                            k_step_bases + [_bit((m, kk), 0, 16 * wm << i) for i in range(log2(m_reps))])
+    pairs = n_reps // 2
+    n_pair_bases = [_bit((kk, n), 1, 16 * wn << i) for i in range(log2(pairs))] if pairs else []
+    bk_steps = [_bit((kk, n), 0, choice.k << i) for i in range(log2(k_steps))]
+    second_n = _bit((kk, n), 1, 8 * wn) if n_reps > 1 else 0
+    if b_trans:  # matrices: rows are k; lane bit 3 → k + 8, lane bit 4 → the next n tile
+        b_rows = _ldmatrix_rows((kk, n), 0, _bit((kk, n), 0, 8), second_n, b_op, bk_steps + n_pair_bases)
+    else:  # rows are n; lane bit 3 → the next 16-byte chunk of k, lane bit 4 → the next n tile
+        s_n, _ = dim_fields((kk, n))[1]
+        b_rows = LinearLayout((kk, n), tuple(bk_steps + n_pair_bases),
+                              (1 << s_n, 2 << s_n, 4 << s_n, _bit((kk, n), 0, chunk_elems), second_n), b_op.warp)
+    a_where, b_where = offset_layout(a_rows, a_map), offset_layout(b_rows, b_map)
+
+    def ldmatrix(where: LinearLayout, reg: int, base: int, count: int, trans: bool) -> list[ir.Value]:
+        off = lw.b.add(lw.b.mul(lw.element_flat(where, reg), ir.Constant(I32, size)), ir.Constant(I32, base))
+        return lw.dev.ldmatrix(lw.b, off, count, trans)
+
+    ks_bits = log2(k_steps)
+    nr_bits = log2(n_reps)
+    acc = list(acc)
+    for s in range(k_steps):
+        a_frag = [ldmatrix(a_where, s | i << ks_bits, 0, 4, False) for i in range(m_reps)]
+        b_frag: list[list[ir.Value]] = []
+        for p in range(max(1, pairs)):
+            regs = ldmatrix(b_where, s | p << ks_bits, size_a, 4 if n_reps > 1 else 2, b_trans)
+            b_frag += [regs[0:2], regs[2:4]] if n_reps > 1 else [regs]
+        for i in range(m_reps):
+            for j in range(n_reps):
+                idx = [f | j << 2 | i << (2 + nr_bits) for f in range(4)]
+                out = lw.dev.mma(lw.b, choice, a_frag[i], b_frag[j], [acc[x] for x in idx])
+                for x, v in zip(idx, out):
+                    acc[x] = v
+    lw.define(ins.results[0], acc)

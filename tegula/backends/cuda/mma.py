@@ -1,0 +1,83 @@
+"""Which tensor-core instruction computes a `dot`, and how its warps tile the result.
+
+`choose_mma(ins, num_warps, capability)` returns an `MmaChoice` for a 2-D dot that
+`mma.sync` (sm_80+) can compute, or None when the dot stays on the FMA path:
+- f16 x f16 and bf16 x bf16 with an f32 accumulator: `m16n8k16`;
+- f32 x f32 with `input_precision="tf32"`: `m16n8k8.tf32` (inputs rounded to tf32
+  first, as the interpreter's rule says); `"ieee"` and `"tf32x3"` stay exact on FMAs;
+- int8 x int8 with an int32 accumulator: `m16n8k32.s8` (wrapping sums, as the
+  interpreter's);
+and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
+of the instruction's k): smaller dots are FMA work anyway.
+
+`warps_per_cta` follows Triton's rule for mma v2: give warps to the dimension with the
+most instruction tiles left per warp, M first on ties, until all warps are placed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ...config import knobs
+from ...ir.core import Instr
+from ...ir.types import element_of, shape_of
+
+# (a type, accumulator type) -> (ptx a/b type, k, k_width, element bytes)
+_INSTRUCTIONS = {
+    ("f16", "f32"): ("f16", 16, 2, 2),
+    ("bf16", "f32"): ("bf16", 16, 2, 2),
+    ("f32", "f32"): ("tf32", 8, 1, 4),
+    ("i8", "i32"): ("s8", 32, 4, 1),
+}
+
+
+@dataclass(frozen=True)
+class MmaChoice:
+    """An `mma.sync.aligned.m16n8k{k}` over `warps_per_cta` (wm, wn) warps."""
+
+    ab_type: str          # PTX operand type: f16 bf16 tf32 s8
+    acc_type: str         # PTX accumulator type: f32 s32
+    k: int                # the instruction's K
+    k_width: int          # consecutive K elements per 32-bit register
+    elem_bytes: int
+    warps_per_cta: tuple[int, int]
+
+    @property
+    def ptx(self) -> str:
+        return (f"mma.sync.aligned.m16n8k{self.k}.row.col."
+                f"{self.acc_type}.{self.ab_type}.{self.ab_type}.{self.acc_type}")
+
+
+def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if m // (16 * wm) >= n // (8 * wn) and m > 16 * wm:
+            wm *= 2
+        elif n > 8 * wn:
+            wn *= 2
+        else:
+            wm *= 2  # the tile is covered: extra warps hold copies
+    return wm, wn
+
+
+def choose_mma(ins: Instr, num_warps: int, capability: int) -> Optional[MmaChoice]:
+    if capability < 80 or not knobs.dot_tensor_cores:
+        return None
+    a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
+    sa, sb, sc = shape_of(a.type), shape_of(b.type), shape_of(c.type)
+    if len(sc) != 2:
+        return None
+    ea, eb, ec = element_of(a.type).name, element_of(b.type).name, element_of(c.type).name
+    if ea != eb:
+        return None
+    if ea == "f32" and ins.attrs.input_precision != "tf32":
+        return None
+    spec = _INSTRUCTIONS.get((ea, ec))
+    if spec is None:
+        return None
+    ab, k, k_width, size = spec
+    (m, kk), n = sa, sb[1]
+    if m < 16 or n < 8 or kk % k:
+        return None
+    acc = "s32" if ec == "i32" else "f32"
+    return MmaChoice(ab, acc, k, k_width, size, mma_warps(m, n, num_warps))
