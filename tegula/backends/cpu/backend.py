@@ -184,6 +184,8 @@ class CpuProgram:
                        for k in range(chunks)]
             for f in futures:
                 f.result()
+        if self.lowering.prints:
+            host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
         failed = np.flatnonzero(err[:, 0])
         if failed.size:
             raise self._error(err[failed[0]], args)

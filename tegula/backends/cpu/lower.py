@@ -76,6 +76,7 @@ class CpuLowering(MoreOps):
         self.kernel = kernel
         self.checked = checked
         self.debug = debug
+        self.prints = any(i.op is Op.DEVICE_PRINT for i in kernel.walk())
         self.target = ScalarTarget()
         self.module = ir.Module(name=kernel.name)
         self.module.triple = host_jit.llvm_triple()

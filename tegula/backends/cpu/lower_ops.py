@@ -359,3 +359,68 @@ class MoreOps:
         self.loop(total, one)
         self.runtime_error(ins, b.icmp_signed(">", b.load(count), ir.Constant(I64, 0)), "assert_tile", text,
                            [b.load(count), b.load(first), ir.Constant(I64, total)], tuple(shape_of(cond_v.type)))
+
+    # ---- device_print -------------------------------------------------------------
+    def op_device_print(self, ins: Instr) -> None:
+        """One `printf` line per element, in the interpreter's format (see its
+        rules_debug): `pid (X, Y, Z) idx (I, J)<prefix>[(operand N) ]<value>`; programs
+        print concurrently, so lines of different programs may interleave."""
+        import math
+
+        from ...ir.types import PointerType
+        b = self.b
+        prefix = ins.attrs.prefix if ins.attrs is not None else ""
+        hex_ = bool(ins.attrs.hex) if ins.attrs is not None else False
+        pid = [b.zext(p, I64) for p in self.pid]
+        esc = lambda t: t.replace("%", "%%")  # noqa: E731
+        if not ins.operands:
+            self._printf(f"pid (%lld, %lld, %lld){esc(prefix)}\n", pid)
+            return
+        many = len(ins.operands) > 1
+        for k, v in enumerate(ins.operands):
+            elem = element_of(v.type)
+            shape = tuple(shape_of(v.type))
+            tag = f"(operand {k}) " if many else ""
+            if isinstance(elem, PointerType):
+                vfmt, conv = "0x%llx", lambda x: b.ptrtoint(x, I64)
+            elif hex_:
+                ity = ir.IntType(elem.bits)
+                vfmt = f"0x%0{elem.bits // 4}llx"
+                conv = lambda x, ity=ity: b.zext(b.bitcast(x, ity) if x.type != ity else x, I64) \
+                    if ity.width < 64 else b.bitcast(x, ity) if x.type != ity else x
+            elif elem.is_float:
+                vfmt = "%f"
+                conv = lambda x, elem=elem: casts.convert(b, self.target, x, elem, F64) if elem.name != "f64" else x
+            elif elem.is_signed and not elem.is_bool:
+                vfmt, conv = "%lld", lambda x: b.sext(x, I64) if x.type.width < 64 else x
+            else:
+                vfmt, conv = "%llu", lambda x: b.zext(x, I64) if x.type.width < 64 else x
+            widths = [math.ceil(math.log10(d)) if d > 0 else 0 for d in shape]
+            idx_fmt = ", ".join(f"%{w}lld" if w else "%lld" for w in widths)
+            fmt = f"pid (%lld, %lld, %lld) idx ({idx_fmt}){esc(prefix)}{esc(tag)}{vfmt}\n"
+            if not shape:
+                self._printf(fmt, pid + [conv(self.get(v))])
+                continue
+            strides = _strides(shape)
+
+            def one(i, v=v, shape=shape, strides=strides, fmt=fmt, conv=conv):
+                idx = [b.urem(b.udiv(i, ir.Constant(I64, s)), ir.Constant(I64, d)) for s, d in zip(strides, shape)]
+                self._printf(fmt, pid + idx + [conv(self.get(v, i))])
+            total = 1
+            for d in shape:
+                total *= d
+            self.loop(total, one)
+
+    def _printf(self, fmt: str, args: list) -> None:
+        b = self.b
+        mod = self.module
+        printf = mod.globals.get("printf")
+        if printf is None:
+            printf = ir.Function(mod, ir.FunctionType(I32, [ir.PointerType()], var_arg=True), "printf")
+        data = bytearray(fmt.encode() + b"\0")
+        name = f".fmt{len([g for g in mod.globals if g.startswith('.fmt')])}"
+        g = ir.GlobalVariable(mod, ir.ArrayType(ir.IntType(8), len(data)), name)
+        g.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), data)
+        g.global_constant = True
+        g.linkage = "private"
+        b.call(printf, [b.bitcast(g, ir.PointerType()), *args])

@@ -115,10 +115,25 @@ def test_many_programs_on_the_thread_pool(cpu, monkeypatch):
     np.testing.assert_array_equal(o, np.zeros_like(x))
 
 
-def test_unsupported_op_is_a_compile_error_naming_op_and_line(cpu):
-    x = np.arange(16, dtype=np.int32)
-    with pytest.raises(CpuLoweringError, match=r"test_cpu_backend.py:\d+: .*cannot lower 'device_print'"):
-        printer[(1,)](x, B=16)
+def test_device_print_lines(cpu, capfd):
+    x = np.arange(4, dtype=np.int32) * 3
+    printer[(1,)](x, B=4)
+    lines = capfd.readouterr().out.splitlines()
+    assert lines == [f"pid (0, 0, 0) idx ({i}) x: {3 * i}" for i in range(4)]
+
+
+def test_an_op_it_cannot_lower_is_a_compile_error_naming_op_and_line():
+    from tegula.backends.cpu.lower import lower
+    from tegula.ir.builder import Builder, new_kernel
+    from tegula.ir.core import Loc
+    from tegula.ir.ops import Op
+    from tegula.ir.types import I1
+    k = new_kernel("stray", [I1], ["c"])
+    b = Builder(k.body)
+    ins = b.create(Op.CONDITION, [k.args[0]])
+    ins.loc = Loc("kernel_file.py", 7)
+    with pytest.raises(CpuLoweringError, match=r"kernel_file.py:7: .*cannot lower 'condition' in kernel 'stray'"):
+        lower(k)
 
 
 def test_scan_matches_the_interpreter_bitwise(cpu):
