@@ -41,6 +41,13 @@ def _knob(attr: str, name: str, alias: Optional[str], parse, default, doc: str) 
 
 _knob("interpret", "TEGULA_INTERPRET", "TRITON_INTERPRET", _bool, False,
       "Run every kernel on the numpy reference interpreter, whatever the arguments.")
+_knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, False,
+      "Run kernels on host arrays on the compiled CPU backend (else the interpreter); "
+      "off by default until the CPU backend covers the whole tile language.")
+_knob("cpu_threads", "TEGULA_CPU_THREADS", None, int, 0,
+      "Threads the CPU backend runs a grid on (0: one per core).")
+_knob("cpu_bounds_check", "TEGULA_CPU_BOUNDS_CHECK", None, _bool, True,
+      "Bounds-check every load and store of the CPU backend (off: faster, unchecked).")
 _knob("cache_dir", "TEGULA_CACHE_DIR", "TRITON_CACHE_DIR", str,
       lambda: os.path.join(os.path.expanduser("~"), ".cache", "tegula"),
       "Directory of the on-disk compilation cache.")

@@ -28,7 +28,6 @@ suite's "cuda" backend, `benchmarks/gpu_smoke.py`).
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 from typing import Any, Optional, Sequence
 
@@ -37,10 +36,11 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...ir.core import Kernel
-from ...ir.types import PointerType, ScalarType, element_of
+from ...ir.types import PointerType, element_of
+from ..llvm import host_jit
 from ..llvm.intrinsics import declare, intrinsic
 from ..llvm.scalar_ops import ScalarTarget
-from ..llvm.types import BF16, F32, I8, I16, I32, I64, ptr_type
+from ..llvm.types import F32, I8, I16, I32, I64, ptr_type
 from .assign_layouts import assign_layouts
 from .checked import ERROR_WORDS
 from .launcher import narrow_float_bits, raise_recorded_error
@@ -76,7 +76,7 @@ class HostDevice(NVPTXDevice):
         self.exchange = entry.inttoptr(words[9], ptr_type(0))
 
     def annotate(self, module: ir.Module, fn: ir.Function, num_threads: int) -> None:
-        _define_truncsfbf2(module)
+        host_jit.define_truncsfbf2(module)
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return self.sregs[name]
@@ -190,62 +190,6 @@ class HostDevice(NVPTXDevice):
         pass
 
 
-def _define_truncsfbf2(module: ir.Module) -> None:
-    """f32 → bf16 rounding (nearest even; NaN stays NaN): the runtime function LLVM
-    calls for it on x86, which the JIT could not resolve otherwise."""
-    fn = ir.Function(module, ir.FunctionType(BF16, [F32]), "__truncsfbf2")
-    b = ir.IRBuilder(fn.append_basic_block())
-    v = fn.args[0]
-    bits = b.bitcast(v, I32)
-    odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    out = b.lshr(b.add(bits, b.add(odd, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
-    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
-    out = b.select(b.fcmp_unordered("uno", v, v), quiet, out)
-    b.ret(b.bitcast(b.trunc(out, I16), BF16))
-
-
-@functools.lru_cache(maxsize=None)
-def _init() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@functools.lru_cache(maxsize=None)
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None)
-
-
-def _ctype(t: Any) -> Any:
-    e = element_of(t)
-    if isinstance(e, PointerType):
-        return ctypes.c_void_p
-    if isinstance(e, ScalarType):
-        if e.is_bool:
-            return ctypes.c_int32
-        if e.is_float:
-            # 16- and 8-bit floats travel as their bit patterns (see `_host_entry`)
-            return {8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[e.bits]
-        return getattr(ctypes, f"c_{'' if e.is_signed else 'u'}int{e.bits}")
-    raise TypeError(t)
-
-
-def _host_entry(module: ir.Module, fn: ir.Function) -> str:
-    """The name of the function ctypes calls: the kernel itself, or, when it takes
-    half/bfloat parameters (which the x86-64 ABI passes in SSE registers, and ctypes
-    cannot produce), a wrapper taking those as i16 bit patterns."""
-    params = list(fn.function_type.args)
-    narrow = {i for i, t in enumerate(params) if str(t) in ("half", "bfloat")}
-    if not narrow:
-        return fn.name
-    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [I16 if i in narrow else t
-                                                                   for i, t in enumerate(params)]),
-                          fn.name + ".host_entry")
-    b = ir.IRBuilder(wrapper.append_basic_block())
-    b.call(fn, [b.bitcast(a, params[i]) if i in narrow else a for i, a in enumerate(wrapper.args)])
-    b.ret_void()
-    return wrapper.name
-
-
 def _scalar_value(t: Any, v: Any) -> Any:
     """A launch's scalar argument as the ctypes slot of its parameter takes it."""
     e = element_of(t)
@@ -258,27 +202,22 @@ class EmulatedKernel:
     """A kernel compiled for the host emulation; call `run(grid, args)`."""
 
     def __init__(self, kernel: Kernel, num_warps: int = 4, debug: bool = False):
-        _init()
+        host_jit.init_native()
         self.kernel = kernel
         self.num_warps = num_warps
         self.plan = assign_layouts(kernel, num_warps, capability=80)
         lw = KernelLowering(kernel, self.plan, 80, debug=debug, checked=debug,
                             device=HostDevice(), target=ScalarTarget())
         module = lw.build()
-        entry = _host_entry(module, lw.fn)
+        entry = host_jit.host_entry(module, lw.fn)
         self.lowering = lw
         self.smem_bytes = lw.smem_bytes
         self.checked = lw.checked
         self.llir = str(module)
-        mod = llvm.parse_assembly(self.llir)
-        mod.verify()
         # f16c: half conversions inline instead of runtime calls the JIT cannot resolve
-        tm = llvm.Target.from_default_triple().create_target_machine(opt=2, features="+f16c")
-        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
-        pb.getModulePassManager().run(mod, pb)
-        self.engine = llvm.create_mcjit_compiler(mod, tm)
-        self.engine.finalize_object()
-        argtypes = [_ctype(a.type) for a in kernel.args]
+        tm = host_jit.target_machine(opt=2, native=False, features="+f16c")
+        self.engine = host_jit.jit(self.llir, tm, 2)
+        argtypes = [host_jit.ctype(a.type) for a in kernel.args]
         if self.checked:
             argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * len(self.checked.pointer_args)
         argtypes += [ctypes.c_int32, ctypes.c_void_p]
@@ -307,7 +246,7 @@ class EmulatedKernel:
         scratch = np.zeros(nthreads, np.int32)
         exchange = np.zeros(nthreads * _MMA_WORDS, np.int32)
         bar = ctypes.create_string_buffer(128)
-        libc = _libc()
+        libc = host_jit.libc()
         if libc.pthread_barrier_init(bar, None, ctypes.c_uint(nthreads)) != 0:
             raise OSError("pthread_barrier_init failed")
         ctx = np.zeros(_CTX_WORDS, np.int64)

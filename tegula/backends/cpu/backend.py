@@ -1,0 +1,230 @@
+"""The CPU backend behind the backend protocol (see `runtime/backend_registry`).
+
+Compiling lowers the optimized tile IR to LLVM IR (`lower.py`, stage `llir`) and emits
+host assembly (stage `asm`); loading JIT-compiles the module for the host CPU with its
+features (MCJIT). A launch converts the arguments as the interpreter does (`HostArgs`:
+zero-copy numpy views of host memory), packs them into 8-byte slots, and runs the grid's
+linear program ids in chunks on a thread pool; the compiled code is called through
+ctypes, which releases the GIL, so the chunks run in parallel. The first out-of-bounds
+access stops the launch with an `OutOfBoundsError` worded as the interpreter's.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...config import knobs
+from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
+from ...ir.types import PointerType, ScalarType, element_of
+from ..compiler import GPUTarget
+from ..llvm import host_jit
+from .lower import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, lower
+
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                          ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)
+_POOL_LOCK = threading.Lock()
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def threads() -> int:
+    n = int(knobs.cpu_threads or 0)
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        pool = _POOLS.get(n)
+        if pool is None:
+            pool = _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="tegula-cpu")
+        return pool
+
+
+_UNCHECKED = "+unchecked"
+
+
+def _target() -> GPUTarget:
+    # the bounds-check knob changes the code, so it is part of the target (and thus
+    # of every cache key): toggling it never reuses a kernel compiled the other way
+    cpu, _features = host_jit.host_cpu()
+    return GPUTarget("cpu", cpu + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
+
+
+def _checked(target: Any) -> bool:
+    return not str(getattr(target, "arch", "")).endswith(_UNCHECKED)
+
+
+def _kernel_ir(compiled: Any) -> Any:
+    kernel = compiled.ir
+    if kernel is None:
+        from ...ir.parser import parse_ir
+
+        kernel = parse_ir(compiled.asm["tir_opt"])
+    return kernel
+
+
+class CpuBackend:
+    name = "cpu"
+    binary_stage = None
+    # the JIT reads LLVM IR; object-code caching is not done yet
+    disk_cacheable = False
+
+    def available(self) -> tuple[bool, str]:
+        if not knobs.cpu_backend:
+            return False, "the CPU backend is opt-in for now (TEGULA_CPU_BACKEND=1)"
+        return True, ""
+
+    def current_target(self, device: int) -> GPUTarget:
+        return _target()
+
+    def compile(self, kernel: Any, options: Any, target: GPUTarget, io: Any) -> tuple[dict, dict]:
+        module, _lw = lower(kernel, checked=_checked(target), debug=bool(options.debug))
+        return {"llir": str(module)}, {"shared": 0}
+
+    def load(self, compiled: Any, device: int):
+        md = compiled.metadata
+        program = CpuProgram(_kernel_ir(compiled), _checked(md.target), bool(md.debug))
+        return program.launcher(compiled.metadata)
+
+
+class CpuProgram:
+    """A kernel JIT-compiled for the host; `run(grid, args)` runs it on numpy arrays and
+    Python scalars, `launcher(metadata)` is the runtime's launch function."""
+
+    def __init__(self, kernel: Any, checked: bool = True, debug: bool = False):
+        module, self.lowering = lower(kernel, checked=checked, debug=debug)
+        self.kernel = kernel
+        self.llir = str(module)
+        self.engine = host_jit.jit(self.llir, host_jit.target_machine(opt=3), 3)
+        self.fn = _ENTRY(self.engine.get_function_address(kernel.name + ".range"))
+        self.types = [element_of(a.type) for a in kernel.args]
+
+    def launcher(self, md: Any):
+        from ...runtime.args import HostArgs
+
+        indices = tuple(md.arg_indices)
+        names = list(md.arg_names)
+        written = [i for i, n in enumerate(names) if n in set(md.written_args)]
+        host = HostArgs(md.name, names, written)
+
+        def launch(grid: tuple, values: Sequence[Any]) -> None:
+            try:
+                gx, gy, gz = (int(d.__index__()) for d in grid)
+            except (AttributeError, TypeError, ValueError):
+                raise KernelArgumentError(f"grid of kernel '{md.name}' must hold 3 integers, got {grid!r}") from None
+            if min(gx, gy, gz) < 0:
+                raise KernelArgumentError(f"grid of kernel '{md.name}' has a negative size: {(gx, gy, gz)}")
+            if gx * gy * gz == 0:
+                return
+            args, writebacks = host.convert([values[i] for i in indices])
+            self.run((gx, gy, gz), args)
+            for wb in writebacks:
+                wb()
+        return launch
+
+    def _pack(self, args: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, list]:
+        n = len(self.types)
+        slots = np.zeros(max(n, 1), np.uint64)
+        sizes = np.zeros(2 * max(n, 1), np.int64)  # per argument: [lo, hi) bytes from the pointer
+        keep = []
+        for i, (t, v) in enumerate(zip(self.types, args)):
+            if isinstance(t, PointerType):
+                if v is None:
+                    continue
+                if isinstance(v, np.ndarray):
+                    slots[i] = v.ctypes.data
+                    lo = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) if v.size else 0
+                    hi = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize if v.size else 0
+                    sizes[2 * i], sizes[2 * i + 1] = lo, hi
+                    keep.append(v)
+                else:
+                    slots[i] = int(v)
+                continue
+            assert isinstance(t, ScalarType)
+            if t.is_float:
+                dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}.get(t.name)
+                if dt is not None:
+                    bits = np.array([v], dt).view({8: np.uint64, 4: np.uint32, 2: np.uint16}[np.dtype(dt).itemsize])
+                    slots[i] = int(bits[0])
+                else:
+                    import ml_dtypes
+
+                    dt = {"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
+                          "f8e5m2": ml_dtypes.float8_e5m2}[t.name]
+                    arr = np.array([v], dt)
+                    slots[i] = int(arr.view(np.uint16 if arr.itemsize == 2 else np.uint8)[0])
+            else:
+                slots[i] = int(v) & ((1 << 64) - 1)
+        return slots, sizes, keep
+
+    def run(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+        """Run the grid (up to 3 sizes) on converted arguments (numpy arrays, scalars)."""
+        gx, gy, gz = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+        total = gx * gy * gz
+        if total == 0:
+            return
+        slots, sizes, _keep = self._pack(args)
+        a, s = slots.ctypes.data, sizes.ctypes.data
+        n = min(threads(), total)
+        # a few chunks per thread balance uneven programs without much call overhead;
+        # each chunk has its own error record and runs its programs in order, so the
+        # error reported is the one of the lowest failing program id, as the interpreter's
+        chunks = 1 if n <= 1 else min(total, n * 4)
+        err = np.zeros((chunks, ERR_WORDS), np.int64)
+        e0, stride = err.ctypes.data, ERR_WORDS * 8
+        if chunks == 1:
+            self.fn(a, s, 0, total, gx, gy, gz, e0)
+        else:
+            bounds = [total * k // chunks for k in range(chunks + 1)]
+            futures = [_pool(n).submit(self.fn, a, s, bounds[k], bounds[k + 1], gx, gy, gz, e0 + k * stride)
+                       for k in range(chunks)]
+            for f in futures:
+                f.result()
+        if self.lowering.prints:
+            host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
+        failed = np.flatnonzero(err[:, 0])
+        if failed.size:
+            raise self._error(err[failed[0]], args)
+
+    def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
+        site = self.lowering.sites[int(err[ERR_SITE])]
+        pid = tuple(int(x) for x in err[ERR_PID:ERR_PID + 3])
+        loc = site.ins.loc if site.ins.loc is not None and site.ins.loc.line > 0 else None
+        if site.kind == "assert":
+            return DeviceAssertionError(site.type_name, loc=loc, pid=pid)
+        if site.kind == "assert_tile":
+            n_bad, first, total = (int(x) for x in err[ERR_EXTRA:ERR_EXTRA + 3])
+            idx = tuple(int(i) for i in np.unravel_index(first, site.shape))
+            return DeviceAssertionError(f"{site.type_name} (first failing element at index {idx}; "
+                                        f"{n_bad} of {total} failed)", loc=loc, pid=pid)
+        if site.kind == "runtime":
+            return KernelRuntimeError(site.type_name, loc=loc, pid=pid)
+        n_bad, n_active, first = (int(x) for x in err[ERR_EXTRA:ERR_EXTRA + 3])
+        offsets = err[ERR_EXTRA + 3:ERR_EXTRA + 3 + min(n_bad, ERR_LIST)]
+        arg = site.arg
+        where = ""
+        if site.shape:
+            where = f"; first at tile index {tuple(int(i) for i in np.unravel_index(first, site.shape))}"
+        if arg is None:
+            shown = ", ".join(hex(int(a) & 0xFFFFFFFFFFFFFFFF) for a in offsets)
+            return OutOfBoundsError(f"{site.kind} through a pointer that points into no argument buffer "
+                                    f"(addresses [{shown}{', ...' if n_bad > ERR_LIST else ''}]){where}",
+                                    loc=loc, pid=pid)
+        name = self.kernel.arg_names[arg] if arg < len(self.kernel.arg_names) else f"#{arg}"
+        buf = args[arg]
+        size = site.elem_bytes
+        count = buf.nbytes // size if isinstance(buf, np.ndarray) else 0
+        shown = ", ".join(str(int(o) // size) for o in offsets)
+        shown = "[" + shown + (", ..." if n_bad > ERR_LIST else "") + "]"
+        msg = (f"out-of-bounds {site.kind} through pointer argument '{name}': "
+               f"{n_bad} of {n_active} accessed {site.type_name} elements lie outside the buffer of "
+               f"{count} elements; element offsets from the buffer start: {shown}{where}")
+        return OutOfBoundsError(msg, loc=loc, pid=pid)
+
+
+def make_backend() -> CpuBackend:
+    return CpuBackend()

@@ -1,0 +1,125 @@
+"""Compiling LLVM IR for the host CPU in-process, and calling the result through ctypes.
+
+Shared by every backend that runs LLVM code on the host (the CUDA backend's host
+emulator, the CPU backend): native target initialization, a target machine for the host
+CPU and its features, module optimization and MCJIT engine creation, the runtime helper
+LLVM expects for f32 → bf16 rounding on x86, ctypes types of IR parameter types, and a
+wrapper for half/bfloat scalar parameters (which ctypes cannot pass).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ...ir.types import PointerType, ScalarType, element_of
+from .types import BF16, F32, I16, I32
+
+
+@functools.lru_cache(maxsize=None)
+def init_native() -> None:
+    """Initialize LLVM's native target and asm printer (once per process)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu() -> tuple[str, str]:
+    """The host CPU's name and feature string, as LLVM detects them."""
+    init_native()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def llvm_triple() -> str:
+    """The LLVM triple of this process (the host)."""
+    return llvm.get_process_triple()
+
+
+def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any:
+    """A target machine for the host: the host CPU and all its features when `native`,
+    else the generic CPU of the process triple with `features` only."""
+    init_native()
+    target = llvm.Target.from_default_triple()
+    if native:
+        cpu, feats = host_cpu()
+        return target.create_target_machine(cpu=cpu, features=feats, opt=opt, jit=True)
+    return target.create_target_machine(opt=opt, features=features, jit=True)
+
+
+def optimize(mod: Any, tm: Any, level: int = 2) -> None:
+    """Run LLVM's default module pipeline at `level` on the parsed module `mod`."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    if level >= 2:
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def jit(llir: str, tm: Any, level: int = 2) -> Any:
+    """Parse, verify, optimize and JIT-compile `llir`; returns the finalized MCJIT engine
+    (keep it alive as long as its functions are called)."""
+    init_native()
+    mod = llvm.parse_assembly(llir)
+    mod.verify()
+    optimize(mod, tm, level)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    return engine
+
+
+def define_truncsfbf2(module: ir.Module) -> None:
+    """f32 → bf16 rounding (nearest even; NaN stays NaN): the runtime function LLVM
+    calls for it on x86, which the JIT could not resolve otherwise."""
+    if "__truncsfbf2" in module.globals:
+        return
+    fn = ir.Function(module, ir.FunctionType(BF16, [F32]), "__truncsfbf2")
+    b = ir.IRBuilder(fn.append_basic_block())
+    v = fn.args[0]
+    bits = b.bitcast(v, I32)
+    odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    out = b.lshr(b.add(bits, b.add(odd, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
+    out = b.select(b.fcmp_unordered("uno", v, v), quiet, out)
+    b.ret(b.bitcast(b.trunc(out, I16), BF16))
+
+
+@functools.lru_cache(maxsize=None)
+def libc() -> ctypes.CDLL:
+    """The process's C library (printf's buffer, pthread barriers)."""
+    return ctypes.CDLL(None)
+
+
+def ctype(t: Any) -> Any:
+    """The ctypes type a parameter of IR type `t` is passed as."""
+    e = element_of(t)
+    if isinstance(e, PointerType):
+        return ctypes.c_void_p
+    if isinstance(e, ScalarType):
+        if e.is_bool:
+            return ctypes.c_int32
+        if e.is_float:
+            # 16- and 8-bit floats travel as their bit patterns (see `host_entry`)
+            return {8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[e.bits]
+        return getattr(ctypes, f"c_{'' if e.is_signed else 'u'}int{e.bits}")
+    raise TypeError(t)
+
+
+def host_entry(module: ir.Module, fn: ir.Function) -> str:
+    """The name of the function ctypes calls: `fn` itself, or, when it takes
+    half/bfloat parameters (which the x86-64 ABI passes in SSE registers, and ctypes
+    cannot produce), a wrapper taking those as i16 bit patterns."""
+    params = list(fn.function_type.args)
+    narrow = {i for i, t in enumerate(params) if str(t) in ("half", "bfloat")}
+    if not narrow:
+        return fn.name
+    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [I16 if i in narrow else t
+                                                                   for i, t in enumerate(params)]),
+                          fn.name + ".host_entry")
+    b = ir.IRBuilder(wrapper.append_basic_block())
+    b.call(fn, [b.bitcast(a, params[i]) if i in narrow else a for i, a in enumerate(wrapper.args)])
+    b.ret_void()
+    return wrapper.name
