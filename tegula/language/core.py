@@ -172,5 +172,17 @@ class const:
     """Annotation marking a pointer argument read-only (`x_ptr: tl.const`)."""
 
 
+def __getattr__(name: str) -> Any:
+    """Triton's `triton.language.core` holds the whole language (`core.view`,
+    `core.dtype`, `core.tensor`, ...), and programs reach the language through it; this
+    module holds only the builtin machinery, so other names come from `tegula.language`
+    (looked up on use: that package imports this module)."""
+    from .. import language
+
+    if name.startswith("__") or not hasattr(language, name):
+        raise AttributeError(f"module 'tegula.language.core' has no attribute '{name}'")
+    return getattr(language, name)
+
+
 __all__ = ["Builtin", "builtin", "extern", "extern_elementwise", "is_builtin", "PropagateNan", "static_range",
            "range", "condition", "const", "constexpr"]

@@ -117,3 +117,17 @@ def test_submodules_resolve(name):
 
     spec = compat.TritonAliasFinder().find_spec(name)
     assert spec is not None and spec.loader_state.__name__ == "tegula" + name[len("triton"):]
+
+
+def test_torch_inductor_imports_under_compat(tmp_path):
+    """Importing Inductor runs its Triton probe (`triton_compat.py`: libdevice,
+    `triton.language.core.view`, `triton.runtime.cache.triton_key`, ...); it must get
+    through with `triton` resolving to tegula."""
+    script = tmp_path / "probe.py"
+    script.write_text("import torch._inductor.runtime.triton_compat as tc\n"
+                      "assert tc.HAS_TRITON and tc.libdevice is not None\n"
+                      "import triton.language as tl\n"
+                      "assert tl.core.view is tl.view and tl.core.dtype is tl.dtype\n"
+                      "print('OK')\n")
+    run = _run([str(script)], cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
