@@ -55,6 +55,12 @@ def is_compiled() -> bool:
     return current() in COMPILED
 
 
+def runs_concurrently() -> bool:
+    """True where a grid's programs run at the same time (the CUDA backends and the
+    compiled CPU backend's thread pool): output of different programs interleaves."""
+    return current() in COMPILED or current() == "cpu"
+
+
 def run(kernel: Kernel, grid, *args: Any, debug: bool = False, num_warps: int = NUM_WARPS) -> None:
     g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     backend = current()

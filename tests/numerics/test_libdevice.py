@@ -93,6 +93,9 @@ def inputs(symbol: str, rng: np.random.Generator) -> list[np.ndarray]:
                 x = rng.uniform(1e-6, 1 - 1e-6, N)
             elif name == "tgamma":
                 x = rng.uniform(0.1, 12, N)
+            elif name == "fast_tanf":
+                # sin.approx / cos.approx: near a pole the relative error is unbounded
+                x = rng.uniform(-1.4, 1.4, N)
             elif name in SMALL:
                 x = rng.uniform(-8, 8, N)
             if name.startswith(("float2", "double2")) and ("int" in name or "ll" in name):
