@@ -227,10 +227,10 @@ def cuda_stream_is_torch_stream() -> bool:
 
 @requires_gpu
 def test_cuda_bindings_device_interface_without_torch():
-    from tegula.runtime.driver import _BindingsDeviceInterface
+    from tegula.backends.cuda.driver import DeviceInterface
 
-    start, end = _BindingsDeviceInterface.Event(), _BindingsDeviceInterface.Event()
+    start, end = DeviceInterface.Event(), DeviceInterface.Event()
     start.record()
     end.record()
-    _BindingsDeviceInterface.synchronize()
+    DeviceInterface.synchronize()
     assert start.elapsed_time(end) >= 0

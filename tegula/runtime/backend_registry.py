@@ -15,6 +15,7 @@ The protocol (see docs/internals.md, "backends"):
         def current_target(self, device: int) -> GPUTarget
         def compile(self, kernel, options, target, io) -> tuple[dict[str, str | bytes], dict]
         def load(self, compiled: CompiledKernel, device: int) -> Launcher
+        def device_driver(self) -> DeviceDriver      # optional: see `device_driver` below
 
     Launcher = Callable[[tuple[int, int, int], Sequence[Any]], None]
         # launcher(grid, values): `values` holds one value per parameter of the kernel
@@ -130,6 +131,22 @@ def get_backend(name: str) -> Any:
     if backend is None:
         raise BackendUnavailableError(f"backend '{name}' is not available: {_MISSING.get(name, '')}")
     return backend
+
+
+def device_driver(name: str) -> Optional[Any]:
+    """The device driver of backend `name` — what `tegula.runtime.driver` asks about
+    devices, streams, events and properties (backends/cuda/driver.py is the one there
+    is) — whether or not a device is usable here; None when the backend is not
+    installed or has no devices of its own. The registered instance's, when there is
+    one (so a test's fake backend is asked too)."""
+    backend = _INSTANCES.get(name) or _COMPILE_ONLY.get(name)
+    if backend is None:
+        factory, _why = _resolve_factory(name)
+        if factory is None:
+            return None
+        backend = factory()
+    get = getattr(backend, "device_driver", None)
+    return get() if get is not None else None
 
 
 def why_unavailable(name: str) -> str:

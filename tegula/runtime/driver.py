@@ -2,7 +2,10 @@
 
 `driver.active` is the driver of the device tegula targets by default: the CUDA driver
 when a GPU is usable (cuda-bindings imports, `cuInit` succeeds, at least one device),
-else the host CPU driver. Every driver answers what tutorials and the autotuner ask:
+else the host CPU driver. The device specifics of the CUDA one (contexts, torch's or
+cuda-bindings' device and stream, events, properties) are the CUDA backend's device
+driver, found through the backend registry (`backend_registry.device_driver`); this
+module keeps Triton's surface over it. Every driver answers what tutorials and the autotuner ask:
 `get_current_device`, `set_current_device`, `get_current_stream`,
 `get_active_torch_device`, `get_current_target`, `get_device_interface` (events and
 `synchronize` for timing), `get_benchmarker`, and `utils.get_device_properties(device)`.
@@ -22,12 +25,8 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import sys
 import time
 from typing import Any, Callable, Optional
-
-_L2_FLUSH_BYTES = 256 * 1000 * 1000  # Triton's figure: larger than any current L2.
-
 
 # ---------------------------------------------------------------------------- targets
 
@@ -43,110 +42,14 @@ def _make_target(backend: str, arch: Any, warp_size: int) -> Any:
     return GPUTarget(backend, arch, warp_size)
 
 
-# ---------------------------------------------------------------------------- cuda-bindings
+# ---------------------------------------------------------------------------- backends
 
-@functools.lru_cache(maxsize=None)
-def _cuda() -> Optional[Any]:
-    """The `cuda.bindings.driver` module with `cuInit` done, or None when no GPU is usable."""
-    try:
-        from cuda.bindings import driver as cu
+def _device_driver(backend: str) -> Optional[Any]:
+    """The device driver of `backend` through the backend registry (the CUDA backend's
+    `backends/cuda/driver.py`), or None when that backend is not installed."""
+    from . import backend_registry
 
-        (err,) = cu.cuInit(0)
-        if err != cu.CUresult.CUDA_SUCCESS:
-            return None
-        err, count = cu.cuDeviceGetCount()
-        if err != cu.CUresult.CUDA_SUCCESS or count == 0:
-            return None
-        return cu
-    except Exception:  # no package, no libcuda, no device: all mean "no GPU"
-        return None
-
-
-def _check(result: tuple) -> Any:
-    cu = _cuda()
-    err, *rest = result
-    if err != cu.CUresult.CUDA_SUCCESS:
-        _, name = cu.cuGetErrorName(err)
-        raise RuntimeError(f"CUDA driver call failed: {name.decode() if isinstance(name, bytes) else name}")
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-@functools.lru_cache(maxsize=None)
-def _torch_cuda() -> Optional[Any]:
-    """`torch` when it is installed with a usable CUDA, else None (imported on demand)."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
-def _torch_in_use() -> Optional[Any]:
-    # Only defer to torch's device/stream state when the program already imported torch:
-    # a CuPy or cuda-bindings user should not pay torch's import time on every query.
-    return _torch_cuda() if "torch" in sys.modules else None
-
-
-class _BindingsEvent:
-    """A CUDA event through cuda-bindings, shaped like `torch.cuda.Event`."""
-
-    def __init__(self, enable_timing: bool = True) -> None:
-        cu = _cuda()
-        _ensure_context()
-        flags = cu.CUevent_flags
-        flags = flags.CU_EVENT_DEFAULT if enable_timing else flags.CU_EVENT_DISABLE_TIMING
-        self._event = _check(cu.cuEventCreate(flags))
-
-    def record(self, stream: Any = None) -> None:
-        _check(_cuda().cuEventRecord(self._event, stream if stream is not None else 0))
-
-    def synchronize(self) -> None:
-        _check(_cuda().cuEventSynchronize(self._event))
-
-    def elapsed_time(self, end: "_BindingsEvent") -> float:
-        end.synchronize()
-        return float(_check(_cuda().cuEventElapsedTime(self._event, end._event)))
-
-    def __del__(self) -> None:
-        try:
-            _cuda().cuEventDestroy(self._event)
-        except Exception:
-            pass
-
-
-@functools.lru_cache(maxsize=None)
-def _primary_context(ordinal: int) -> Any:
-    cu = _cuda()
-    dev = _check(cu.cuDeviceGet(ordinal))
-    return _check(cu.cuDevicePrimaryCtxRetain(dev))
-
-
-def _ensure_context(ordinal: Optional[int] = None) -> None:
-    cu = _cuda()
-    ctx = _check(cu.cuCtxGetCurrent())
-    if ordinal is None and ctx is not None and int(ctx) != 0:
-        return
-    _check(cu.cuCtxSetCurrent(_primary_context(ordinal or 0)))
-
-
-class _BindingsDeviceInterface:
-    """The slice of `torch.cuda` that benchmarking uses, for programs without torch."""
-
-    Event = _BindingsEvent
-
-    @staticmethod
-    def synchronize(device: Any = None) -> None:
-        _ensure_context()
-        _check(_cuda().cuCtxSynchronize())
-
-    @staticmethod
-    def current_device() -> int:
-        _ensure_context()
-        return int(_check(_cuda().cuCtxGetDevice()))
-
-    @staticmethod
-    def is_available() -> bool:
-        return _cuda() is not None
+    return backend_registry.device_driver(backend)
 
 
 # ---------------------------------------------------------------------------- host timing
@@ -212,68 +115,46 @@ class DriverBase:
 
 
 class CudaUtils:
-    """Device queries through the CUDA driver API."""
+    """Device queries, answered by the CUDA backend's driver."""
 
-    @staticmethod
-    @functools.lru_cache(maxsize=None)
-    def get_device_properties(device: int = 0) -> dict[str, Any]:
-        cu = _cuda()
-        if cu is None:
-            raise RuntimeError("no CUDA device is available")
-        dev = _check(cu.cuDeviceGet(int(device)))
-        attr = cu.CUdevice_attribute
+    def __init__(self, dev: Any) -> None:
+        self._dev = dev
 
-        def get(name: str) -> int:
-            return int(_check(cu.cuDeviceGetAttribute(getattr(attr, name), dev)))
-
-        raw_name = _check(cu.cuDeviceGetName(256, dev))
-        return {
-            "max_shared_mem": get("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
-            "max_num_regs": get("CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK"),
-            "multiprocessor_count": get("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
-            "warpSize": get("CU_DEVICE_ATTRIBUTE_WARP_SIZE"),
-            "sm_clock_rate": get("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
-            "mem_clock_rate": get("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
-            "mem_bus_width": get("CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH"),
-            "l2_cache_size": get("CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"),
-            "capability": (get("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
-                           get("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")),
-            "name": bytes(raw_name).split(b"\0", 1)[0].decode(errors="replace"),
-        }
+    def get_device_properties(self, device: int = 0) -> dict[str, Any]:
+        return self._dev.get_device_properties(int(device))
 
 
 class CudaDriver(DriverBase):
-    """NVIDIA GPUs through cuda-bindings; defers to torch's device and stream when in use."""
+    """NVIDIA GPUs: the CUDA backend's device driver (cuda-bindings), which defers to
+    torch's device and stream when the program uses torch."""
 
     backend = "cuda"
 
     @classmethod
     def is_active(cls) -> bool:
-        return _cuda() is not None
+        dev = _device_driver("cuda")
+        return dev is not None and bool(dev.is_usable())
+
+    def __init__(self) -> None:
+        dev = _device_driver("cuda")
+        if dev is None:
+            from .backend_registry import why_unavailable
+
+            raise RuntimeError(f"the CUDA driver is not available: {why_unavailable('cuda')}")
+        self._dev = dev
+        super().__init__()
 
     def _make_utils(self) -> CudaUtils:
-        return CudaUtils()
+        return CudaUtils(self._dev)
 
     def get_current_device(self) -> int:
-        torch = _torch_in_use()
-        if torch is not None:
-            return torch.cuda.current_device()
-        return _BindingsDeviceInterface.current_device()
+        return self._dev.get_current_device()
 
     def set_current_device(self, device: int) -> None:
-        torch = _torch_in_use()
-        if torch is not None:
-            torch.cuda.set_device(device)
-        else:
-            _ensure_context(int(device))
+        self._dev.set_current_device(device)
 
     def get_current_stream(self, device: Optional[int] = None) -> int:
-        torch = _torch_in_use()
-        if torch is not None:
-            if device is None:
-                device = torch.cuda.current_device()
-            return torch.cuda.current_stream(device).cuda_stream
-        return 0  # the legacy default stream, which is what cuda-bindings users launch on
+        return self._dev.get_current_stream(device)
 
     def get_active_torch_device(self) -> Any:
         import torch
@@ -286,21 +167,13 @@ class CudaDriver(DriverBase):
         return _make_target("cuda", major * 10 + minor, props["warpSize"])
 
     def get_device_interface(self) -> Any:
-        torch = _torch_cuda()
-        return torch.cuda if torch is not None else _BindingsDeviceInterface
+        return self._dev.get_device_interface()
 
     def get_empty_cache_for_benchmark(self) -> Any:
-        torch = _torch_cuda()
-        if torch is not None:
-            return torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int, device="cuda")
-        _ensure_context()
-        return _check(_cuda().cuMemAlloc(_L2_FLUSH_BYTES))
+        return self._dev.get_empty_cache_for_benchmark()
 
     def clear_cache(self, cache: Any) -> None:
-        if hasattr(cache, "zero_"):
-            cache.zero_()
-        else:
-            _check(_cuda().cuMemsetD32Async(cache, 0, _L2_FLUSH_BYTES // 4, 0))
+        self._dev.clear_cache(cache)
 
 
 class CpuUtils:

@@ -3,7 +3,8 @@
 parametrized here and makes its backend the one `numerics_backends.run` launches on.
 
 "cuda" is skipped only where there is no CUDA GPU (the `requires_cuda` mark of
-tests/conftest.py). Markers:
+tests/conftest.py). "cuda-emulated" runs once per capability it lowers for
+(`nb.EMULATED_CAPABILITIES`). Markers:
 - `backends(*names, reason=...)`: run only on these backends — for behaviour that is
   genuinely one backend's (the reason says why);
 - `lowering_bug(reason, backends=COMPILED)`: a known bug of the CUDA lowering: a
@@ -60,17 +61,22 @@ def pytest_generate_tests(metafunc):
         marks = [_requires_cuda(metafunc.config)] if name == "cuda" else []
         if bug is not None and name in bug.kwargs.get("backends", nb.COMPILED):
             marks.append(pytest.mark.xfail(strict=True, reason=bug.args[0]))
-        params.append(pytest.param(name, marks=marks, id=name))
+        if name != "cuda-emulated":
+            params.append(pytest.param((name, 90), marks=marks, id=name))
+            continue
+        for cap in nb.EMULATED_CAPABILITIES:
+            params.append(pytest.param((name, cap), marks=marks, id=f"{name}-sm{cap}"))
     metafunc.parametrize("numerics_backend", params, indirect=True)
 
 
 @pytest.fixture(autouse=True)
 def numerics_backend(request):
-    name = getattr(request, "param", None)
-    if name is None:  # a backend_independent test
+    param = getattr(request, "param", None)
+    if param is None:  # a backend_independent test
         yield None
         return
-    nb.set_current(name)
+    name, cap = param
+    nb.set_current(name, cap)
     try:
         yield name
     finally:

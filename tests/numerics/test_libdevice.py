@@ -374,14 +374,14 @@ FAST = 1e-4
 def compiled_against_interpreter(symbol: str) -> None:
     """Run `symbol` on the current (compiled) backend and on the interpreter, same inputs."""
     import numerics_backends as nb
-    backend = current()
+    backend, cap = current(), nb.capability()
     args = inputs(symbol, np.random.default_rng())
     got = run_symbol(symbol, args)
     nb.set_current("interpreter")
     try:
         ref = run_symbol(symbol, args)
     finally:
-        nb.set_current(backend)
+        nb.set_current(backend, cap)
     compare_to_reference(symbol, got, ref)
 
 

@@ -1,6 +1,7 @@
 """The CUDA backend behind the runtime's backend protocol (`runtime/backend_registry`):
-availability, the target of a device, compile (through the stage emitter), and load
-(module + function on the device, then the generated launcher)."""
+availability, the target of a device, compile (through the stage emitter), load
+(module + function on the device, then the generated launcher), and the device driver
+behind `triton.runtime.driver.active` (`driver`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -31,6 +32,10 @@ class CudaBackend:
 
     def current_target(self, device: int) -> Any:
         return _gpu_target(drv.capability(device))
+
+    def device_driver(self) -> Any:
+        """The device queries `tegula.runtime.driver` delegates to (see `driver`)."""
+        return drv
 
     def compile(self, kernel: Any, options: Any, target: Any, io: Any) -> tuple[dict, dict]:
         emit = io.emit if io is not None else None

@@ -64,7 +64,7 @@ class KernelLowering:
         self.num_warps = plan.num_warps
         self.capability = capability
         self.debug = debug
-        self.target = target or NVPTXTarget(capability, fp_contract=fp_fusion)
+        self.target = target or NVPTXTarget(capability, fp_contract=fp_fusion, device=self.dev)
         self.module = ir.Module(name=kernel.name)
         self.module.triple = self.dev.triple
         self.vals: dict[Value, Tile] = {}

@@ -7,8 +7,9 @@ vector loads/stores, which LLVM can schedule and combine. Masked ones (and those
 cache modifiers, eviction policies or `volatile`) are inline PTX, as Triton does:
 `@p ld.global.v4.b32` predicates the access without a branch, the `other` values are
 moved into the destination registers first, and the words are reinterpreted as the
-element type afterwards. Stores from layouts where several threads hold the same
-element are predicated so that only one of them writes.
+element type afterwards (the instructions are the device's `ld_global` / `st_global`).
+Stores from layouts where several threads hold the same element are predicated so that
+only one of them writes.
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ import llvmlite.ir as ir
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import PointerType, ScalarType, element_of
-from ..llvm.intrinsics import inline_asm
-from ..llvm.types import I8, I16, I32, I64, VOID, byte_size, memory_type
+from ..llvm.types import I8, I16, I32, I64, byte_size, memory_type
 from .checked import KIND_LOAD, KIND_STORE
 from .linear_layout import LinearLayout, dim_fields
+from .nvvm import access_words
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -74,13 +75,6 @@ def _from_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
     return v
 
 
-def _words(nbytes: int) -> tuple[ir.Type, str, str, int]:
-    """(LLVM word type, asm constraint letter, PTX type, count) for an access of nbytes."""
-    if nbytes >= 4:
-        return I32, "r", "b32", nbytes // 4
-    return I16, "h", "b16" if nbytes == 2 else "b8", 1
-
-
 def _pack(b: ir.IRBuilder, vals: list[ir.Value], mt: ir.Type, wt: ir.Type, nw: int) -> list[ir.Value]:
     if len(vals) == 1 and mt == wt:
         return vals
@@ -120,31 +114,6 @@ def _plain_load(b: ir.IRBuilder, ptr: ir.Value, count: int, elem: Any) -> list[i
     return [_from_memory(b, x, elem) for x in vals]
 
 
-def _branch_load(b: ir.IRBuilder, ptr: ir.Value, count: int, elem: Any, pred: ir.Value,
-                 others: Optional[list[ir.Value]]) -> list[ir.Value]:
-    """A predicated load as a branch (targets without inline PTX)."""
-    if others is None:
-        t = memory_type(elem)
-        if isinstance(t, ir.IntType):
-            zero = ir.Constant(t, 0)
-        elif isinstance(t, ir.PointerType):
-            zero = ir.Constant(t, None)
-        else:
-            zero = ir.Constant(t, 0.0)
-        others = [_from_memory(b, zero, elem)] * count
-    pre = b.block
-    with b.if_then(pred):
-        loaded = _plain_load(b, ptr, count, elem)
-        then_end = b.block
-    out = []
-    for x, o in zip(loaded, others):
-        p = b.phi(x.type)
-        p.add_incoming(x, then_end)
-        p.add_incoming(o, pre)
-        out.append(p)
-    return out
-
-
 def emit_load(lw: "KernelLowering", ptr: ir.Value, count: int, elem: Any, pred: Optional[ir.Value],
               others: Optional[list[ir.Value]], attrs: Any) -> list[ir.Value]:
     b = lw.b
@@ -154,35 +123,15 @@ def emit_load(lw: "KernelLowering", ptr: ir.Value, count: int, elem: Any, pred: 
     volatile = bool(attrs is not None and attrs.volatile)
     if pred is None and not quals and not volatile:
         return _plain_load(b, ptr, count, elem)
-    if not lw.dev.inline_ptx:
-        return _branch_load(b, ptr, count, elem, pred, others)
-    wt, letter, ptx_t, nw = _words(nbytes)
-    mov_t = "b32" if letter == "r" else "b16"
-    outs = [f"${i}" for i in range(nw)]
-    args: list[ir.Value] = [ptr]
-    cons = [f"={letter}"] * nw + ["l"]
-    lines = []
-    guard = ""
+    ow = None
     if pred is not None:
-        args.append(pred)
-        cons.append("b")
-        guard = f"@${nw + 1} "
         if others is None:
             zero = ir.Constant(mt, 0) if isinstance(mt, ir.IntType) else ir.Constant(mt, 0.0)
             others = [zero] * count
+        wt, nw = access_words(nbytes)
         ow = _pack(b, [_to_memory(b, o, elem) for o in others], mt, wt, nw)
-        for i, w in enumerate(ow):
-            args.append(w)
-            cons.append(letter)
-            lines.append(f"mov.{mov_t} ${i}, ${nw + 2 + i};")
-    dst = outs[0] if nw == 1 else "{" + ", ".join(outs) + "}"
-    vs = f".v{nw}" if nw > 1 else ""
-    space = ".volatile.global" if volatile else ".global"
-    lines.append(f"{guard}ld{space}{quals}{vs}.{ptx_t} {dst}, [${nw}];")
-    ret = wt if nw == 1 else ir.LiteralStructType([wt] * nw)
-    r = inline_asm(b, ret, args, "\n\t".join(lines), ",".join(cons), side_effect=True)
-    words = [r] if nw == 1 else [b.extract_value(r, i) for i in range(nw)]
-    return [_from_memory(b, x, elem) for x in _unpack(b, words, mt, count, wt)]
+    words = lw.dev.ld_global(b, ptr, nbytes, pred, ow, quals, volatile)
+    return [_from_memory(b, x, elem) for x in _unpack(b, words, mt, count, words[0].type)]
 
 
 def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: Any,
@@ -193,10 +142,6 @@ def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: 
     nbytes = count * byte_size(elem)
     quals = _qualifiers(attrs, _STORE_CACHE) if attrs is not None else ""
     mem = [_to_memory(b, v, elem) for v in vals]
-    if not lw.dev.inline_ptx and pred is not None:
-        with b.if_then(pred):
-            emit_store(lw, ptr, vals, elem, None, None)
-        return
     if pred is None and not quals:
         if count == 1:
             b.store(mem[0], ptr, align=nbytes)
@@ -206,22 +151,8 @@ def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: 
             vec = b.insert_element(vec, x, ir.Constant(I32, i))
         b.store(vec, ptr, align=nbytes)
         return
-    wt, letter, ptx_t, nw = _words(nbytes)
-    words = _pack(b, mem, mt, wt, nw)
-    args: list[ir.Value] = [ptr]
-    cons = ["l"]
-    guard = ""
-    if pred is not None:
-        args.append(pred)
-        cons.append("b")
-        guard = "@$1 "
-    first = len(args)
-    args += words
-    cons += [letter] * nw
-    src = f"${first}" if nw == 1 else "{" + ", ".join(f"${first + i}" for i in range(nw)) + "}"
-    vs = f".v{nw}" if nw > 1 else ""
-    asm = f"{guard}st.global{quals}{vs}.{ptx_t} [$0], {src};"
-    inline_asm(b, VOID, args, asm, ",".join(cons) + ",~{memory}", side_effect=True)
+    wt, nw = access_words(nbytes)
+    lw.dev.st_global(b, ptr, nbytes, _pack(b, mem, mt, wt, nw), pred, quals)
 
 
 def and_pred(b: ir.IRBuilder, x: Optional[ir.Value], y: Optional[ir.Value]) -> Optional[ir.Value]:

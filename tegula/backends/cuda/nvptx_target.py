@@ -1,6 +1,8 @@
 """The NVPTX answers to the scalar lowering's target questions: math through libdevice
 (`__nv_*`, linked in by `codegen`) or single PTX instructions, and the conversions PTX
-does in hardware (fp8 on sm_89+, round-toward-zero narrowing).
+does in hardware (fp8 on sm_89+, round-toward-zero narrowing). The instructions
+themselves are the device's (`nvvm.NVPTXDevice`), so the host emulator's device runs
+these same choices with its models of them.
 
 Accuracy (vs the numpy interpreter), chosen to match what Triton 3.6 emits:
 - f32 `exp` is `ex2.approx.f32(x * log2(e))`, Triton's instruction sequence: ex2's own
@@ -24,9 +26,9 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...ir.types import ScalarType
-from ..llvm.intrinsics import call, inline_asm
 from ..llvm.scalar_ops import ScalarTarget
-from ..llvm.types import BF16, F16, F32, I8, I16
+from ..llvm.types import F32
+from .nvvm import NVPTXDevice
 
 _LIBDEVICE = {
     "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
@@ -39,21 +41,20 @@ _LIBDEVICE = {
 # log2(e) rounded to f32 (0x3FB8AA3B, the constant in Triton's PTX)
 _LOG2E_F32 = float(np.float32(1.4426950408889634))
 
-_FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
-
 
 class NVPTXTarget(ScalarTarget):
     name = "nvptx"
     # PTX has f16 fma/min/max (and the f32 route would round an fma twice)
     native_half = frozenset({"fabs", "fma", "fmax", "fmin", "fmax_nan", "fmin_nan"})
 
-    def __init__(self, capability: int, fp_contract: bool = True):
+    def __init__(self, capability: int, fp_contract: bool = True, device: Optional[NVPTXDevice] = None):
         self.capability = capability
         self.fp_contract = fp_contract
+        self.dev = device if device is not None else NVPTXDevice()
 
     def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
         """libdevice's `symbol` itself (codegen links libdevice when the module calls one)."""
-        return call(b, symbol, ret, list(args))
+        return self.dev.libdevice_call(b, symbol, args, ret)
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         if t.name == "f32" and name == "exp":
@@ -61,36 +62,28 @@ class NVPTXTarget(ScalarTarget):
             # instructions, where libdevice's accurate expf takes a dozen)
             flags = ("contract",) if self.fp_contract else ()
             x = b.fmul(args[0], ir.Constant(F32, _LOG2E_F32), flags=flags)
-            return inline_asm(b, F32, [x], "ex2.approx.f32 $0, $1;", "=f,f")
+            return self.dev.ex2_approx(b, x)
         if t.name == "f32" and name in ("sqrt", "rsqrt"):
             # Triton's: one SFU instruction, denormal inputs read as zero (the non-ftz
             # form spends 3 more instructions rescaling them)
-            return inline_asm(b, F32, args, f"{name}.approx.ftz.f32 $0, $1;", "=f,f")
+            sfu = self.dev.sqrt_approx_ftz if name == "sqrt" else self.dev.rsqrt_approx_ftz
+            return sfu(b, args[0])
         if name in _LIBDEVICE:
             fn = _LIBDEVICE[name][0 if t.bits <= 32 else 1]
-            return call(b, fn, args[0].type, list(args))
+            return self.dev.libdevice_call(b, fn, args, args[0].type)
         if t.name == "f32" and name == "fdiv_fast":
-            return inline_asm(b, F32, args, "div.full.f32 $0, $1, $2;", "=f,f,f")
+            return self.dev.div_full(b, args[0], args[1])
         return super().math(b, name, args, t)
 
     def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
                 rounding: str) -> Optional[ir.Value]:
         if self.capability >= 89 and src.name == "f32" and dst.is_fp8:
-            # the pair instruction converts two values; feed the same one twice
-            asm = f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}.f32 $0, $1, $1;"
-            return b.trunc(inline_asm(b, I16, [v], asm, "=h,f"), I8)
+            return self.dev.cvt_f32_to_fp8(b, v, dst.name)
         if self.capability >= 89 and src.is_fp8 and dst.name in ("f16", "f32"):
-            asm = ("{ .reg .b32 t; .reg .b16 lo, hi;\n"
-                   f"cvt.rn.f16x2.{_FP8_PTX[src.name]} t, $1;\n"
-                   "mov.b32 {lo, hi}, t;\n"
-                   + ("mov.b16 $0, lo; }" if dst.name == "f16" else "cvt.f32.f16 $0, lo; }"))
-            out_ty, cons = (F16, "=h,h") if dst.name == "f16" else (F32, "=f,h")
-            return inline_asm(b, out_ty, [b.zext(v, I16)], asm, cons)
+            return self.dev.cvt_from_fp8(b, v, src.name, dst.name)
         if rounding == "rtz" and src.name == "f32" and dst.name in ("f16", "bf16"):
             if dst.name == "bf16" and self.capability < 80:
                 return None
-            asm = f"cvt.rz.{dst.name}.f32 $0, $1;"
-            r = inline_asm(b, I16, [v], asm, "=h,f")
-            return b.bitcast(r, F16 if dst.name == "f16" else BF16)
+            return self.dev.cvt_rz(b, v, dst.name)
         return None
 

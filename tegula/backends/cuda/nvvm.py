@@ -1,34 +1,52 @@
 """The hardware-facing building blocks of the lowering, as one object (`NVPTXDevice`):
 kernel signature and annotations, special registers, barriers, 32-bit warp shuffles,
-the dynamic shared-memory buffer, the tensor-core instructions (`ldmatrix`, `mma`), and the CUDA
-runtime calls (`vprintf`,
-`__assertfail`). Everything else in the lowering is plain LLVM IR, so substituting this
-object (see `emulator.py`) runs the same lowering on the host for testing.
+the dynamic shared-memory buffer, the CUDA runtime calls (`vprintf`, `__assertfail`),
+and every PTX instruction the lowering emits as inline assembly: the tensor-core
+instructions (`ldmatrix`, `mma`), predicated and cache-hinted global loads and stores
+(`ld_global`, `st_global`), the SFU approximations (`ex2_approx`, `sqrt_approx_ftz`,
+`rsqrt_approx_ftz`, `div_full`), the hardware conversions (`cvt_f32_to_fp8`,
+`cvt_from_fp8`, `cvt_rz`) and libdevice calls (`libdevice_call`). Everything else in
+the lowering is plain LLVM IR, so substituting this object runs the same lowering on
+the host: the emulator's `HostDevice` (backends/cuda/emulator) overrides each method
+listed in `INSTRUCTIONS` with a host model.
 
 Also `shuffle`, which moves a value of any register type through 32-bit shuffles.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import llvmlite.ir as ir
 
 from ..llvm.intrinsics import call, declare, inline_asm
-from ..llvm.types import F32, I8, I32, I64, VOID, ptr_type
+from ..llvm.types import BF16, F16, F32, I8, I16, I32, I64, VOID, ptr_type
 
 if TYPE_CHECKING:
     from .mma import MmaChoice
 
 SHARED_SYMBOL = "global_smem"
 FULL_MASK = ir.Constant(I32, -1)
+_FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
+
+
+def access_words(nbytes: int) -> tuple[ir.Type, int]:
+    """(LLVM word type, word count) a global access of `nbytes` bytes moves as: 32-bit
+    words from 4 bytes up, else one 16-bit register (which a 1-byte access fills with
+    its byte)."""
+    return (I32, nbytes // 4) if nbytes >= 4 else (I16, 1)
 
 
 class NVPTXDevice:
     """The real thing: NVVM intrinsics and PTX."""
 
     triple = "nvptx64-nvidia-cuda"
-    inline_ptx = True  # loads/stores/conversions may use inline PTX
+    # atomics may use inline PTX (lower_atomic; the host uses LLVM's atomics instead)
+    inline_ptx = True
+    # the methods that emit a hardware instruction: a host device models each of them
+    INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
+                    "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
+                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -103,6 +121,99 @@ class NVPTXDevice:
         ret = ir.LiteralStructType([acc_ty] * 4)
         out = inline_asm(b, ret, [*a, *bb, *c], asm, cons)
         return [b.extract_value(out, i) for i in range(4)]
+
+    def ld_global(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int, pred: Optional[ir.Value],
+                  others: Optional[list[ir.Value]], quals: str, volatile: bool) -> list[ir.Value]:
+        """`[@pred] ld.global[.volatile]{quals}[.vN].bW` of `nbytes` bytes at `ptr` as
+        the words of `access_words(nbytes)`; where `pred` is false the destination keeps
+        `others` (one word each; `mov`ed in first, so no branch is needed)."""
+        wt, nw = access_words(nbytes)
+        letter, ptx_t = ("r", "b32") if wt == I32 else ("h", "b16" if nbytes == 2 else "b8")
+        mov_t = "b32" if letter == "r" else "b16"
+        outs = [f"${i}" for i in range(nw)]
+        args: list[ir.Value] = [ptr]
+        cons = [f"={letter}"] * nw + ["l"]
+        lines = []
+        guard = ""
+        if pred is not None:
+            assert others is not None and len(others) == nw
+            args.append(pred)
+            cons.append("b")
+            guard = f"@${nw + 1} "
+            for i, w in enumerate(others):
+                args.append(w)
+                cons.append(letter)
+                lines.append(f"mov.{mov_t} ${i}, ${nw + 2 + i};")
+        dst = outs[0] if nw == 1 else "{" + ", ".join(outs) + "}"
+        vs = f".v{nw}" if nw > 1 else ""
+        space = ".volatile.global" if volatile else ".global"
+        lines.append(f"{guard}ld{space}{quals}{vs}.{ptx_t} {dst}, [${nw}];")
+        ret = wt if nw == 1 else ir.LiteralStructType([wt] * nw)
+        r = inline_asm(b, ret, args, "\n\t".join(lines), ",".join(cons), side_effect=True)
+        return [r] if nw == 1 else [b.extract_value(r, i) for i in range(nw)]
+
+    def st_global(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int, words: list[ir.Value],
+                  pred: Optional[ir.Value], quals: str) -> None:
+        """`[@pred] st.global{quals}[.vN].bW [ptr], words` (the words of
+        `access_words(nbytes)`)."""
+        wt, nw = access_words(nbytes)
+        letter, ptx_t = ("r", "b32") if wt == I32 else ("h", "b16" if nbytes == 2 else "b8")
+        args: list[ir.Value] = [ptr]
+        cons = ["l"]
+        guard = ""
+        if pred is not None:
+            args.append(pred)
+            cons.append("b")
+            guard = "@$1 "
+        first = len(args)
+        args += words
+        cons += [letter] * nw
+        src = f"${first}" if nw == 1 else "{" + ", ".join(f"${first + i}" for i in range(nw)) + "}"
+        vs = f".v{nw}" if nw > 1 else ""
+        asm = f"{guard}st.global{quals}{vs}.{ptx_t} [$0], {src};"
+        inline_asm(b, VOID, args, asm, ",".join(cons) + ",~{memory}", side_effect=True)
+
+    def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        """`ex2.approx.f32`: 2**x on the SFU (~2 ulp)."""
+        return inline_asm(b, F32, [x], "ex2.approx.f32 $0, $1;", "=f,f")
+
+    def sqrt_approx_ftz(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        """`sqrt.approx.ftz.f32`: a denormal input reads as (signed) zero."""
+        return inline_asm(b, F32, [x], "sqrt.approx.ftz.f32 $0, $1;", "=f,f")
+
+    def rsqrt_approx_ftz(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        """`rsqrt.approx.ftz.f32`: a denormal input reads as (signed) zero (→ ±inf)."""
+        return inline_asm(b, F32, [x], "rsqrt.approx.ftz.f32 $0, $1;", "=f,f")
+
+    def div_full(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        """`div.full.f32` (≤ 2 ulp)."""
+        return inline_asm(b, F32, [x, y], "div.full.f32 $0, $1, $2;", "=f,f,f")
+
+    def cvt_f32_to_fp8(self, b: ir.IRBuilder, v: ir.Value, fmt: str) -> ir.Value:
+        """`cvt.rn.satfinite.{e4m3,e5m2}x2.f32` (sm_89+): the fp8 bit pattern (i8) of
+        f32 `v`, rounded to nearest even, finite values and infinities saturated to the
+        largest finite value, NaN to NaN. The pair instruction gets `v` twice."""
+        asm = f"cvt.rn.satfinite.{_FP8_PTX[fmt]}.f32 $0, $1, $1;"
+        return b.trunc(inline_asm(b, I16, [v], asm, "=h,f"), I8)
+
+    def cvt_from_fp8(self, b: ir.IRBuilder, v: ir.Value, fmt: str, dst: str) -> ir.Value:
+        """`cvt.rn.f16x2.{e4m3,e5m2}x2` (sm_89+), then `cvt.f32.f16` for `dst` = f32:
+        fp8 bit pattern `v` (i8) as an (exactly equal) f16 or f32."""
+        asm = ("{ .reg .b32 t; .reg .b16 lo, hi;\n"
+               f"cvt.rn.f16x2.{_FP8_PTX[fmt]} t, $1;\n"
+               "mov.b32 {lo, hi}, t;\n"
+               + ("mov.b16 $0, lo; }" if dst == "f16" else "cvt.f32.f16 $0, lo; }"))
+        out_ty, cons = (F16, "=h,h") if dst == "f16" else (F32, "=f,h")
+        return inline_asm(b, out_ty, [b.zext(v, I16)], asm, cons)
+
+    def cvt_rz(self, b: ir.IRBuilder, v: ir.Value, dst: str) -> ir.Value:
+        """`cvt.rz.{f16,bf16}.f32`: f32 `v` rounded toward zero to `dst`."""
+        r = inline_asm(b, I16, [v], f"cvt.rz.{dst}.f32 $0, $1;", "=h,f")
+        return b.bitcast(r, F16 if dst == "f16" else BF16)
+
+    def libdevice_call(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
+        """A call of libdevice's `symbol` (`__nv_*`; codegen links libdevice in)."""
+        return call(b, symbol, ret, list(args))
 
     def assertfail(self, b: ir.IRBuilder, message: str, file: str, line: int, func: str) -> None:
         """CUDA's `__assertfail`: prints the message and traps the kernel."""

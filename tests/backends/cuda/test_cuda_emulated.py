@@ -1,5 +1,5 @@
 """The CUDA backend's lowering, executed: each hand-built kernel runs on the host
-emulator (`backends/cuda/emulator.py`: the same LLVM IR with the hardware pieces — ids,
+emulator (`backends/cuda/emulator/`: the same LLVM IR with the hardware pieces — ids,
 barriers, shuffles, shared memory — provided by the host, one OS thread per GPU thread)
 and must match the reference interpreter and a numpy reference."""
 from __future__ import annotations

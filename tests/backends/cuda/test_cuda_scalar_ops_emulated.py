@@ -100,8 +100,10 @@ def values(buf: np.ndarray, t: ScalarType) -> np.ndarray:
     return buf.astype(np.float64)
 
 
-def assert_same(got: np.ndarray, want: np.ndarray, t: ScalarType, ulps: int = 0) -> None:
-    if not t.is_float or ulps == 0:
+def assert_same(got: np.ndarray, want: np.ndarray, t: ScalarType, ulps=0) -> None:
+    """Bitwise equal (any NaN matching any NaN) with `ulps` = 0, else within `ulps`
+    (a number, or one per element) relative ulps."""
+    if not t.is_float or not np.any(ulps):
         g, w = got.view(np.uint8), want.view(np.uint8)
         if t.is_float:  # any NaN matches any NaN
             nan = np.isnan(values(got, t)) & np.isnan(values(want, t))
@@ -113,7 +115,8 @@ def assert_same(got: np.ndarray, want: np.ndarray, t: ScalarType, ulps: int = 0)
         return
     gv, wv = values(got, t), values(want, t)
     eps = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 2.0 ** -23, "f64": 2.0 ** -52}[t.name]
-    np.testing.assert_allclose(gv, wv, rtol=ulps * eps, atol=1e-30, equal_nan=True)
+    ok = np.isclose(gv, wv, rtol=np.asarray(ulps) * eps, atol=1e-30, equal_nan=True)
+    assert ok.all(), f"{int((~ok).sum())} values beyond {ulps} ulp: got {gv[~ok][:5]}, want {wv[~ok][:5]}"
 
 
 @pytest.mark.parametrize("src,dst", [(s, d) for s in ALL for d in ALL if s != d], ids=lambda t: str(t))
@@ -174,7 +177,13 @@ FLOAT_UNARY = {Op.NEG: 0, Op.ABS: 0, Op.SQRT_RN: 0, Op.CEIL: 0, Op.FLOOR: 0, Op.
 def test_float_unary(op: Op, t: ScalarType):
     a = inputs(np.random.default_rng(13), t)
     got, want = run_both(build_map_kernel(op, [t], t), [a], t)
-    assert_same(got, want, t, ulps=FLOAT_UNARY[op] * (1 if t.bits >= 32 else 0))
+    ulps = FLOAT_UNARY[op] * (1 if t.bits >= 32 else 0)
+    if op is Op.EXP and t.name == "f32":
+        # the GPU's instruction sequence, ex2.approx(x * log2(e)) with the product
+        # rounded to f32: its error grows with |x| (docs/numerics.md)
+        with np.errstate(invalid="ignore"):
+            ulps = np.where(np.isfinite(a), ulps + 1.5 * np.abs(a.astype(np.float64)), ulps)
+    assert_same(got, want, t, ulps=ulps)
 
 
 @pytest.mark.parametrize("t", FLOATS, ids=str)

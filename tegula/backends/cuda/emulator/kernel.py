@@ -1,0 +1,101 @@
+"""`EmulatedKernel`: a tile-IR kernel lowered by the CUDA backend for a capability, with
+`HostDevice` as its device, JIT-compiled for the host, and run grid by grid through
+`CtaRunner`; plus how a launch's arguments become the entry's C arguments (16-bit float
+scalars as their bit patterns, checked mode's hidden error buffer and buffer sizes).
+
+`lower_for_host` is the one place the emulator calls the CUDA lowering.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional, Sequence
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ....ir.core import Kernel
+from ....ir.types import PointerType, element_of
+from ...llvm import host_jit
+from ..assign_layouts import LayoutPlan, assign_layouts
+from ..checked import ERROR_WORDS
+from ..launcher import narrow_float_bits, raise_recorded_error
+from ..lower_kernel import KernelLowering
+from .cta import CtaRunner
+from .host_device import HostDevice
+
+CAPABILITIES = (80, 90)  # what the emulator lowers for: mma.sync and sm_89+ conversions alike
+
+
+def lower_for_host(kernel: Kernel, num_warps: int, capability: int,
+                   debug: bool) -> tuple[LayoutPlan, KernelLowering, ir.Module]:
+    """The CUDA backend's lowering of `kernel` for `capability`, exactly as the GPU
+    compile does it (`compiler.compile_kernel`), with `HostDevice` as the device."""
+    plan = assign_layouts(kernel, num_warps, capability=capability)
+    lw = KernelLowering(kernel, plan, capability, debug=debug, checked=debug, device=HostDevice())
+    return plan, lw, lw.build()
+
+
+def target_machine() -> object:
+    """The LLVM target machine the emulator compiles for: the process's CPU, generic,
+    with f16c, so half conversions are inline instructions rather than runtime calls
+    the JIT cannot resolve."""
+    return host_jit.target_machine(opt=2, native=False, features="+f16c")
+
+
+def _scalar_value(t: Any, v: Any) -> Any:
+    """A launch's scalar argument as the ctypes slot of its parameter takes it."""
+    e = element_of(t)
+    if e.is_float and e.bits < 32:
+        return narrow_float_bits(float(v), e.name)
+    return float(v) if e.is_float else int(v)
+
+
+class EmulatedKernel:
+    """A kernel compiled for the host emulation; call `run(grid, args)`."""
+
+    def __init__(self, kernel: Kernel, num_warps: int = 4, debug: bool = False, capability: int = 80):
+        if capability not in CAPABILITIES:
+            raise ValueError(f"the emulator lowers for capability {' or '.join(map(str, CAPABILITIES))}, "
+                             f"not {capability}")
+        host_jit.init_native()
+        self.kernel = kernel
+        self.num_warps = num_warps
+        self.capability = capability
+        self.plan, lw, module = lower_for_host(kernel, num_warps, capability, debug)
+        entry = host_jit.host_entry(module, lw.fn)
+        self.lowering = lw
+        self.smem_bytes = lw.smem_bytes
+        self.checked = lw.checked
+        self.llir = str(module)
+        self.engine = host_jit.jit(self.llir, target_machine(), 2)
+        argtypes = [host_jit.ctype(a.type) for a in kernel.args]
+        if self.checked:
+            argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * len(self.checked.pointer_args)
+        argtypes += [ctypes.c_int32, ctypes.c_void_p]  # HostDevice.extra_params
+        fn = ctypes.CFUNCTYPE(None, *argtypes)(self.engine.get_function_address(entry))
+        self.runner = CtaRunner(fn, num_warps, self.smem_bytes)
+
+    def run(self, grid: Sequence[int], args: Sequence[Any], timeout: float = 120.0) -> Optional[np.ndarray]:
+        """Run on numpy arrays (pointer arguments) and Python scalars; returns the
+        checked-mode error record (int64[ERROR_WORDS]) when checked, else None."""
+        values: list[Any] = []
+        for a, v in zip(self.kernel.args, args):
+            if isinstance(element_of(a.type), PointerType):
+                values.append(v.ctypes.data)
+            else:
+                values.append(_scalar_value(a.type, v))
+        errors = None
+        if self.checked:
+            errors = np.zeros(ERROR_WORDS, np.int64)
+            values.append(errors.ctypes.data)
+            for i in self.checked.pointer_args:
+                values.append(int(args[i].nbytes))
+        self.runner.run(grid, values, timeout)
+        if errors is not None:
+            raise_recorded_error(errors, self.checked.site_records(), self.kernel.name)
+        return errors
+
+
+def run(kernel: Kernel, grid: Sequence[int], args: Sequence[Any], num_warps: int = 4,
+        debug: bool = False, capability: int = 80) -> Optional[np.ndarray]:
+    return EmulatedKernel(kernel, num_warps, debug, capability).run(grid, args)

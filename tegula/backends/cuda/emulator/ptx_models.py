@@ -1,0 +1,125 @@
+"""Host models of the single-thread PTX instructions the lowering emits as inline
+assembly, each in plain LLVM IR with the instruction's semantics where they are exact
+and the correctly rounded result where the instruction is an approximation:
+
+- `ld_global` / `st_global`: a predicated vector access is a branch around an ordinary
+  access of the same words (a false predicate leaves the `other` words); cache hints
+  have no meaning on the host; `volatile` loads are monotonic atomic loads, so a
+  polling loop re-reads memory as `ld.volatile` does;
+- `ex2_approx` is `exp2f`; `sqrt_approx_ftz` / `rsqrt_approx_ftz` flush a denormal
+  input to a zero of its sign as `.ftz` does, then take the correctly rounded square
+  root (and its reciprocal); `div_full` divides correctly rounded. The approximations'
+  own few-ulp errors are not modelled: results are within the GPU's bounds, not equal
+  to its bits (docs/numerics.md);
+- `cvt_f32_to_fp8` (`cvt.rn.satfinite`), `cvt_from_fp8` and `cvt_rz` are exact, by
+  the portable integer code of `llvm.casts` (which implements the same saturating
+  rounding);
+- `libdevice_call` calls the host C library's function of the same meaning
+  (`host_libm`), and `rsqrt` as 1/sqrt; libdevice functions without a host
+  counterpart raise at lowering time.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import llvmlite.ir as ir
+
+from ....ir.types import F32 as TF32
+from ....ir.types import ScalarType
+from ...llvm import casts
+from ...llvm.intrinsics import intrinsic
+from ...llvm.scalar_ops import ScalarTarget
+from ...llvm.types import F16, F32, I8, I16, I32
+from ..nvvm import access_words
+
+if TYPE_CHECKING:
+    from .host_device import HostDevice
+
+_SMALLEST_NORMAL_F32 = 2.0 ** -126
+
+
+def _flush_denormal(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """`.ftz`: a denormal f32 reads as a zero of its sign."""
+    tiny = b.fcmp_ordered("<", intrinsic(b, "fabs", [x]), ir.Constant(F32, _SMALLEST_NORMAL_F32))
+    return b.select(tiny, intrinsic(b, "copysign", [ir.Constant(F32, 0.0), x]), x)
+
+
+class PtxModels:
+    def ld_global(self: "HostDevice", b: ir.IRBuilder, ptr: ir.Value, nbytes: int, pred: Optional[ir.Value],
+                  others: Optional[list[ir.Value]], quals: str, volatile: bool) -> list[ir.Value]:
+        wt, nw = access_words(nbytes)
+
+        def load() -> list[ir.Value]:
+            if nbytes == 1:  # ld.b8 into a 16-bit register
+                byte = b.load_atomic(ptr, "monotonic", 1, typ=I8) if volatile else b.load(ptr, typ=I8, align=1)
+                return [b.zext(byte, I16)]
+            if volatile:
+                size = nbytes // nw
+                return [b.load_atomic(b.gep(ptr, [ir.Constant(I32, i * size)], source_etype=I8), "monotonic",
+                                      size, typ=wt) for i in range(nw)]
+            if nw == 1:
+                return [b.load(ptr, typ=wt, align=nbytes)]
+            vec = b.load(ptr, typ=ir.VectorType(wt, nw), align=nbytes)
+            return [b.extract_element(vec, ir.Constant(I32, i)) for i in range(nw)]
+
+        if pred is None:
+            return load()
+        assert others is not None and len(others) == nw
+        before = b.block
+        with b.if_then(pred):
+            loaded = load()
+            then_end = b.block
+        out = []
+        for x, o in zip(loaded, others):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, then_end)
+            phi.add_incoming(o, before)
+            out.append(phi)
+        return out
+
+    def st_global(self: "HostDevice", b: ir.IRBuilder, ptr: ir.Value, nbytes: int, words: list[ir.Value],
+                  pred: Optional[ir.Value], quals: str) -> None:
+        def store() -> None:
+            if nbytes == 1:  # st.b8 from a 16-bit register: its low byte
+                b.store(b.trunc(words[0], I8), ptr, align=1)
+            elif len(words) == 1:
+                b.store(words[0], ptr, align=nbytes)
+            else:
+                vec = ir.Constant(ir.VectorType(words[0].type, len(words)), ir.Undefined)
+                for i, w in enumerate(words):
+                    vec = b.insert_element(vec, w, ir.Constant(I32, i))
+                b.store(vec, ptr, align=nbytes)
+
+        if pred is None:
+            store()
+            return
+        with b.if_then(pred):
+            store()
+
+    def ex2_approx(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        return intrinsic(b, "exp2", [x])
+
+    def sqrt_approx_ftz(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        return intrinsic(b, "sqrt", [_flush_denormal(b, x)])
+
+    def rsqrt_approx_ftz(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        return b.fdiv(ir.Constant(F32, 1.0), intrinsic(b, "sqrt", [_flush_denormal(b, x)]))
+
+    def div_full(self: "HostDevice", b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        return b.fdiv(x, y)
+
+    def cvt_f32_to_fp8(self: "HostDevice", b: ir.IRBuilder, v: ir.Value, fmt: str) -> ir.Value:
+        return casts.f32_to_fp8(b, v, fmt)
+
+    def cvt_from_fp8(self: "HostDevice", b: ir.IRBuilder, v: ir.Value, fmt: str, dst: str) -> ir.Value:
+        x = casts.fp8_to_f32(b, v, fmt)
+        return b.fptrunc(x, F16) if dst == "f16" else x  # every fp8 value is an f16
+
+    def cvt_rz(self: "HostDevice", b: ir.IRBuilder, v: ir.Value, dst: str) -> ir.Value:
+        return casts.convert(b, ScalarTarget(), v, TF32, ScalarType(dst), "rtz")
+
+    def libdevice_call(self: "HostDevice", b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value],
+                       ret: ir.Type) -> ir.Value:
+        if symbol in ("__nv_rsqrtf", "__nv_rsqrt"):
+            return b.fdiv(ir.Constant(ret, 1.0), intrinsic(b, "sqrt", list(args)))
+        return ScalarTarget().extern(b, symbol, args, ret)
