@@ -28,7 +28,7 @@ ON_GPU = torch.cuda.is_available()
 def matmul_configs():
     if not ON_GPU:
         return [triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4},
-                              num_warps=4, num_stages=1)]
+                              num_warps=4, num_stages=3)]
     shapes = [  # (BM, BN, BK, stages, warps)
         (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 4, 4),
         (64, 256, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 32, 4, 4),

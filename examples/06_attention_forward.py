@@ -28,7 +28,7 @@ ON_GPU = torch.cuda.is_available()
 
 def attention_configs():
     if not ON_GPU:
-        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, num_stages=1)]
+        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, num_stages=2)]
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w)
             for bm in (64, 128) for bn in (32, 64) for s in (2, 3) for w in (4, 8)]
 

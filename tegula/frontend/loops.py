@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
+from ..ir.attrs import LoopAttrs
 from ..ir.core import Block
 from ..ir.ops import Op
 from ..ir.types import ScalarType, TileType
@@ -40,7 +41,8 @@ from .values import (
     unwrap,
 )
 
-# tl.range's performance hints; the IR has no place for them yet, so they are accepted and ignored.
+# tl.range's performance hints: constexprs kept on the `for` (`LoopAttrs`) for the
+# backend's loop passes (num_stages drives the CUDA software pipeliner).
 _RANGE_HINTS = ("num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten",
                 "warp_specialize", "disable_licm")
 
@@ -78,7 +80,7 @@ class LoopsMixin:
             name = "range" if kind is builtins.range else "tl.range"
             hints = _RANGE_HINTS if kind is tl.range else ()
             start, end, step = _range_bounds(args, kwargs, name, hints)
-            self._scf_for(node, start, end, step)
+            self._scf_for(node, start, end, step, _loop_attrs(kwargs, hints))
 
     # ------------------------------------------------------------------ static_range
     def _static_for(self, node: ast.For, start: Any, end: Any, step: Any) -> None:
@@ -96,7 +98,8 @@ class LoopsMixin:
             self.loop_depth -= 1
 
     # ------------------------------------------------------------------ for
-    def _scf_for(self, node: ast.For, start: Any, end: Any, step: Any) -> None:
+    def _scf_for(self, node: ast.For, start: Any, end: Any, step: Any,
+                 attrs: Optional[LoopAttrs] = None) -> None:
         step_value = unwrap(step)
         negative = False
         if not is_tensor(step):
@@ -132,7 +135,7 @@ class LoopsMixin:
                 iv = self.builder.op1(Op.ADD, self.builder.op1(Op.SUB, ub_h, iv), lb_h)
             self.scope.set(name, self.sem.wrap(iv), self.src.loc(node.target))
             body_scope = self._loop_body(node, carried, inits, invariant, pre)
-        ins = self.builder.create(Op.FOR, [lb_h, ub_h, st_h, *(x.handle for x in leaves)],
+        ins = self.builder.create(Op.FOR, [lb_h, ub_h, st_h, *(x.handle for x in leaves)], attrs=attrs,
                                   result_types=[ir_type(x) for x in leaves], regions=[body])
         self._after_loop(node, pre, body_scope, carried, inits, ins.results, target=name)
 
@@ -269,6 +272,24 @@ def _range_bounds(args: list[Any], kwargs: dict[str, Any], name: str,
         start, end = slots["arg1"], slots["arg2"]
     step = slots.get("step")
     return start, end, (constexpr(1) if unwrap(step) is None else step)
+
+
+def _loop_attrs(kwargs: dict[str, Any], hints: Sequence[str]) -> Optional[LoopAttrs]:
+    """tl.range's hints as the loop's attributes (None when none was given)."""
+    given = {}
+    for key in hints:
+        if key not in kwargs:
+            continue
+        value = unwrap(kwargs[key])
+        if is_tensor(kwargs[key]):
+            raise FrontendError(f"tl.range's {key} must be a constexpr, got {describe(kwargs[key])}")
+        if key in ("num_stages", "loop_unroll_factor"):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise FrontendError(f"tl.range's {key} must be a non-negative int, got {value!r}")
+        else:
+            value = bool(value)
+        given[key] = value
+    return LoopAttrs(**given) if given else None
 
 
 def _promote_int(a: ScalarType, b: ScalarType) -> ScalarType:

@@ -164,6 +164,35 @@ class ExternAttrs:
     pure: bool = True
 
 
+@dataclass(frozen=True)
+class LoopAttrs:
+    """for: `tl.range`'s scheduling hints, kept for the backend's loop passes. None /
+    False mean "not given": the backend uses its defaults (the launch's `num_stages`)."""
+
+    num_stages: Optional[int] = None
+    loop_unroll_factor: Optional[int] = None
+    warp_specialize: bool = False
+    flatten: bool = False
+    disallow_acc_multi_buffer: bool = False
+    disable_licm: bool = False
+
+
+@dataclass(frozen=True)
+class AsyncCopyAttrs:
+    """async_copy: whether a mask operand follows the pointers (masked-off elements of
+    the destination are zero-filled)."""
+
+    has_mask: bool = False
+
+
+@dataclass(frozen=True)
+class AsyncWaitAttrs:
+    """async_wait: how many of the most recently committed copy groups may still be in
+    flight when the wait returns (every older group has landed)."""
+
+    pending: int = 0
+
+
 def attr_fields(attrs: Any) -> list[tuple[str, Any]]:
     """(name, value) pairs of an attribute record, in declaration order."""
     return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)]
@@ -174,6 +203,7 @@ ATTR_CLASSES = {
     for cls in (
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
-        DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs,
+        DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
+        AsyncWaitAttrs,
     )
 }

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import attrs as A
 from . import numpy_ops as npo
-from .types import I1, I32, PointerType, TileType, Type, element_of, shape_of, with_element, with_shape
+from .types import I1, I32, PointerType, SmemType, TileType, Type, element_of, shape_of, with_element, with_shape
 
 
 class Kind(enum.Enum):
@@ -36,6 +36,7 @@ class Kind(enum.Enum):
     SHAPE = "shape"
     SOURCE = "source"  # no data operands: constants, program ids, arange
     DOT = "dot"
+    SHARED = "shared"  # tgir only: shared-memory buffers and asynchronous copies into them
 
 
 class Op(enum.Enum):
@@ -116,6 +117,13 @@ class Op(enum.Enum):
     YIELD = "yield"
     CONDITION = "condition"
     RETURN = "return"
+    # shared memory and asynchronous copies (the backend stage `tgir` only)
+    LOCAL_ALLOC = "local_alloc"
+    LOCAL_LOAD = "local_load"
+    LOCAL_DEALLOC = "local_dealloc"
+    ASYNC_COPY = "async_copy"
+    ASYNC_COMMIT = "async_commit"
+    ASYNC_WAIT = "async_wait"
     # meta
     DEVICE_PRINT = "device_print"
     DEVICE_ASSERT = "device_assert"
@@ -146,6 +154,8 @@ class OpInfo:
     result: Optional[ResultRule] = None
     regions: int = 0
     terminator: bool = False
+    # the op may also carry no attributes at all (None: every field at its default)
+    attrs_optional: bool = False
 
 
 def _same(ts, _a):
@@ -221,6 +231,11 @@ def _scan(ts, _a):
 
 def _dot(ts, _a):
     return [ts[2]]
+
+
+def _local_load(ts, _a):
+    buf = ts[0]
+    return [TileType(tuple(buf.shape[1:]), buf.element)] if isinstance(buf, SmemType) else None
 
 
 def _loop_results(ts, _a):
@@ -325,12 +340,27 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),
     Op.DOT: OpInfo(Kind.DOT, 3, attrs=A.DotAttrs, result=_dot),
 
-    Op.FOR: OpInfo(Kind.CONTROL, VARIADIC, results=VARIADIC, result=_loop_results, regions=1, pure=False),
+    Op.FOR: OpInfo(Kind.CONTROL, VARIADIC, results=VARIADIC, attrs=A.LoopAttrs, attrs_optional=True,
+                   result=_loop_results, regions=1, pure=False),
     Op.IF: OpInfo(Kind.CONTROL, 1, results=VARIADIC, regions=2, pure=False),
     Op.WHILE: OpInfo(Kind.CONTROL, VARIADIC, results=VARIADIC, result=_while_results, regions=2, pure=False),
     Op.YIELD: OpInfo(Kind.CONTROL, VARIADIC, results=0, result=_none, terminator=True),
     Op.CONDITION: OpInfo(Kind.CONTROL, VARIADIC, results=0, result=_none, terminator=True),
     Op.RETURN: OpInfo(Kind.CONTROL, 0, results=0, result=_none, terminator=True, pure=False),
+
+    # local_alloc -> a buffer (the producer picks its type); local_load buf, slot -> the
+    # tile in slot `slot` (an i32 scalar) of the buffer; async_copy buf, slot, ptr[, mask]
+    # copies the pointed-to elements into that slot, zero where masked off; commit closes
+    # a group of copies, wait returns once at most `pending` recent groups are in flight;
+    # local_dealloc ends a buffer's life (buffers are freed in the reverse order of
+    # their allocation). Reads and writes of buffers are effects: none of these may be
+    # moved or merged.
+    Op.LOCAL_ALLOC: OpInfo(Kind.SHARED, 0, pure=False),
+    Op.LOCAL_DEALLOC: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
+    Op.LOCAL_LOAD: OpInfo(Kind.SHARED, 2, pure=False, result=_local_load),
+    Op.ASYNC_COPY: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.AsyncCopyAttrs, pure=False, result=_none),
+    Op.ASYNC_COMMIT: OpInfo(Kind.SHARED, 0, results=0, pure=False, result=_none),
+    Op.ASYNC_WAIT: OpInfo(Kind.SHARED, 0, results=0, attrs=A.AsyncWaitAttrs, pure=False, result=_none),
 
     Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
     Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),
@@ -340,6 +370,10 @@ OP_INFO: dict[Op, OpInfo] = {
 }
 
 OP_BY_NAME = {op.value: op for op in Op}
+
+# ops that exist only in the backend stage `tgir` (target-independent passes and the
+# interpreter-first stages never see them)
+TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind is Kind.SHARED)
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

@@ -2,6 +2,7 @@
 
 A scalar is a rank-0 value and has a `ScalarType` (or `PointerType`) directly; a tile
 has a `TileType` whose shape is static and whose element is a scalar or pointer type.
+`SmemType` (a shared-memory buffer handle) exists only in the backend stage `tgir`.
 Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
 is what the printer writes and the parser reads.
 """
@@ -122,7 +123,30 @@ class TileType:
     __repr__ = __str__
 
 
-Type = Union[ScalarType, PointerType, TileType]
+@dataclass(frozen=True)
+class SmemType:
+    """A buffer in shared memory (`tgir` only): `shape` elements of `element`, the
+    leading dimension usually the slots of a multi-buffered ring. Its placement (the
+    swizzle) is the backend's choice; the value is a handle, read and written by the
+    `local_*` and `async_copy` ops."""
+
+    shape: tuple[int, ...]
+    element: ScalarType
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        return "smem<" + "x".join(str(d) for d in self.shape) + f"x{self.element}>"
+
+    __repr__ = __str__
+
+
+Type = Union[ScalarType, PointerType, TileType, SmemType]
 
 
 def element_of(t: Type) -> ElementType:
@@ -167,7 +191,8 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
             raise ValueError(f"bad pointer type: {s!r}")
         space = int(parts[1]) if len(parts) > 1 else 1
         return PointerType(pointee, space), rest
-    if s.startswith("tile<"):
+    if s.startswith("tile<") or s.startswith("smem<"):
+        kind = TileType if s.startswith("tile<") else SmemType
         inner, rest = _split_angle(s[4:])
         dims = []
         body = inner
@@ -175,9 +200,9 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
             num, _, body = body.partition("x")
             dims.append(int(num))
         elem, tail = _parse_type_prefix(body)
-        if tail.strip() or isinstance(elem, TileType):
-            raise ValueError(f"bad tile type: {s!r}")
-        return TileType(tuple(dims), elem), rest
+        if tail.strip() or isinstance(elem, (TileType, SmemType)) or not dims:
+            raise ValueError(f"bad {kind.__name__[:4].lower()} type: {s!r}")
+        return kind(tuple(dims), elem), rest
     for name in sorted(_SCALAR_BITS, key=len, reverse=True):
         if s.startswith(name) and not (s[len(name):len(name) + 1].isalnum()):
             return SCALAR_TYPES[name], s[len(name):]

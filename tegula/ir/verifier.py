@@ -16,15 +16,15 @@ from typing import Optional, Sequence, Union
 
 from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
-from .ops import COMPARISONS, OP_INFO, VARIADIC, Kind, Op, type_class
+from .ops import COMPARISONS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
-from .types import I1, PointerType, ScalarType, TileType, Type, element_of, shape_of
+from .types import I1, I32, PointerType, ScalarType, SmemType, TileType, Type, element_of, shape_of
 
 # Which ops each compilation stage may contain: a set of `Op`s and/or `Kind`s, or None
 # for "every op". Backends that lower to a restricted form register their stage here.
 STAGE_OPS: dict[str, Optional[frozenset[Union[Op, Kind]]]] = {
-    "tir": None,
-    "tir_opt": None,
+    "tir": frozenset(Op) - TGIR_ONLY,
+    "tir_opt": frozenset(Op) - TGIR_ONLY,
     "tgir": None,
 }
 
@@ -104,7 +104,7 @@ class _Verifier:
         self.visible.add(v)
 
     def check_type(self, t: Type, what: str, ins: Optional[Instr]) -> None:
-        if not isinstance(t, (ScalarType, PointerType, TileType)):
+        if not isinstance(t, (ScalarType, PointerType, TileType, SmemType)):
             self.fail(f"{what} has no IR type ({t!r})", ins)
         if isinstance(t, TileType) and not all(_is_pow2(d) for d in t.shape):
             self.fail(f"{what} has type {t}: tile dimensions must be powers of two", ins)
@@ -155,7 +155,8 @@ class _Verifier:
             self.fail(f"'{op.value}' has {info.results} result(s), got {n_out}", ins)
         if len(ins.regions) != info.regions:
             self.fail(f"'{op.value}' has {info.regions} region(s), got {len(ins.regions)}", ins)
-        if info.attrs is not None and not isinstance(ins.attrs, info.attrs):
+        if info.attrs is not None and not isinstance(ins.attrs, info.attrs) \
+                and not (info.attrs_optional and ins.attrs is None):
             got = "none" if ins.attrs is None else type(ins.attrs).__name__
             self.fail(f"'{op.value}' needs attributes of class {info.attrs.__name__}, got {got}", ins)
         if info.attrs is None and ins.attrs is not None:
@@ -177,6 +178,25 @@ class _Verifier:
             self.regions(ins)
         for r in ins.results:
             self.define(r, ins)
+
+    def shared(self, ins: Instr, ts: list[Type], rts: list[Type]) -> None:
+        op = ins.op
+        if op is Op.LOCAL_ALLOC and (not isinstance(rts[0], SmemType) or len(rts[0].shape) < 2):
+            self.fail(f"'local_alloc' makes a shared-memory buffer of slots (rank >= 2), not a {rts[0]}", ins)
+        if op is Op.LOCAL_DEALLOC and not isinstance(ts[0], SmemType):
+            self.fail(f"'local_dealloc' frees a shared-memory buffer, not a {ts[0]}", ins)
+        if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
+            return
+        if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:
+            self.fail(f"'{op.value}' takes a buffer and an i32 slot first, got {_types(ts[:2])}", ins)
+        if op is Op.ASYNC_COPY:
+            want = 4 if ins.attrs.has_mask else 3
+            slot_type = TileType(ts[0].shape[1:], PointerType(ts[0].element))
+            if len(ts) != want or ts[2] != slot_type:
+                self.fail(f"'async_copy' into {ts[0]} takes pointers {slot_type}"
+                          f"{' and a mask' if want == 4 else ''}, got {_types(ts[2:])}", ins)
+            if want == 4 and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
+                self.fail(f"'async_copy' mask must be i1 of shape {slot_type.shape}, got {ts[3]}", ins)
 
     def op_rules(self, ins: Instr, kind: Kind) -> None:
         op, ts = ins.op, [v.type for v in ins.operands]
@@ -222,6 +242,8 @@ class _Verifier:
                 self.fail(f"'{op.value}' axis {ins.attrs.axis} is out of range for rank {rank}", ins)
         elif op is Op.DOT:
             self.dot(ins, ts)
+        elif kind is Kind.SHARED:
+            self.shared(ins, ts, rts)
         elif op in (Op.PROGRAM_ID, Op.NUM_PROGRAMS) and ins.attrs.axis not in (0, 1, 2):
             self.fail(f"'{op.value}' axis must be 0, 1 or 2, got {ins.attrs.axis}", ins)
         elif op is Op.ARANGE and ins.attrs.end <= ins.attrs.start:

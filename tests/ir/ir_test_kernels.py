@@ -7,7 +7,7 @@ from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
 from tegula.ir.core import ArgAttrs, Block, Kernel, Loc, Value
 from tegula.ir.ops import Op
-from tegula.ir.types import BF16, F8E4M3, F8E5M2, F16, F32, I1, I32, I64, U32, PointerType, TileType
+from tegula.ir.types import BF16, F8E4M3, F8E5M2, F16, F32, I1, I32, I64, U32, PointerType, SmemType, TileType
 
 SRC = "/tmp/tegula_samples/kernel.py"
 
@@ -16,12 +16,13 @@ def tile(elem, *shape):
     return TileType(tuple(shape), elem)
 
 
-def build_for(b: Builder, lb: Value, ub: Value, step: Value, inits: list[Value], body_fn) -> list[Value]:
+def build_for(b: Builder, lb: Value, ub: Value, step: Value, inits: list[Value], body_fn,
+              attrs=None) -> list[Value]:
     """A `for` whose body is produced by `body_fn(b, iv, iters) -> yielded values`."""
     body = Block()
     iv = body.add_arg(lb.type)
     iters = [body.add_arg(v.type) for v in inits]
-    ins = b.create(Op.FOR, [lb, ub, step, *inits], regions=[body])
+    ins = b.create(Op.FOR, [lb, ub, step, *inits], attrs=attrs, regions=[body])
     with b.at_end_of(body):
         b.yield_(body_fn(b, iv, iters))
     return ins.results
@@ -78,8 +79,16 @@ def build_all_ops_kernel() -> Kernel:
     other = b.constant(0.0, tile(F32, 128))
     xv = b.op1(Op.LOAD, xp, mask, other,
                attrs=A.LoadAttrs(True, True, ".cg", "evict_last", False))
+    # a two-slot shared-memory ring (tgir): copy the masked tile into slot 1, read it back
+    ring = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 128), F32))
+    slot = b.constant(1, I32)
+    b.create(Op.ASYNC_COPY, [ring, slot, xp, mask], A.AsyncCopyAttrs(True))
+    b.create(Op.ASYNC_COMMIT, [])
+    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(0))
+    staged = b.op1(Op.LOCAL_LOAD, ring, slot)
+    b.create(Op.LOCAL_DEALLOC, [ring])
     # unary float chain
-    v = xv
+    v = b.op1(Op.ADD, xv, staged)
     for op in (Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SIN, Op.COS, Op.SQRT,
                Op.SQRT_RN, Op.RSQRT, Op.ERF, Op.CEIL, Op.FLOOR):
         v = b.op1(op, v)
@@ -152,7 +161,8 @@ def build_all_ops_kernel() -> Kernel:
         with lb.at_end_of(ifi.regions[1]):
             lb.yield_([iters[0]])
         return [ifi.result, iters[1]]
-    fsum, facc = build_for(b, zero, n, one, [best[0], acc], loop_body)
+    fsum, facc = build_for(b, zero, n, one, [best[0], acc], loop_body,
+                           attrs=A.LoopAttrs(num_stages=2, warp_specialize=True))
     before, after = Block(), Block()
     bi = before.add_arg(I32)
     bf = before.add_arg(F32)

@@ -30,7 +30,19 @@ def fails(body: str, match: str, ret: bool = True) -> VerificationError:
 
 def test_valid_kernels_pass():
     verify(build_small_kernel())
-    verify(build_all_ops_kernel(), stage="tir")
+    verify(build_all_ops_kernel(), stage="tgir")
+
+
+def test_tgir_ops_are_rejected_before_the_backend_stage():
+    with pytest.raises(VerificationError, match="'local_alloc' is not allowed at this stage"):
+        verify(build_all_ops_kernel(), stage="tir")
+
+
+def test_async_copy_checks_its_pointers_against_the_slot():
+    k = kernel_of("%buf = local_alloc : smem<2x128xf16>\n%s = constant {value = 0} : i32\n"
+                  "async_copy %buf, %s, %i {has_mask = False}\n")
+    with pytest.raises(VerificationError, match="'async_copy' into smem<2x128xf16> takes pointers"):
+        verify(k)
     verify(kernel_of("%0 = add %v, %v : tile<128xf32>\n"))
 
 

@@ -91,14 +91,23 @@ def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> b
     return ok
 
 
+# ops that access global memory through a tile of pointers: the pointer operand's index
+ACCESS_OPS = {Op.LOAD: 0, Op.STORE: 0, Op.ASYNC_COPY: 2}
+
+
+def access_operands(ins: Instr) -> tuple[Value, Optional[Value]]:
+    """The pointers and the mask (or None) of a load, store or async_copy."""
+    p = ACCESS_OPS[ins.op]
+    has_mask = getattr(ins.attrs, "has_mask", False)
+    mask_at = {Op.LOAD: 1, Op.STORE: 2, Op.ASYNC_COPY: 3}[ins.op]
+    return ins.operands[p], (ins.operands[mask_at] if has_mask else None)
+
+
 def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
     """A load/store's dimension order (most contiguous first) and vector width (elements:
     contiguous, aligned, under a constant mask, at most 16 bytes)."""
-    ptr = ins.operands[0]
+    ptr, mask = access_operands(ins)
     shape = shape_of(ptr.type)
-    mask = ins.operands[1] if getattr(ins.attrs, "has_mask", False) and ins.op is Op.LOAD else None
-    if ins.op is Op.STORE and getattr(ins.attrs, "has_mask", False):
-        mask = ins.operands[2]
     order = contiguity_order(ptr, info)
     vec = vector_width(ptr, mask, info, axis=order[0])
     numel = 1
@@ -140,16 +149,17 @@ class _Assigner:
         # its own alignment allows, and values flow between them without conversions.
         groups: dict[tuple, list[tuple[Instr, int]]] = {}
         for ins in instrs:
-            if ins.op in (Op.LOAD, Op.STORE) and is_tile(ins.operands[0]):
+            if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
                 order, vec = memory_access(ins, self.nw, self.info)
                 self.plan.vec[ins] = vec
-                groups.setdefault((shape_of(ins.operands[0].type), tuple(order)), []).append((ins, vec))
+                shape = shape_of(access_operands(ins)[0].type)
+                groups.setdefault((shape, tuple(order)), []).append((ins, vec))
         for (shape, order), members in groups.items():
             lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
             for ins, _vec in members:
                 self.anchors[ins] = lay
         for ins in instrs:
-            if ins in self.anchors and ins.op in (Op.LOAD, Op.STORE):
+            if ins in self.anchors and ins.op in ACCESS_OPS:
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
 
@@ -241,7 +251,7 @@ class _Assigner:
         ins = v.owner
         if not isinstance(ins, Instr) or ins.op in (Op.FOR, Op.IF, Op.WHILE):
             s = 1
-        elif ins.op in (Op.LOAD, Op.DOT, Op.REDUCE, Op.SCAN):
+        elif ins.op in (Op.LOAD, Op.DOT, Op.REDUCE, Op.SCAN, Op.LOCAL_LOAD):
             s = 3
         else:
             self.strengths[v] = 0  # provisional, for cycles
@@ -282,7 +292,7 @@ class _Assigner:
         info = OP_INFO[op]
         res = ins.results[0] if len(ins.results) == 1 else None
         own = [self.own(o) for o in ops]
-        if op in (Op.LOAD, Op.STORE) and ins in self.anchors:
+        if op in ACCESS_OPS and ins in self.anchors:
             a = self.anchors[ins]
             self.require(ins, [a] * len(ops))
             for r in ins.results:
@@ -291,7 +301,7 @@ class _Assigner:
             c = self.anchors.get(ins) or self.default(res)
             self.require(ins, [own[0], own[1], c])
             self.set(res, c)
-        elif info.kind is Kind.SOURCE or op is Op.SPLAT:
+        elif info.kind is Kind.SOURCE or op in (Op.SPLAT, Op.LOCAL_LOAD):
             if res is not None and is_tile(res):
                 self.set(res, self.hints.get(res) or self.default(res))
             self.require(ins, own)

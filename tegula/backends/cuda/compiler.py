@@ -13,11 +13,15 @@ import time
 from typing import Any, Callable, Optional
 
 from ...config import knobs
+from ...ir.clone import clone_kernel
 from ...ir.core import Kernel
+from ...ir.ops import Op
+from ...ir.verifier import verify
 from ...ir.types import PointerType, element_of
 from . import codegen, ptxas
-from .assign_layouts import assign_layouts
+from .assign_layouts import LayoutPlan, assign_layouts
 from .lower_kernel import KernelLowering
+from .pipeline_loops import pipeline_loops
 from .tgir import format_tgir
 
 Emit = Callable[[str, Any], Any]
@@ -41,6 +45,20 @@ def option(options: Any, name: str, default: Any) -> Any:
     return getattr(options, name, default)
 
 
+def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
+            debug: bool) -> tuple[Kernel, LayoutPlan]:
+    """The GPU stage: loops pipelined (a copy of `kernel` when any is; not in debug
+    mode, whose checked accesses are plain loads), then every tile value's layout."""
+    if not debug and any(ins.op is Op.DOT for ins in kernel.walk()):
+        # the pipeliner rewrites loops in place: work on a copy of the caller's kernel
+        staged = clone_kernel(kernel)
+        if pipeline_loops(staged, num_stages, num_warps, capability):
+            kernel = staged
+            if knobs.verify_ir:
+                verify(kernel, stage="tgir")
+    return kernel, assign_layouts(kernel, num_warps, capability=capability)
+
+
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                    emit: Optional[Emit] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile `kernel` for `target`. `options` carries `num_warps`, `num_stages`,
@@ -53,7 +71,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     num_warps = int(option(options, "num_warps", 4))
     debug = bool(option(options, "debug", False)) or knobs.debug
     maxnreg = option(options, "maxnreg", None)
-    plan = assign_layouts(kernel, num_warps, capability=cap)
+    num_stages = int(option(options, "num_stages", 3))
+    kernel, plan = to_tgir(kernel, num_warps, num_stages, cap, debug)
     asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
@@ -64,7 +83,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": num_warps,
-        "num_stages": int(option(options, "num_stages", 3)), "num_ctas": 1,
+        "num_stages": num_stages, "num_ctas": 1,
         "shared": lw.smem_bytes, "arch": arch, "capability": cap,
         "arg_types": [str(a.type) for a in kernel.args],
         "pointer_args": [i for i, a in enumerate(kernel.args) if isinstance(element_of(a.type), PointerType)],

@@ -88,12 +88,22 @@ def from_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
     return v
 
 
-def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any) -> None:
-    """Store consecutive elements (one, or a vector) at a scratch byte offset."""
+def _shared_address(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool) -> ir.Value:
+    """A scratch offset is relative to the scratch area, which starts after the shared
+    buffers live at this point (`KernelLowering.scratch_base`)."""
+    if not absolute and lw.scratch_base:
+        byte_offset = lw.b.add(byte_offset, ir.Constant(I32, lw.scratch_base))
+    return lw.dev.shared_ptr(lw.b, byte_offset)
+
+
+def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any,
+               absolute: bool = False) -> None:
+    """Store consecutive elements (one, or a vector) at a scratch byte offset (or, when
+    `absolute`, at that offset from the start of shared memory)."""
     b = lw.b
     mt = memory_type(elem)
     vals = [to_memory(b, v, elem) for v in values]
-    ptr = lw.dev.shared_ptr(b, byte_offset)
+    ptr = _shared_address(lw, byte_offset, absolute)
     if len(vals) == 1:
         b.store(vals[0], ptr, align=byte_size(elem))
         return
@@ -104,10 +114,11 @@ def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Valu
     b.store(vec, ptr, align=len(vals) * byte_size(elem))
 
 
-def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any) -> list[ir.Value]:
+def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any,
+              absolute: bool = False) -> list[ir.Value]:
     b = lw.b
     mt = memory_type(elem)
-    ptr = lw.dev.shared_ptr(b, byte_offset)
+    ptr = _shared_address(lw, byte_offset, absolute)
     if count == 1:
         return [from_memory(b, b.load(ptr, typ=mt, align=byte_size(elem)), elem)]
     vt = ir.VectorType(mt, count)

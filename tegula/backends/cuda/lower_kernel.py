@@ -32,6 +32,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_reduce,
     lower_scan,
     lower_shape,
+    lower_shared,
 )
 from .assign_layouts import LayoutPlan
 from .checked import CheckedMode
@@ -77,6 +78,13 @@ class KernelLowering:
         # control flow makes it unknown (see `smem_begin`).
         self.smem_recent: Optional[tuple[int, int]] = None
         self.smem_uses = 0      # scratch uses so far (tells a region that used scratch)
+        # shared buffers (`local_alloc`) live at this point, a stack from offset 0; the
+        # scratch area starts after them (`scratch_base`)
+        self.buffers: list[Any] = []
+        self.scratch_base = 0
+        self.buffer_of: dict[Value, Any] = {}
+        # local_load results read in place by their users: (buffer, slot byte offset)
+        self.shared_views: dict[Value, tuple[Any, ir.Value]] = {}
         self.scope_state: list[tuple[Optional[tuple[int, int]], int]] = []
         self.smem_bytes = 0     # the scratch size the kernel needs (max over ops)
         self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
@@ -294,7 +302,7 @@ class KernelLowering:
             self.dev.barrier(self.b)
         self.smem_recent = (base, end)
         self.smem_uses += 1
-        self.smem_bytes = max(self.smem_bytes, end)
+        self.smem_bytes = max(self.smem_bytes, self.scratch_base + end)
 
     def smem_free_base(self, nbytes: int) -> int:
         """Where a small scratch use of `nbytes` can start without overlapping the
@@ -305,9 +313,17 @@ class KernelLowering:
         if recent is None or recent is ANY_SCRATCH or nbytes <= recent[0]:
             return 0
         base = (recent[1] + 15) // 16 * 16
-        if base + nbytes <= max(self.smem_bytes, SMALL_SCRATCH):
+        if base + nbytes <= max(self.smem_bytes - self.scratch_base, SMALL_SCRATCH):
             return base
         return 0
+
+    def shared_operand(self, v: Value, offsets: Any) -> Optional[ir.Value]:
+        """The shared byte offset of the slot `v` was read from, when `v` is a slot read
+        in place (lower_shared) whose layout is `offsets`; else None."""
+        view = self.shared_views.get(v)
+        if view is None or view[0].offsets != offsets:
+            return None
+        return view[1]
 
     def smem_written(self) -> None:
         """Between writing scratch and reading it back."""

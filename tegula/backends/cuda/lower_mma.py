@@ -27,12 +27,12 @@ operand layout. f32 operands under `input_precision="tf32"` are rounded to tf32
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
 from ...ir.core import Instr
-from ...ir.types import ScalarType, element_of
+from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import F32 as LF32
 from ..llvm.types import I32
 from .convert import smem_store
@@ -117,27 +117,48 @@ def _bit(shape: tuple[int, int], dim: int, step: int) -> int:
     return 1 << (s + k) if k < n else 0
 
 
+def operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int) -> BitMap:
+    """Where operand `k` (0: A [M, K], 1: B [K, N]) of an mma.sync dot lives in shared
+    memory: the element offset of each flat index of the operand tile. A is stored
+    K-contiguous; a 16-bit B N-contiguous (read with `ldmatrix.trans`), a 32- or 8-bit
+    B K-contiguous ([N, K], read without `.trans`)."""
+    if k == 0 or elem_bytes == 2:
+        return operand_swizzle(shape, elem_bytes)
+    kk, n = shape
+    return compose(operand_swizzle((n, kk), elem_bytes), permute_view((n, kk), (1, 0)))
+
+
 def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     la, lb = lw.plan.required(ins, 0), lw.plan.required(ins, 1)
-    a_regs, b_regs, acc = (lw.operand(ins, k) for k in range(3))
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
-    (m, kk), n = la.shape, lb.shape[1]
+    (m, kk), n = shape_of(ins.operands[0].type), shape_of(ins.operands[1].type)[1]
     wm, wn = choice.warps_per_cta
     kw, size = choice.k_width, choice.elem_bytes
     tf32 = choice.ab_type == "tf32"
     chunk_elems = CHUNK_BYTES // size
     b_trans = size == 2  # [K, N] + ldmatrix.trans; else [N, K] + ldmatrix
+    a_map = operand_offsets(0, (m, kk), size)
+    b_map = operand_offsets(1, (kk, n), size)
+    acc = lw.operand(ins, 2)
 
-    a_map = operand_swizzle((m, kk), size)
-    if b_trans:
-        b_map = operand_swizzle((kk, n), size)
-    else:
-        b_map = compose(operand_swizzle((n, kk), size), permute_view((n, kk), (1, 0)))
-    size_a = (m * kk * size + 127) // 128 * 128
-    lw.smem_begin(size_a + n * kk * size)
-    _write(lw, a_regs, la, a_map, ea, 0, tf32)
-    _write(lw, b_regs, lb, b_map, eb, size_a, tf32)
-    lw.smem_written()
+    # each operand is read from a shared-memory slot it already sits in (a pipelined
+    # load, see lower_shared), or its registers are written to scratch first
+    bases: list[Optional[ir.Value]] = [lw.shared_operand(ins.operands[k], mp) for k, mp in ((0, a_map), (1, b_map))]
+    sizes = [(m * kk * size + 127) // 128 * 128, n * kk * size]
+    staged = [k for k in (0, 1) if bases[k] is None]
+    if staged:
+        regs = {k: lw.operand(ins, k) for k in staged}
+        offs, total = {}, 0
+        for k in staged:
+            offs[k] = total
+            total += sizes[k]
+        lw.smem_begin(total)
+        for k in staged:
+            lay, mp, elem = (la, a_map, ea) if k == 0 else (lb, b_map, eb)
+            _write(lw, regs[k], lay, mp, elem, offs[k], tf32)
+            bases[k] = ir.Constant(I32, lw.scratch_base + offs[k])
+        lw.smem_written()
+    base_a, base_b = bases
 
     a_op = mma_v2_operand(0, (m, kk), choice.warps_per_cta, kw)
     b_op = mma_v2_operand(1, (kk, n), choice.warps_per_cta, kw)
@@ -160,18 +181,18 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
                               (1 << s_n, 2 << s_n, 4 << s_n, _bit((kk, n), 0, chunk_elems), second_n), b_op.warp)
     a_where, b_where = offset_layout(a_rows, a_map), offset_layout(b_rows, b_map)
 
-    def ldmatrix(where: LinearLayout, reg: int, base: int, count: int, trans: bool) -> list[ir.Value]:
-        off = lw.b.add(lw.b.mul(lw.element_flat(where, reg), ir.Constant(I32, size)), ir.Constant(I32, base))
+    def ldmatrix(where: LinearLayout, reg: int, base: ir.Value, count: int, trans: bool) -> list[ir.Value]:
+        off = lw.b.add(lw.b.mul(lw.element_flat(where, reg), ir.Constant(I32, size)), base)
         return lw.dev.ldmatrix(lw.b, off, count, trans)
 
     ks_bits = log2(k_steps)
     nr_bits = log2(n_reps)
     acc = list(acc)
     for s in range(k_steps):
-        a_frag = [ldmatrix(a_where, s | i << ks_bits, 0, 4, False) for i in range(m_reps)]
+        a_frag = [ldmatrix(a_where, s | i << ks_bits, base_a, 4, False) for i in range(m_reps)]
         b_frag: list[list[ir.Value]] = []
         for p in range(max(1, pairs)):
-            regs = ldmatrix(b_where, s | p << ks_bits, size_a, 4 if n_reps > 1 else 2, b_trans)
+            regs = ldmatrix(b_where, s | p << ks_bits, base_b, 4 if n_reps > 1 else 2, b_trans)
             b_frag += [regs[0:2], regs[2:4]] if n_reps > 1 else [regs]
         for i in range(m_reps):
             for j in range(n_reps):

@@ -45,6 +45,7 @@ class NVPTXDevice:
     inline_ptx = True
     # the methods that emit a hardware instruction: a host device models each of them
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
+                    "cp_async", "cp_async_commit", "cp_async_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
 
@@ -172,6 +173,28 @@ class NVPTXDevice:
         vs = f".v{nw}" if nw > 1 else ""
         asm = f"{guard}st.global{quals}{vs}.{ptx_t} [$0], {src};"
         inline_asm(b, VOID, args, asm, ",".join(cons) + ",~{memory}", side_effect=True)
+
+    def cp_async(self, b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
+                 pred: Optional[ir.Value]) -> None:
+        """`cp.async.{cg|ca}.shared.global [smem], [ptr], nbytes, src_size` (sm_80): an
+        asynchronous copy of 4, 8 or 16 bytes from global memory to the shared byte
+        offset; where `pred` is false the source size is 0 and the bytes are zero-filled
+        (nothing is read). 16-byte copies bypass L1 (`.cg`); smaller ones must use `.ca`."""
+        addr = b.ptrtoint(self.shared_ptr(b, byte_offset), I32)
+        size = ir.Constant(I32, nbytes)
+        src_size = size if pred is None else b.select(pred, size, ir.Constant(I32, 0))
+        cache = "cg" if nbytes == 16 else "ca"
+        asm = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;"
+        inline_asm(b, VOID, [addr, ptr, src_size], asm, "r,l,r,~{memory}", side_effect=True)
+
+    def cp_async_commit(self, b: ir.IRBuilder) -> None:
+        """`cp.async.commit_group`: the copies issued since the last commit form a group."""
+        inline_asm(b, VOID, [], "cp.async.commit_group;", "~{memory}", side_effect=True)
+
+    def cp_async_wait(self, b: ir.IRBuilder, pending: int) -> None:
+        """`cp.async.wait_group N`: this thread's copy groups but the newest `pending`
+        have landed (other threads' copies need a barrier after it to be visible)."""
+        inline_asm(b, VOID, [], f"cp.async.wait_group {pending};", "~{memory}", side_effect=True)
 
     def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         """`ex2.approx.f32`: 2**x on the SFU (~2 ulp)."""

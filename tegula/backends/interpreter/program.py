@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (importing the rule modules registers their rules
     rules_memory,
     rules_reduce,
     rules_shape,
+    rules_shared,
 )
 from .compiler import Compiler, ProgramExit, run_steps
 from .memory import Memory

@@ -35,16 +35,17 @@ class EmulatedCudaBackend:
         from tegula.backends.cuda.tgir import format_tgir
 
         debug = bool(option(options, "debug", False))
-        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug)
+        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug,
+                            num_stages=int(option(options, "num_stages", 3)))
         for cap in self.ptx_capabilities:
             asm, _md = compile_kernel(kernel, options, cap)
             assert asm["ptx"] and ("cubin" in asm or cap == 0)
             EmulatedCudaBackend.assembled.append(f"{kernel.name}@sm_{cap}")
-        return {"tgir": format_tgir(kernel, ek.plan), "llir": ek.llir}, {"shared": ek.smem_bytes}
+        return {"tgir": format_tgir(ek.lowering.kernel, ek.plan), "llir": ek.llir}, {"shared": ek.smem_bytes}
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
-        ek = EmulatedKernel(compiled.ir, int(md.num_warps), bool(md.debug))
+        ek = EmulatedKernel(compiled.ir, int(md.num_warps), bool(md.debug), num_stages=int(md.num_stages))
         names = list(md.arg_names)
         written = [i for i, n in enumerate(names) if n in set(md.written_args)]
         host = HostArgs(md.name, names, written)

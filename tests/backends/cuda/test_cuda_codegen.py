@@ -129,6 +129,7 @@ class _CountingLowering:
         lw = KernelLowering.__new__(KernelLowering)
         lw.loop_depth = 0
         lw.smem_recent, lw.smem_uses, lw.scope_state, lw.smem_bytes = None, 0, [], 0
+        lw.scratch_base = 0
         lw.conv_cache = [{}]
         lw.dev = self
         lw.b = None

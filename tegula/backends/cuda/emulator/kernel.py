@@ -16,7 +16,8 @@ import numpy as np
 from ....ir.core import Kernel
 from ....ir.types import PointerType, element_of
 from ...llvm import host_jit
-from ..assign_layouts import LayoutPlan, assign_layouts
+from ..assign_layouts import LayoutPlan
+from ..compiler import to_tgir
 from ..checked import ERROR_WORDS
 from ..launcher import narrow_float_bits, raise_recorded_error
 from ..lower_kernel import KernelLowering
@@ -26,11 +27,12 @@ from .host_device import HostDevice
 CAPABILITIES = (80, 90)  # what the emulator lowers for: mma.sync and sm_89+ conversions alike
 
 
-def lower_for_host(kernel: Kernel, num_warps: int, capability: int,
-                   debug: bool) -> tuple[LayoutPlan, KernelLowering, ir.Module]:
+def lower_for_host(kernel: Kernel, num_warps: int, capability: int, debug: bool,
+                   num_stages: int = 3) -> tuple[LayoutPlan, KernelLowering, ir.Module]:
     """The CUDA backend's lowering of `kernel` for `capability`, exactly as the GPU
-    compile does it (`compiler.compile_kernel`), with `HostDevice` as the device."""
-    plan = assign_layouts(kernel, num_warps, capability=capability)
+    compile does it (`compiler.compile_kernel`: `to_tgir`, then the lowering), with
+    `HostDevice` as its device."""
+    kernel, plan = to_tgir(kernel, num_warps, num_stages, capability, debug)
     lw = KernelLowering(kernel, plan, capability, debug=debug, checked=debug, device=HostDevice())
     return plan, lw, lw.build()
 
@@ -53,7 +55,8 @@ def _scalar_value(t: Any, v: Any) -> Any:
 class EmulatedKernel:
     """A kernel compiled for the host emulation; call `run(grid, args)`."""
 
-    def __init__(self, kernel: Kernel, num_warps: int = 4, debug: bool = False, capability: int = 80):
+    def __init__(self, kernel: Kernel, num_warps: int = 4, debug: bool = False, capability: int = 80,
+                 num_stages: int = 3):
         if capability not in CAPABILITIES:
             raise ValueError(f"the emulator lowers for capability {' or '.join(map(str, CAPABILITIES))}, "
                              f"not {capability}")
@@ -61,7 +64,7 @@ class EmulatedKernel:
         self.kernel = kernel
         self.num_warps = num_warps
         self.capability = capability
-        self.plan, lw, module = lower_for_host(kernel, num_warps, capability, debug)
+        self.plan, lw, module = lower_for_host(kernel, num_warps, capability, debug, num_stages)
         entry = host_jit.host_entry(module, lw.fn)
         self.lowering = lw
         self.smem_bytes = lw.smem_bytes
@@ -97,5 +100,5 @@ class EmulatedKernel:
 
 
 def run(kernel: Kernel, grid: Sequence[int], args: Sequence[Any], num_warps: int = 4,
-        debug: bool = False, capability: int = 80) -> Optional[np.ndarray]:
-    return EmulatedKernel(kernel, num_warps, debug, capability).run(grid, args)
+        debug: bool = False, capability: int = 80, num_stages: int = 3) -> Optional[np.ndarray]:
+    return EmulatedKernel(kernel, num_warps, debug, capability, num_stages).run(grid, args)

@@ -2,6 +2,9 @@
 assembly, each in plain LLVM IR with the instruction's semantics where they are exact
 and the correctly rounded result where the instruction is an approximation:
 
+- `cp_async` completes at issue (a copy, or zeros where the predicate is false), so
+  `cp_async_commit` / `cp_async_wait` have nothing to order (the barrier the lowering
+  puts after a wait still synchronizes the threads);
 - `ld_global` / `st_global`: a predicated vector access is a branch around an ordinary
   access of the same words (a false predicate leaves the `other` words); cache hints
   have no meaning on the host; `volatile` loads are monotonic atomic loads, so a
@@ -95,6 +98,26 @@ class PtxModels:
             return
         with b.if_then(pred):
             store()
+
+    def cp_async(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
+                 pred: Optional[ir.Value]) -> None:
+        dst = self.shared_ptr(b, byte_offset)
+        wt, nw = access_words(nbytes)
+        ty = wt if nw == 1 else ir.VectorType(wt, nw)
+        if pred is None:
+            b.store(b.load(ptr, typ=ty, align=nbytes), dst, align=nbytes)
+            return
+        with b.if_else(pred) as (then, otherwise):
+            with then:
+                b.store(b.load(ptr, typ=ty, align=nbytes), dst, align=nbytes)
+            with otherwise:
+                b.store(ir.Constant(ty, None), dst, align=nbytes)
+
+    def cp_async_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
+        return None
+
+    def cp_async_wait(self: "HostDevice", b: ir.IRBuilder, pending: int) -> None:
+        return None
 
     def ex2_approx(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         return intrinsic(b, "exp2", [x])

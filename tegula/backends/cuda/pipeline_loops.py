@@ -1,0 +1,287 @@
+"""Software pipelining of the loops whose loads feed tensor-core dots: the loads of
+iteration k + S - 1 are in flight while the dot of iteration k runs (S = `num_stages`,
+from `tl.range(num_stages=...)` or the launch's option).
+
+A tile IR → tgir rewrite. For a `for` whose body loads tiles used only as operands of
+dots that run on `mma.sync`, each such load becomes a ring of S shared-memory slots
+(`local_alloc`) filled by `async_copy` (cp.async: masked-off elements are zero-filled,
+so the load's `other` must be absent or zero):
+
+    local_alloc A[S], B[S]
+    prologue, for i < S-1: the address code at iteration lb + i*step, `async_copy` into
+        slot i predicated on that iteration existing, `async_commit`
+    for k ... (loop-carried address values now run S-1 iterations ahead; + read, write slots):
+        async_wait(S-2)                 the copies of iteration k have landed (+ barrier)
+        a = local_load A[read]          (the dot reads its operands from the slots)
+        address code at k + (S-1)*step, async_copy into the write slot, async_commit
+        the rest of the body: the dot, epilogue code ...
+        read, write = (read+1) % S, (write+1) % S
+    async_wait(0); local_dealloc B, A
+
+The *address code* is the loads' operands' backward slice inside the body: it must be
+pure and free of loads, and the loop-carried values it reads (the pointers advanced
+each iteration) must be updated only by it and be used by nothing else in or after the
+loop; a slice value that the rest of the body also uses is recomputed for the current
+iteration when it does not depend on those carried values. Loops that do not fit are
+left alone. The write slot was last read in iteration k-1, which every thread finished
+before the barrier of iteration k's wait.
+
+The interpreter runs the result (copies complete at issue), so the rewrite is
+translation-validated with no GPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ...ir import attrs as A
+from ...ir.builder import Builder
+from ...ir.clone import clone_instr
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.ops import OP_INFO, Op
+from ...ir.types import I32, PointerType, SmemType, TileType, element_of, shape_of
+from ...passes.ir_utils import constant_of
+from .mma import choose_mma
+
+# bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
+# SharedMemoryPerBlockOptin): the rings of one loop must fit in it
+SHARED_BYTES = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448}
+DEFAULT_SHARED_BYTES = 49152
+
+
+def shared_capacity(capability: int) -> int:
+    return SHARED_BYTES.get(capability, 232448 if capability > 90 else DEFAULT_SHARED_BYTES)
+
+
+@dataclass
+class _LoopPlan:
+    loop: Instr
+    stages: int
+    loads: list[Instr]
+    slice: list[Instr]                   # the address code, in body order
+    ahead: set[int]                      # loop-carried values the address code advances
+    keep: set[Instr] = field(default_factory=set)  # slice ops the rest of the body also uses
+
+
+def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: int) -> int:
+    """Pipeline every loop of `kernel` that fits (in place); returns how many were."""
+    if capability < 80:
+        return 0
+    done = 0
+    for parent, loop in _loops_inner_first(kernel.body):
+        stages = num_stages
+        if isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None:
+            stages = loop.attrs.num_stages
+        plan = _plan(kernel, loop, stages, num_warps, capability)
+        if plan is not None:
+            _rewrite(kernel, parent, plan)
+            done += 1
+    return done
+
+
+def _loops_inner_first(block: Block) -> list[tuple[Block, Instr]]:
+    out = []
+    for ins in block.instrs:
+        for region in ins.regions:
+            out += _loops_inner_first(region)
+        if ins.op is Op.FOR:
+            out.append((block, ins))
+    return out
+
+
+def _uses(kernel: Kernel) -> dict[Value, list[Instr]]:
+    uses: dict[Value, list[Instr]] = {}
+    for ins in kernel.walk():
+        for v in ins.operands:
+            uses.setdefault(v, []).append(ins)
+    return uses
+
+
+def _zero(v: Value) -> bool:
+    c = constant_of(v)
+    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
+        c = constant_of(v.owner.operands[0])
+    return c is not None and c == 0 and not (isinstance(c, float) and str(c) == "-0.0")
+
+
+def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
+               capability: int) -> bool:
+    if ins.op is not Op.LOAD or ins.attrs.volatile:
+        return False
+    res = ins.results[0]
+    if not isinstance(res.type, TileType) or len(res.type.shape) != 2:
+        return False
+    ptr_elem = element_of(ins.operands[0].type)
+    if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
+        return False
+    if ins.attrs.has_other and not _zero(ins.operands[2]):
+        return False
+    users = uses.get(res, [])
+    return bool(users) and all(
+        u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
+        and choose_mma(u, num_warps, capability) is not None for u in users)
+
+
+def _free_values(ins: Instr) -> list[Value]:
+    """The values `ins` reads, including those its regions read from outside."""
+    inside = set()
+    for sub in ins.walk():
+        inside.update(sub.results)
+        for region in sub.regions:
+            inside.update(region.args)
+    return [v for sub in ins.walk() for v in sub.operands if v not in inside]
+
+
+def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int) -> Optional[_LoopPlan]:
+    if stages < 2:
+        return None
+    body = loop.regions[0]
+    uses = _uses(kernel)
+    loads = [ins for ins in body.instrs if _candidate(ins, body, uses, num_warps, capability)]
+    if not loads:
+        return None
+    slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
+    stages = min(stages, shared_capacity(capability) // slot_bytes)
+    if stages < 2:
+        return None
+    iv, iters, term = body.args[0], body.args[1:], body.terminator
+    position = {ins: i for i, ins in enumerate(body.instrs)}
+    members: set[Instr] = set()
+    ahead: set[int] = set()
+    work = [v for ld in loads for v in ld.operands]
+    while work:
+        v = work.pop()
+        if v is iv:
+            continue
+        if v in iters:
+            k = iters.index(v)
+            if k not in ahead:
+                ahead.add(k)
+                work.append(term.operands[k])
+            continue
+        owner = v.owner
+        if isinstance(owner, Instr) and owner in position and owner not in members:
+            info = OP_INFO[owner.op]
+            if not info.pure or owner.regions or owner.op is Op.LOAD or owner in loads:
+                return None
+            members.add(owner)
+            work.extend(owner.operands)
+    load_set = set(loads)
+    # values computed from the advanced carried values, which hold iteration k+S-1's
+    depends_ahead: set[Value] = {iters[k] for k in ahead}
+    for ins in body.instrs:
+        if ins in members and any(o in depends_ahead for o in ins.operands):
+            depends_ahead.update(ins.results)
+    keep: set[Instr] = set()
+    for ins in body.instrs:
+        if ins in members or ins in load_set:
+            continue
+        reads = _free_values(ins)
+        if ins is term:
+            reads = [v for k, v in enumerate(term.operands) if k not in ahead]
+        for v in reads:
+            if v in depends_ahead:
+                return None  # the current iteration's value is no longer computed
+            if isinstance(v.owner, Instr) and v.owner in members:
+                keep.add(v.owner)
+    # the cone of a kept op is kept too (it is recomputed for the current iteration)
+    stack = list(keep)
+    while stack:
+        for o in stack.pop().operands:
+            if isinstance(o.owner, Instr) and o.owner in members and o.owner not in keep:
+                keep.add(o.owner)
+                stack.append(o.owner)
+    if any(uses.get(loop.results[k]) for k in ahead):
+        return None  # code after the loop reads a value the pipelined loop runs ahead
+    for k in ahead:
+        if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
+            return None
+    order = [ins for ins in body.instrs if ins in members]
+    return _LoopPlan(loop, stages, loads, order, ahead, keep)
+
+
+def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
+    loop, S = plan.loop, plan.stages
+    body = loop.regions[0]
+    iv, iters, term = body.args[0], body.args[1:], body.terminator
+    lb, ub, step = loop.operands[:3]
+    inits = loop.operands[3:]
+    iv_type = iv.type
+    at = parent.instrs.index(loop)
+    b = Builder()
+    b.loc = loop.loc
+    pre = Block()
+    b.set_insertion_end(pre)
+
+    bufs = []
+    for ld in plan.loads:
+        t = ld.results[0].type
+        with b.location(ld.loc):
+            bufs.append(b.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
+
+    def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value) -> None:
+        """The address code for `iteration` and its copies into `slot`, one group."""
+        for ins in plan.slice:
+            bb.insert(clone_instr(ins, mapping))
+        live = bb.op1(Op.LT, iteration, ub)
+        for ld, buf in zip(plan.loads, bufs):
+            with bb.location(ld.loc):
+                shape = shape_of(ld.results[0].type)
+                pred = bb.splat(live, shape)
+                if ld.attrs.has_mask:
+                    pred = bb.op1(Op.AND, mapping.get(ld.operands[1], ld.operands[1]), pred)
+                ptr = mapping.get(ld.operands[0], ld.operands[0])
+                bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
+        bb.create(Op.ASYNC_COMMIT, [])
+
+    # prologue: iterations 0 .. S-2
+    current = {iters[k]: inits[k] for k in plan.ahead}
+    for i in range(S - 1):
+        it = lb if i == 0 else b.op1(Op.ADD, lb, b.op1(Op.MUL, b.constant(i, iv_type), step))
+        mapping: dict[Value, Value] = {iv: it, **current}
+        issue(b, mapping, it, b.constant(i, I32))
+        current = {iters[k]: mapping.get(term.operands[k], term.operands[k]) for k in plan.ahead}
+
+    # the pipelined loop
+    new_body = Block()
+    n_iv = new_body.add_arg(iv_type, iv.name)
+    n_iters = [new_body.add_arg(a.type, a.name) for a in iters]
+    read, write = new_body.add_arg(I32), new_body.add_arg(I32)
+    nb = Builder(new_body)
+    nb.loc = loop.loc
+    M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
+    nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=S - 2))
+    for ld, buf in zip(plan.loads, bufs):
+        with nb.location(ld.loc):
+            M[ld.results[0]] = nb.op1(Op.LOCAL_LOAD, buf, read)
+    ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(S - 1, iv_type), step))
+    ahead_map = dict(M)
+    ahead_map[iv] = ahead_iv
+    issue(nb, ahead_map, ahead_iv, write)
+    members = set(plan.slice)
+    for ins in body.instrs[:-1]:
+        if ins in plan.loads or (ins in members and ins not in plan.keep):
+            continue
+        nb.insert(clone_instr(ins, M))
+    one, size, zero = nb.constant(1, I32), nb.constant(S, I32), nb.constant(0, I32)
+
+    def advance(slot: Value) -> Value:
+        nxt = nb.op1(Op.ADD, slot, one)
+        return nb.op1(Op.SELECT, nb.op1(Op.EQ, nxt, size), zero, nxt)
+    yields = [ahead_map.get(v, v) if k in plan.ahead else M.get(v, v) for k, v in enumerate(term.operands)]
+    nb.yield_(yields + [advance(read), advance(write)])
+    new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, b.constant(0, I32), b.constant(S - 1, I32)],
+                     [Value(r.type, r.name) for r in loop.results] + [Value(I32), Value(I32)],
+                     loop.attrs, [new_body], loop.loc)
+    b.insert(new_loop)
+    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    for buf in reversed(bufs):
+        b.create(Op.LOCAL_DEALLOC, [buf])
+    parent.instrs[at:at + 1] = pre.instrs
+    _replace_uses(kernel, dict(zip(loop.results, new_loop.results)))
+
+
+def _replace_uses(kernel: Kernel, mapping: dict[Value, Value]) -> None:
+    for ins in kernel.walk():
+        ins.operands = [mapping.get(v, v) for v in ins.operands]

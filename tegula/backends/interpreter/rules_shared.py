@@ -1,0 +1,63 @@
+"""Rules of the `tgir` shared-memory ops, with their sequential meaning, so the CUDA
+backend's passes that introduce them can be translation-validated on the interpreter.
+
+- `local_alloc` makes a zero-filled numpy buffer of the buffer type's shape and storage
+  dtype (the dtype tiles of its element have here) (a fresh one each time it executes, as a new allocation would be);
+- `async_copy buf, slot, ptr[, mask]` completes at issue: it is a checked `load` of the
+  pointers (masked-off elements zero) written into `buf[slot]`;
+- `async_commit` / `async_wait` order nothing here, copies having already landed, and
+  `local_dealloc` leaves the buffer to the garbage collector;
+- `local_load buf, slot` returns a copy of `buf[slot]`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.attrs import LoadAttrs
+from ...ir.core import Instr, Value
+from ...ir.ops import Op
+from ...ir.types import TileType
+from .compiler import Compiler
+from .registry import Step, rule
+from .rules_memory import load
+from .values import storage_dtype
+
+
+@rule(Op.LOCAL_ALLOC)
+def local_alloc(ins: Instr, c: Compiler) -> Step:
+    o = c.slot(ins.result)
+    shape, dtype = ins.result.type.shape, storage_dtype(ins.result.type.element)
+
+    def step(env):
+        env[o] = np.zeros(shape, dtype)
+    return step
+
+
+@rule(Op.ASYNC_COPY)
+def async_copy(ins: Instr, c: Compiler) -> Step:
+    buf_t = ins.operands[0].type
+    has_mask = bool(ins.attrs and ins.attrs.has_mask)
+    # the copy's read is a load of the slot's tile: reuse its rule (checks, conversions)
+    landed = Value(TileType(tuple(buf_t.shape[1:]), buf_t.element))
+    as_load = Instr(Op.LOAD, ins.operands[2:], [landed], LoadAttrs(has_mask=has_mask), loc=ins.loc)
+    read = load(as_load, c)
+    b, s, v = c.slot(ins.operands[0]), c.slot(ins.operands[1]), c.slot(landed)
+
+    def step(env):
+        read(env)
+        env[b][int(env[s])] = env[v]
+    return step
+
+
+@rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC)
+def async_ordering(ins: Instr, c: Compiler) -> None:
+    return None
+
+
+@rule(Op.LOCAL_LOAD)
+def local_load(ins: Instr, c: Compiler) -> Step:
+    b, s, o = c.slot(ins.operands[0]), c.slot(ins.operands[1]), c.slot(ins.result)
+
+    def step(env):
+        env[o] = env[b][int(env[s])].copy()
+    return step

@@ -1,0 +1,215 @@
+"""The software pipeliner (`backends/cuda/pipeline_loops`): which loops it rewrites,
+translation validation on the interpreter (bit-identical results before and after),
+results on the host emulator at capabilities 80 and 90 for 1-4 stages, and PTX that
+ptxas assembles with cp.async in it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda import compile_kernel
+from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.backends.cuda.pipeline_loops import pipeline_loops
+from tegula.backends.cuda.ptxas import find_ptxas
+from tegula.backends.interpreter import execute
+from tegula.config import knobs
+from tegula.ir import print_ir
+from tegula.ir.clone import clone_kernel
+from tegula.ir.ops import Op
+from tegula.ir.verifier import verify
+from tegula.runtime.source import ASTSource
+
+
+@tegula.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    c_ptrs = c_ptr + rm[:, None] * scm + rn[None, :] * scn
+    tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tegula.jit
+def matmul_staged_range(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                        STAGES: tl.constexpr):
+    """Contiguous operands, the pipeline depth from tl.range(num_stages=...)."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=STAGES):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@tegula.jit
+def pointer_read_after_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The advanced pointer is used after the loop: not pipelined (it would run ahead)."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(tl.load(a_ptrs), b)
+        a_ptrs += BK
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc + tl.load(a_ptrs - BK).to(tl.float32).sum())
+
+
+SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+       "sam": "i32", "sak": "i32", "sbk": "i32", "sbn": "i32", "scm": "i32", "scn": "i32",
+       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+CUDA = GPUTarget("cuda", 90, 32)
+
+
+def tir_opt(fn, signature, constexprs, num_stages=3, attrs=None):
+    """The kernel as the CUDA backend receives it (frontend + tir_opt)."""
+    src = ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    saved, knobs.always_compile = knobs.always_compile, True  # a disk-cache hit has no IR
+    try:
+        return tegula.compile(src, target=CUDA, options={"num_warps": 4, "num_stages": num_stages}).ir
+    finally:
+        knobs.always_compile = saved
+
+
+def matmul_ir(bm=32, bn=32, bk=32, unit=(), div=None):
+    """`unit`: the stride parameters specialized to 1 (constexprs, as a launch does);
+    `div`: the divisibility the other pointers and strides are specialized on, so the
+    loads along a unit stride are vectors (and copies cp.async)."""
+    sig, cx = dict(SIG), {"BM": bm, "BN": bn, "BK": bk}
+    for n in unit:
+        sig[n], cx[n] = "constexpr", 1
+    attrs = {n: div for n, t in sig.items() if t != "constexpr"} if div else None
+    return tir_opt(matmul, sig, cx, attrs=attrs)
+
+
+ROW_MAJOR = ("sak", "sbn", "scn")
+B_COLUMN_MAJOR = ("sak", "sbk", "scn")
+
+
+def ops(kernel):
+    return [ins.op for ins in kernel.walk()]
+
+
+def matmul_args(kernel, M, N, K, rng, transpose_b=False):
+    """Arguments in the order of `kernel.args` (constexpr strides are not among them),
+    and the float64 reference."""
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    if transpose_b:  # column-major B: its loads run along K
+        b = np.asfortranarray(b)
+    c = np.full((M, N), np.nan, np.float32)
+    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K, "sam": K, "sak": 1,
+              "sbk": b.strides[0] // 2, "sbn": b.strides[1] // 2, "scm": N, "scn": 1}
+    return [values[n] for n in kernel.arg_names], a.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_loads_feeding_dots_become_rings(stages):
+    k = clone_kernel(matmul_ir())
+    assert pipeline_loops(k, stages, 4, 90) == 1
+    verify(k, stage="tgir")
+    text = print_ir(k)
+    assert text.count("local_alloc") == 2 and f"smem<{stages}x32x32xf16>" in text
+    assert ops(k).count(Op.ASYNC_COPY) == 2 * stages  # S-1 prologue groups + the loop's
+    assert ops(k).count(Op.ASYNC_COMMIT) == stages
+    assert Op.LOAD not in [i.op for loop in k.walk() if loop.op is Op.FOR for i in loop.regions[0].instrs]
+    assert f"async_wait {{pending = {stages - 2}}}" in text and "async_wait {pending = 0}" in text
+
+
+def test_what_is_left_alone():
+    # one stage, and GPUs without cp.async
+    assert pipeline_loops(clone_kernel(matmul_ir()), 1, 4, 90) == 0
+    assert pipeline_loops(clone_kernel(matmul_ir()), 3, 4, 75) == 0
+    # a loop-carried pointer read after the loop
+    k = tir_opt(pointer_read_after_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
+                                          "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"},
+                {"BM": 32, "BN": 32, "BK": 32})
+    assert pipeline_loops(clone_kernel(k), 3, 4, 90) == 0
+    # the caller's kernel is never changed by the backend
+    original = matmul_ir()
+    before = print_ir(original)
+    compile_kernel(original, {"num_warps": 4, "num_stages": 3}, 90)
+    assert print_ir(original) == before
+
+
+def test_rings_shrink_to_fit_shared_memory():
+    k = clone_kernel(matmul_ir(128, 128, 64))  # 32 KiB a stage
+    assert pipeline_loops(k, 8, 4, 86) == 1     # 99 KiB on sm_86: 3 stages fit
+    assert "smem<3x128x64xf16>" in print_ir(k)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("M,N,K", [(32, 32, 32), (45, 50, 77), (64, 40, 200)])
+def test_translation_validation_on_the_interpreter(stages, M, N, K):
+    """Bit-identical outputs before and after the rewrite (copies complete at issue)."""
+    before = matmul_ir()
+    after = clone_kernel(before)
+    assert pipeline_loops(after, stages, 4, 80) == 1
+    outs = []
+    for kernel in (before, after):
+        args, _ = matmul_args(kernel, M, N, K, np.random.default_rng(K))
+        execute(kernel, ((M + 31) // 32, (N + 31) // 32, 1), args)
+        outs.append(args[2])
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("layout", ["generic", "row_major", "b_column_major"])
+def test_pipelined_matmul_on_the_emulator(capability, stages, layout):
+    """Masks on every edge, iteration counts below and above S-1; copies of 2 bytes
+    (through registers), 16-byte cp.async, and B read along K."""
+    M, N, K = 48, 56, 88
+    unit = {"generic": (), "row_major": ROW_MAJOR, "b_column_major": B_COLUMN_MAJOR}[layout]
+    kernel = matmul_ir(unit=unit, div=8 if unit else None)
+    args, want = matmul_args(kernel, M, N, K, np.random.default_rng(stages + capability),
+                             transpose_b=layout == "b_column_major")
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=stages)
+    assert (Op.ASYNC_COPY in ops(ek.lowering.kernel)) == (stages > 1)
+    ek.run((2, 2, 1), args)
+    np.testing.assert_allclose(args[2], want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_num_stages_from_tl_range(stages):
+    BM, BN, BK, K = 32, 64, 32, 160
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "STAGES": "constexpr"}
+    k = tir_opt(matmul_staged_range, sig, {"BM": BM, "BN": BN, "BK": BK, "STAGES": stages}, num_stages=1,
+                attrs={"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "K": 16})
+    loop = next(i for i in k.walk() if i.op is Op.FOR)
+    assert loop.attrs.num_stages == stages
+    ek = EmulatedKernel(k, 4, capability=80, num_stages=1)  # the loop's own hint wins
+    assert f"smem<{stages}x" in print_ir(ek.lowering.kernel)
+    rng = np.random.default_rng(stages)
+    a = rng.standard_normal((BM, K)).astype(np.float16)
+    b = rng.standard_normal((K, BN)).astype(np.float16)
+    c = np.zeros((BM, BN), np.float32)
+    ek.run((1, 1, 1), [a, b, c, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("capability", [80, 90])
+def test_ptx_has_cp_async_and_assembles(capability):
+    asm, md = compile_kernel(matmul_ir(128, 128, 32, unit=ROW_MAJOR, div=16),
+                             {"num_warps": 4, "num_stages": 3}, capability)
+    ptx = asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx
+    assert "cp.async.commit_group" in ptx and "ldmatrix" in ptx
+    assert md["shared"] >= 3 * (128 * 32 + 32 * 128) * 2
+    assert "cubin" in asm
