@@ -176,15 +176,18 @@ def _rem(ins: Instr, args: Infos) -> Optional[AxisInfo]:
     # r = a - q*b: divisible by whatever divides both
     info = _elementwise_div(ins, args, min(a.element_divisibility(), b.element_divisibility()),
                             a.nonnegative)
-    if not a.nonnegative:
-        return info
+    # An aligned run of a stays a run of a % b. That needs a >= 0 (C's remainder of a
+    # negative run restarts at 0 from below); like Triton, tegula assumes it of index
+    # arithmetic whose sign it cannot prove, e.g. the tutorial matmul's
+    # `(pid_n * BLOCK_N + arange) % N`, where pid_n comes out of a division by a
+    # runtime value. (The result's own sign is claimed only when a's is known.)
     div, contig = list(info.divisibility), list(info.contiguity)
     for d in range(a.rank):
         g = aligned_run(a, b, d)
         if g > 1:
             contig[d] = g
             div[d] = min(a.block_divisibility(d, g), b.block_divisibility(d, g))
-    return make(_shape(ins), div, contig, info.constancy, nonnegative=True)
+    return make(_shape(ins), div, contig, info.constancy, nonnegative=a.nonnegative)
 
 
 def _shift_amount(ins: Instr, b: AxisInfo) -> Optional[int]:
