@@ -117,12 +117,17 @@ def _bit(shape: tuple[int, int], dim: int, step: int) -> int:
     return 1 << (s + k) if k < n else 0
 
 
-def operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int) -> BitMap:
+def operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int,
+                    k_major: Optional[bool] = None) -> BitMap:
     """Where operand `k` (0: A [M, K], 1: B [K, N]) of an mma.sync dot lives in shared
     memory: the element offset of each flat index of the operand tile. A is stored
-    K-contiguous; a 16-bit B N-contiguous (read with `ldmatrix.trans`), a 32- or 8-bit
-    B K-contiguous ([N, K], read without `.trans`)."""
-    if k == 0 or elem_bytes == 2:
+    K-contiguous. B is stored K-contiguous ([N, K], read by `ldmatrix` without `.trans`)
+    when `k_major`, else N-contiguous (read with `ldmatrix.trans`, which exists for
+    16-bit elements only); by default a 16-bit B is N-contiguous, as a row-major B
+    arrives, and other B K-contiguous."""
+    if k_major is None:
+        k_major = elem_bytes != 2
+    if k == 0 or not k_major:
         return operand_swizzle(shape, elem_bytes)
     kk, n = shape
     return compose(operand_swizzle((n, kk), elem_bytes), permute_view((n, kk), (1, 0)))
@@ -142,8 +147,15 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     acc = lw.operand(ins, 2)
 
     # each operand is read from a shared-memory slot it already sits in (a pipelined
-    # load, see lower_shared), or its registers are written to scratch first
-    bases: list[Optional[ir.Value]] = [lw.shared_operand(ins.operands[k], mp) for k, mp in ((0, a_map), (1, b_map))]
+    # load, see lower_shared; a B slot may be either way round), or its registers are
+    # written to scratch first
+    bases: list[Optional[ir.Value]] = [lw.shared_operand(ins.operands[0], a_map), None]
+    for b_major in ((False, True) if size == 2 else (True,)):
+        mp = operand_offsets(1, (kk, n), size, k_major=b_major)
+        bases[1] = lw.shared_operand(ins.operands[1], mp)
+        if bases[1] is not None:
+            b_map, b_trans = mp, not b_major
+            break
     sizes = [(m * kk * size + 127) // 128 * 128, n * kk * size]
     staged = [k for k in (0, 1) if bases[k] is None]
     if staged:

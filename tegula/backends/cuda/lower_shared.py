@@ -30,7 +30,7 @@ from ...ir.ops import Op
 from ...ir.types import ScalarType, SmemType, element_of
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
-from .linear_layout import BitMap, log2
+from .linear_layout import BitMap, dim_fields, log2
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
 from .registry import handles
@@ -48,15 +48,17 @@ class SharedBuffer:
     end: int               # offset + all slots' bytes
     offsets: BitMap        # a slot's flat index → element offset in the slot
     element: ScalarType
+    k_major: bool          # copies into it run along a slot's rows (a B operand's K)
 
 
 def _users(lw: "KernelLowering", v: Value) -> list[Instr]:
     return [ins for ins in lw.kernel.walk() if v in ins.operands]
 
 
-def _mma_operand_map(lw: "KernelLowering", load: Instr) -> Optional[BitMap]:
+def _mma_operand_map(lw: "KernelLowering", load: Instr, k_major: Optional[bool]) -> Optional[BitMap]:
     """The shared layout every user of `load` (a local_load) would read it in, when all
-    are mma.sync dots taking it as the same operand; else None."""
+    are mma.sync dots taking it as the same operand; else None. `k_major`: how a B
+    operand is stored (see `lower_mma.operand_offsets`)."""
     found: Optional[BitMap] = None
     res = load.results[0]
     users = _users(lw, res)
@@ -67,11 +69,26 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr) -> Optional[BitMap]:
         if len(ks) != 1 or u.operands[2] is res:
             return None
         k = ks[0]
-        m = operand_offsets(k, tuple(res.type.shape), lw.plan.mma[u].elem_bytes)
+        eb = lw.plan.mma[u].elem_bytes
+        m = operand_offsets(k, tuple(res.type.shape), eb, k_major if eb == 2 else None)
         if found is not None and m != found:
             return None
         found = m
     return found if users else None
+
+
+def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
+    """Whether the copies into `buf` move consecutive elements along a slot's first
+    dimension (their pointers' layout has that dimension fastest): a B operand loaded
+    from a column-major matrix, or transposed (attention's K^T), is then stored
+    K-contiguous so that its copies stay 16-byte vectors."""
+    for u in _users(lw, buf):
+        if u.op is Op.ASYNC_COPY:
+            lay = lw.plan.required(u, 2)
+            if lay is not None and lay.reg and len(lay.shape) == 2:
+                rows_shift, _bits = dim_fields(lay.shape)[0]  # row-major: rows are the high bits
+                return lay.reg[0] >= 1 << rows_shift
+    return False
 
 
 @handles(Op.LOCAL_ALLOC)
@@ -79,9 +96,10 @@ def lower_local_alloc(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.results[0].type
     slot_shape = tuple(t.shape[1:])
     offsets = None
+    k_major = _copies_along_rows(lw, ins.results[0])
     for u in _users(lw, ins.results[0]):
         if u.op is Op.LOCAL_LOAD:
-            offsets = _mma_operand_map(lw, u)
+            offsets = _mma_operand_map(lw, u, k_major)
             if offsets is not None:
                 break
     if offsets is None:
@@ -89,7 +107,7 @@ def lower_local_alloc(lw: "KernelLowering", ins: Instr) -> None:
     slot_bytes = t.numel // t.shape[0] * t.element.bytes
     top = lw.buffers[-1].end if lw.buffers else 0
     offset = (top + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
-    buf = SharedBuffer(offset, slot_bytes, offset + slot_bytes * t.shape[0], offsets, t.element)
+    buf = SharedBuffer(offset, slot_bytes, offset + slot_bytes * t.shape[0], offsets, t.element, k_major)
     if lw.smem_recent is not None or lw.loop_depth:
         # scratch used before may overlap the new buffer: every thread must be done with it
         lw.dev.barrier(lw.b)
@@ -162,7 +180,7 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     buf = lw.buffer_of[ins.operands[0]]
     base = slot_base(lw, buf, lw.scalar(ins.operands[1]))
     res = ins.results[0]
-    if _mma_operand_map(lw, ins) == buf.offsets:
+    if _mma_operand_map(lw, ins, buf.k_major) == buf.offsets:
         lw.shared_views[res] = (buf, base)
         return
     lay = lw.plan.layouts[res]

@@ -205,11 +205,16 @@ def test_num_stages_from_tl_range(stages):
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
 @pytest.mark.parametrize("capability", [80, 90])
-def test_ptx_has_cp_async_and_assembles(capability):
-    asm, md = compile_kernel(matmul_ir(128, 128, 32, unit=ROW_MAJOR, div=16),
+@pytest.mark.parametrize("unit", [ROW_MAJOR, B_COLUMN_MAJOR])
+def test_ptx_has_cp_async_and_assembles(capability, unit):
+    """16-byte copies only (no register path), whichever way B is stored: a column-major
+    B is kept K-contiguous in its slots and read by ldmatrix without .trans."""
+    asm, md = compile_kernel(matmul_ir(128, 128, 32, unit=unit, div=16),
                              {"num_warps": 4, "num_stages": 3}, capability)
     ptx = asm["ptx"]
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx
+    assert "ld.global" not in ptx and "cp.async.ca" not in ptx
+    assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in ptx) == (unit == ROW_MAJOR)
     assert "cp.async.commit_group" in ptx and "ldmatrix" in ptx
     assert md["shared"] >= 3 * (128 * 32 + 32 * 128) * 2
     assert "cubin" in asm
