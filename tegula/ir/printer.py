@@ -69,8 +69,10 @@ def format_attrs(ins: Instr) -> str:
     expected = OP_INFO[ins.op].attrs if ins.op in OP_INFO else None
     if not is_dataclass(attrs) or isinstance(attrs, type):
         return "#<" + repr(attrs) + ">"
-    body = "{" + ", ".join(f"{f.name} = {format_literal(getattr(attrs, f.name))}"
-                           for f in fields(attrs)) + "}"
+    shown = fields(attrs)
+    if getattr(type(attrs), "PRINT_NON_DEFAULT_ONLY", False):  # the parser fills in defaults
+        shown = [f for f in shown if getattr(attrs, f.name) != f.default]
+    body = "{" + ", ".join(f"{f.name} = {format_literal(getattr(attrs, f.name))}" for f in shown) + "}"
     if type(attrs) is expected:
         return body
     name = type(attrs).__name__

@@ -59,7 +59,7 @@ kernel @for_tl_range(%x_ptr: ptr<f32>, %n: i32) {
   %0 = constant {value = 0.0} : tile<16xf32>
   %1 = constant {value = 0} : i32
   %2 = constant {value = 1} : i32
-  %3 = for %1, %n, %2, %0 : i32, i32, i32, tile<16xf32> -> tile<16xf32> {
+  %3 = for %1, %n, %2, %0 {num_stages = 2} : i32, i32, i32, tile<16xf32> -> tile<16xf32> {
   ^(%4: i32, %5: tile<16xf32>):
     %6 = constant {value = 16} : i32
     %7 = mul %4, %6 : i32

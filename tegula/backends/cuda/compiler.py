@@ -16,8 +16,8 @@ from ...config import knobs
 from ...ir.clone import clone_kernel
 from ...ir.core import Kernel
 from ...ir.ops import Op
-from ...ir.verifier import verify
 from ...ir.types import PointerType, element_of
+from ...ir.verifier import verify
 from . import codegen, ptxas
 from .assign_layouts import LayoutPlan, assign_layouts
 from .lower_kernel import KernelLowering

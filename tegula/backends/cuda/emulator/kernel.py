@@ -17,8 +17,8 @@ from ....ir.core import Kernel
 from ....ir.types import PointerType, element_of
 from ...llvm import host_jit
 from ..assign_layouts import LayoutPlan
-from ..compiler import to_tgir
 from ..checked import ERROR_WORDS
+from ..compiler import to_tgir
 from ..launcher import narrow_float_bits, raise_recorded_error
 from ..lower_kernel import KernelLowering
 from .cta import CtaRunner
