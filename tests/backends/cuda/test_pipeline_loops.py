@@ -4,6 +4,8 @@ results on the host emulator at capabilities 80 and 90 for 1-4 stages, and PTX t
 ptxas assembles with cp.async in it."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,6 @@ from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.pipeline_loops import pipeline_loops
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.backends.interpreter import execute
-from tegula.config import knobs
 from tegula.ir import print_ir
 from tegula.ir.clone import clone_kernel
 from tegula.ir.ops import Op
@@ -78,11 +79,15 @@ CUDA = GPUTarget("cuda", 90, 32)
 def tir_opt(fn, signature, constexprs, num_stages=3, attrs=None):
     """The kernel as the CUDA backend receives it (frontend + tir_opt)."""
     src = ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    saved, knobs.always_compile = knobs.always_compile, True  # a disk-cache hit has no IR
+    saved = os.environ.get("TEGULA_ALWAYS_COMPILE")
+    os.environ["TEGULA_ALWAYS_COMPILE"] = "1"  # a disk-cache hit carries no IR
     try:
         return tegula.compile(src, target=CUDA, options={"num_warps": 4, "num_stages": num_stages}).ir
     finally:
-        knobs.always_compile = saved
+        if saved is None:
+            del os.environ["TEGULA_ALWAYS_COMPILE"]
+        else:
+            os.environ["TEGULA_ALWAYS_COMPILE"] = saved
 
 
 def matmul_ir(bm=32, bn=32, bk=32, unit=(), div=None):
