@@ -74,6 +74,8 @@ _knob("libdevice", "TEGULA_LIBDEVICE_PATH", "TRITON_LIBDEVICE_PATH", str, "",
       "Path of libdevice.10.bc (else found under the CUDA toolkit).")
 _knob("dot_tensor_cores", "TEGULA_DOT_TENSOR_CORES", None, _bool, True,
       "Compute tl.dot on tensor cores where an instruction fits (0: every dot on FMAs).")
+_knob("wgmma", "TEGULA_WGMMA", None, _bool, True,
+      "On sm_90a, compute pipelined f16/bf16 dots with wgmma (0: mma.sync, the sm_80 path).")
 
 
 class _Knobs:

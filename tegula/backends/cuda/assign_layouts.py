@@ -37,7 +37,7 @@ from ...passes import axis_info, contiguity_order, vector_width
 from . import layouts as LY
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .mma import MmaChoice, choose_mma
-from .mma_layouts import mma_v2_accumulator
+from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator
 
 Layout = Optional[LinearLayout]
 
@@ -135,10 +135,15 @@ class _Assigner:
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
-                choice = choose_mma(ins, self.nw, self.capability)
+                in_shared = all(isinstance(o.owner, Instr) and o.owner.op is Op.LOCAL_LOAD
+                                for o in ins.operands[:2])
+                choice = choose_mma(ins, self.nw, self.capability, in_shared)
                 if choice is not None:
                     self.plan.mma[ins] = choice
-                    c = mma_v2_accumulator((m, n), choice.warps_per_cta)
+                    if choice.version == 3:
+                        c = mma_v3_accumulator((m, n), choice.warps_per_cta)
+                    else:
+                        c = mma_v2_accumulator((m, n), choice.warps_per_cta)
                 else:
                     c = LY.fma_dot_layout(m, n, self.nw)
                 self.anchors[ins] = c

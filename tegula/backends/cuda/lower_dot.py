@@ -28,6 +28,7 @@ from ..llvm.types import I32, byte_size
 from .convert import smem_load, smem_store
 from .linear_layout import LinearLayout, dim_fields
 from .lower_mma import lower_dot_mma
+from .lower_wgmma import lower_dot_wgmma
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -82,7 +83,10 @@ def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, 
 def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
     choice = lw.plan.mma.get(ins)
     if choice is not None:
-        lower_dot_mma(lw, ins, choice)
+        if choice.version == 3:
+            lower_dot_wgmma(lw, ins, choice)
+        else:
+            lower_dot_mma(lw, ins, choice)
         return
     b = lw.b
     la, lb_, lc = (lw.plan.required(ins, k) for k in range(3))

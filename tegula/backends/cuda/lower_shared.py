@@ -33,12 +33,14 @@ from .convert import smem_load, smem_store
 from .linear_layout import BitMap, dim_fields, log2
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
+from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
-BUFFER_ALIGN = 128
+# 1024: the 128-byte NVMMA swizzle is a function of address bits 4-9
+BUFFER_ALIGN = 1024
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,14 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, k_major: Optional[bool])
         if len(ks) != 1 or u.operands[2] is res:
             return None
         k = ks[0]
-        eb = lw.plan.mma[u].elem_bytes
-        m = operand_offsets(k, tuple(res.type.shape), eb, k_major if eb == 2 else None)
+        choice = lw.plan.mma[u]
+        eb = choice.elem_bytes
+        if choice.version == 3:
+            m = wgmma_operand_offsets(k, tuple(res.type.shape), eb, k_major)
+            if m is None:
+                return None
+        else:
+            m = operand_offsets(k, tuple(res.type.shape), eb, k_major if eb == 2 else None)
         if found is not None and m != found:
             return None
         found = m
@@ -172,6 +180,9 @@ def lower_async_commit(lw: "KernelLowering", ins: Instr) -> None:
 @handles(Op.ASYNC_WAIT)
 def lower_async_wait(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.cp_async_wait(lw.b, ins.attrs.pending)
+    if lw.capability >= 90:
+        # the slots may be read by wgmma (the async proxy): publish this thread's writes
+        lw.dev.fence_proxy_async(lw.b)
     lw.dev.barrier(lw.b)
 
 

@@ -33,7 +33,9 @@ _INSTRUCTIONS = {
 
 @dataclass(frozen=True)
 class MmaChoice:
-    """An `mma.sync.aligned.m16n8k{k}` over `warps_per_cta` (wm, wn) warps."""
+    """An `mma.sync.aligned.m16n8k{k}` (version 2) over `warps_per_cta` (wm, wn) warps,
+    or a `wgmma.mma_async.m64n{n_instr}k{k}` (version 3, sm_90a: both operands read
+    from shared memory; `wm` a multiple of 4, each warpgroup 64 rows)."""
 
     ab_type: str          # PTX operand type: f16 bf16 tf32 s8
     acc_type: str         # PTX accumulator type: f32 s32
@@ -41,9 +43,14 @@ class MmaChoice:
     k_width: int          # consecutive K elements per 32-bit register
     elem_bytes: int
     warps_per_cta: tuple[int, int]
+    version: int = 2
+    n_instr: int = 8      # the instruction's N
 
     @property
     def ptx(self) -> str:
+        if self.version == 3:
+            return (f"wgmma.mma_async.sync.aligned.m64n{self.n_instr}k{self.k}."
+                    f"{self.acc_type}.{self.ab_type}.{self.ab_type}")
         return (f"mma.sync.aligned.m16n8k{self.k}.row.col."
                 f"{self.acc_type}.{self.ab_type}.{self.ab_type}.{self.acc_type}")
 
@@ -60,7 +67,25 @@ def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
     return wm, wn
 
 
-def choose_mma(ins: Instr, num_warps: int, capability: int) -> Optional[MmaChoice]:
+def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
+    """Warpgroups over M (64 rows each) first, then over N; None when the tile does not
+    give each warpgroup whole instructions."""
+    if num_warps % 4 or m % 64:
+        return None
+    groups = num_warps // 4
+    gm = 1
+    while gm * 2 <= groups and m % (64 * gm * 2) == 0:
+        gm *= 2
+    gn = groups // gm
+    if n % (8 * gn):
+        return None
+    return 4 * gm, gn
+
+
+def choose_mma(ins: Instr, num_warps: int, capability: int,
+               operands_in_shared: bool = False) -> Optional[MmaChoice]:
+    """The instruction computing `ins`; wgmma only when `operands_in_shared` (both
+    operands are read from shared-memory slots, see pipeline_loops)."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -80,4 +105,9 @@ def choose_mma(ins: Instr, num_warps: int, capability: int) -> Optional[MmaChoic
     if m < 16 or n < 8 or kk % k:
         return None
     acc = "s32" if ec == "i32" else "f32"
+    if capability >= 90 and operands_in_shared and knobs.wgmma and ab in ("f16", "bf16") and n >= 16:
+        warps = wgmma_warps(m, n, num_warps)
+        if warps is not None:
+            n_cover = n // warps[1]
+            return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256))
     return MmaChoice(ab, acc, k, k_width, size, mma_warps(m, n, num_warps))

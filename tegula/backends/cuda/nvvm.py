@@ -45,7 +45,8 @@ class NVPTXDevice:
     inline_ptx = True
     # the methods that emit a hardware instruction: a host device models each of them
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
-                    "cp_async", "cp_async_commit", "cp_async_wait",
+                    "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
+                    "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
 
@@ -195,6 +196,47 @@ class NVPTXDevice:
         """`cp.async.wait_group N`: this thread's copy groups but the newest `pending`
         have landed (other threads' copies need a barrier after it to be visible)."""
         inline_asm(b, VOID, [], f"cp.async.wait_group {pending};", "~{memory}", side_effect=True)
+
+    def fence_proxy_async(self, b: ir.IRBuilder) -> None:
+        """`fence.proxy.async.shared::cta` (sm_90): this thread's earlier shared-memory
+        writes become visible to the async proxy (wgmma, TMA) after the next barrier."""
+        inline_asm(b, VOID, [], "fence.proxy.async.shared::cta;", "~{memory}", side_effect=True)
+
+    def wgmma_fence(self, b: ir.IRBuilder) -> None:
+        """`wgmma.fence.sync.aligned`: before the first wgmma touching registers (the
+        accumulators) or shared memory written since the last one."""
+        inline_asm(b, VOID, [], "wgmma.fence.sync.aligned;", "~{memory}", side_effect=True)
+
+    def wgmma(self, b: ir.IRBuilder, choice: "MmaChoice", desc_a: ir.Value, desc_b: ir.Value,
+              acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        """One warpgroup-wide `wgmma.mma_async` (see `mma.MmaChoice`, version 3) with A
+        and B read through shared-memory matrix descriptors (K-major A; B N-major when
+        `trans_b`); `acc` the n_instr / 2 accumulators of this thread, accumulated into."""
+        count = len(acc)
+        acc_ty = acc[0].type
+        reg = "f" if acc_ty == F32 else "r"
+        outs = ",".join(f"${i}" for i in range(count))
+        asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+               f"{choice.ptx} {{{outs}}}, ${count}, ${count + 1}, p, 1, 1, 0, {int(trans_b)}; }}")
+        cons = ",".join([f"={reg}"] * count + ["l", "l"] + [str(i) for i in range(count)])
+        ret = ir.LiteralStructType([acc_ty] * count)
+        out = inline_asm(b, ret, [desc_a, desc_b, *acc], asm, cons, side_effect=True)
+        return [b.extract_value(out, i) for i in range(count)]
+
+    def wgmma_commit(self, b: ir.IRBuilder) -> None:
+        """`wgmma.commit_group.sync.aligned`: the wgmmas issued since the last commit."""
+        inline_asm(b, VOID, [], "wgmma.commit_group.sync.aligned;", "~{memory}", side_effect=True)
+
+    def wgmma_wait(self, b: ir.IRBuilder, acc: list[ir.Value]) -> list[ir.Value]:
+        """`wgmma.wait_group.sync.aligned 0`, with the accumulators passed through it so
+        that no use of them is scheduled before the wait."""
+        count = len(acc)
+        acc_ty = acc[0].type
+        reg = "f" if acc_ty == F32 else "r"
+        cons = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["~{memory}"])
+        ret = ir.LiteralStructType([acc_ty] * count)
+        out = inline_asm(b, ret, list(acc), "wgmma.wait_group.sync.aligned 0;", cons, side_effect=True)
+        return [b.extract_value(out, i) for i in range(count)]
 
     def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         """`ex2.approx.f32`: 2**x on the SFU (~2 ulp)."""

@@ -189,6 +189,24 @@ def test_pipelined_matmul_on_the_emulator(capability, stages, layout):
     np.testing.assert_allclose(args[2], want, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("num_warps", [4, 8])
+@pytest.mark.parametrize("layout", ["generic", "row_major", "b_column_major"])
+def test_wgmma_matmul_on_the_emulator(num_warps, layout):
+    """sm_90a: pipelined f16 slots in the NVMMA layout read by wgmma through matrix
+    descriptors (B N-major or K-major), one or two warpgroups; K steps over 64-byte
+    and 128-byte swizzled rows."""
+    M, N, K = 120, 72, 150
+    unit = {"generic": (), "row_major": ROW_MAJOR, "b_column_major": B_COLUMN_MAJOR}[layout]
+    for bm, bn, bk in ((64, 32, 32), (128, 64, 64)):
+        kernel = matmul_ir(bm, bn, bk, unit=unit, div=2 if unit else None)
+        args, want = matmul_args(kernel, M, N, K, np.random.default_rng(bm + num_warps),
+                                 transpose_b=layout == "b_column_major")
+        ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=3)
+        assert [c.version for c in ek.plan.mma.values()] == [3]
+        ek.run(((M + bm - 1) // bm, (N + bn - 1) // bn, 1), args)
+        np.testing.assert_allclose(args[2], want, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("stages", [2, 3])
 def test_num_stages_from_tl_range(stages):
     BM, BN, BK, K = 32, 64, 32, 160
@@ -213,13 +231,19 @@ def test_num_stages_from_tl_range(stages):
 @pytest.mark.parametrize("unit", [ROW_MAJOR, B_COLUMN_MAJOR])
 def test_ptx_has_cp_async_and_assembles(capability, unit):
     """16-byte copies only (no register path), whichever way B is stored: a column-major
-    B is kept K-contiguous in its slots and read by ldmatrix without .trans."""
+    B is kept K-contiguous in its slots and read by ldmatrix without .trans (sm_80), or
+    by wgmma as a K-major B (sm_90a: imm-trans-b 0)."""
     asm, md = compile_kernel(matmul_ir(128, 128, 32, unit=unit, div=16),
                              {"num_warps": 4, "num_stages": 3}, capability)
     ptx = asm["ptx"]
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx
     assert "ld.global" not in ptx and "cp.async.ca" not in ptx
-    assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in ptx) == (unit == ROW_MAJOR)
-    assert "cp.async.commit_group" in ptx and "ldmatrix" in ptx
+    if capability == 80:
+        assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in ptx) == (unit == ROW_MAJOR)
+    else:
+        assert "ldmatrix" not in ptx and "mma.sync" not in ptx and "fence.proxy.async" in ptx
+        assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+        assert f"p, 1, 1, 0, {int(unit == ROW_MAJOR)};" in ptx
+    assert "cp.async.commit_group" in ptx
     assert md["shared"] >= 3 * (128 * 32 + 32 * 128) * 2
     assert "cubin" in asm

@@ -36,6 +36,7 @@ from ..nvvm import NVPTXDevice, global_string
 from . import cta
 from .ptx_models import PtxModels
 from .warp_models import WarpModels
+from .wgmma_models import WgmmaModels
 
 Scope = str  # "cta", "warp" or "warpgroup"
 
@@ -44,7 +45,7 @@ class HostModelMissing(NotImplementedError):
     """The kernel needs a hardware instruction the host emulator has no model of."""
 
 
-class HostDevice(WarpModels, PtxModels, NVPTXDevice):
+class HostDevice(WarpModels, WgmmaModels, PtxModels, NVPTXDevice):
     # atomics: LLVM's atomicrmw / cmpxchg instead of inline PTX (lower_atomic)
     inline_ptx = False
 
@@ -56,6 +57,7 @@ class HostDevice(WarpModels, PtxModels, NVPTXDevice):
 
     def begin(self, fn: ir.Function, entry: ir.IRBuilder, params: list[ir.Value]) -> None:
         self.tid, ctx = params
+        self.entry = entry  # for allocas of the models (stack slots allocated once)
         words = [entry.load(entry.gep(ctx, [ir.Constant(I32, i)], source_etype=I64), typ=I64)
                  for i in range(cta.CTX_WORDS)]
         self.sregs = {"tid.x": self.tid}

@@ -1,0 +1,120 @@
+"""Host models of Hopper's warpgroup tensor-core instructions, computed from the PTX
+ISA's definitions rather than from the lowering's bookkeeping:
+
+- `wgmma`: every thread computes its own accumulator fragment of `wgmma.mma_async
+  .m64nNk16` (register i of warp w, lane l holds row 16(w % 4) + l / 4 + 8((i / 2) % 2),
+  column 8(i / 4) + 2(l % 4) + i % 2), reading A and B straight from shared memory
+  through the matrix descriptors: start address, leading byte offset (box to box along
+  the contiguous dimension), stride byte offset (8-row group to the next) and the
+  swizzle mode (the 16-byte chunk bits 4.. of the address XOR-ed with bits 7..). The
+  products accumulate in f32 one k at a time (the hardware's order within an
+  instruction is unspecified; results agree to rounding);
+- `wgmma_fence`, `wgmma_commit`, `wgmma_wait`, `fence_proxy_async` order nothing on the
+  host: the instruction completes at issue and shared memory has one proxy.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import llvmlite.ir as ir
+
+from ...llvm.types import F16, F32, I8, I16, I32, I64, ptr_type
+
+if TYPE_CHECKING:
+    from .host_device import HostDevice
+
+
+def _c(n: int, ty: ir.Type = I32) -> ir.Constant:
+    return ir.Constant(ty, n)
+
+
+def _loop(b: ir.IRBuilder, count: int, body: Callable[[ir.Value], None]) -> None:
+    """for (i = 0; i < count; i++) body(i), as IR blocks."""
+    head = b.append_basic_block("wgmma_loop")
+    step = b.append_basic_block("wgmma_body")
+    done = b.append_basic_block("wgmma_done")
+    before = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I32)
+    i.add_incoming(_c(0), before)
+    b.cbranch(b.icmp_unsigned("<", i, _c(count)), step, done)
+    b.position_at_end(step)
+    body(i)
+    nxt = b.add(i, _c(1))
+    i.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+class WgmmaModels:
+    def fence_proxy_async(self: "HostDevice", b: ir.IRBuilder) -> None:
+        return None
+
+    def wgmma_fence(self: "HostDevice", b: ir.IRBuilder) -> None:
+        return None
+
+    def wgmma_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
+        return None
+
+    def wgmma_wait(self: "HostDevice", b: ir.IRBuilder, acc: list[ir.Value]) -> list[ir.Value]:
+        return list(acc)
+
+    def _element_offset(self: "HostDevice", b: ir.IRBuilder, desc: ir.Value, contig: ir.Value,
+                        strided: ir.Value, elem_bytes: int) -> ir.Value:
+        """The shared byte offset of the element `contig` along the contiguous dimension
+        and `strided` along the other, from the sub-tile's descriptor."""
+        def field(shift: int) -> ir.Value:
+            v = b.trunc(b.lshr(desc, _c(shift, I64)), I32)
+            return b.shl(b.and_(v, _c(0x3FFF)), _c(4))
+        start, lbo, sbo = field(0), field(16), field(32)
+        mode = b.trunc(b.lshr(desc, _c(62, I64)), I32)
+        sw = b.select(b.icmp_unsigned("==", mode, _c(1)), _c(128),
+                      b.select(b.icmp_unsigned("==", mode, _c(2)), _c(64), _c(32)))
+        sbits = b.select(b.icmp_unsigned("==", mode, _c(1)), _c(7),
+                         b.select(b.icmp_unsigned("==", mode, _c(2)), _c(3), _c(1)))
+        per_box = b.udiv(sw, _c(elem_bytes))
+        addr = b.add(start, b.mul(b.udiv(contig, per_box), lbo))
+        addr = b.add(addr, b.mul(b.udiv(strided, _c(8)), sbo))
+        addr = b.add(addr, b.mul(b.urem(strided, _c(8)), sw))
+        addr = b.add(addr, b.mul(b.urem(contig, per_box), _c(elem_bytes)))
+        chunk_bits = b.and_(b.lshr(addr, _c(7)), sbits)
+        return b.xor(addr, b.shl(chunk_bits, _c(4)))
+
+    def _load_f32(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
+        ptr = b.gep(self.smem, [off], source_etype=I8)
+        if ab_type == "f16":
+            return b.fpext(b.load(ptr, typ=F16, align=2), F32)
+        bits = b.zext(b.load(ptr, typ=I16, align=2), I32)
+        return b.bitcast(b.shl(bits, _c(16)), F32)
+
+    def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
+              acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        count = len(acc)
+        size = choice.elem_bytes
+        arr = self.entry.alloca(ir.ArrayType(F32, count))
+        arr.type = ptr_type(0)  # opaque, as every pointer of the module
+        for i, v in enumerate(acc):
+            b.store(v, b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(F32, count)))
+        group_row = b.mul(b.and_(self.warp, _c(3)), _c(16))
+        quad_row = b.add(group_row, b.lshr(self.lane, _c(2)))
+        pair_col = b.mul(b.and_(self.lane, _c(3)), _c(2))
+
+        def per_register(r: ir.Value) -> None:
+            row = b.add(quad_row, b.mul(b.and_(b.lshr(r, _c(1)), _c(1)), _c(8)))
+            col = b.add(b.add(b.mul(b.lshr(r, _c(2)), _c(8)), pair_col), b.and_(r, _c(1)))
+            slot = b.gep(arr, [_c(0), r], source_etype=ir.ArrayType(F32, count))
+
+            def per_k(k: ir.Value) -> None:
+                a = self._load_f32(b, self._element_offset(b, desc_a, k, row, size), choice.ab_type)
+                if trans_b:  # N-major B: contiguous along N
+                    off = self._element_offset(b, desc_b, col, k, size)
+                else:
+                    off = self._element_offset(b, desc_b, k, col, size)
+                bv = self._load_f32(b, off, choice.ab_type)
+                b.store(b.fadd(b.load(slot, typ=F32), b.fmul(a, bv)), slot)
+            _loop(b, choice.k, per_k)
+
+        _loop(b, count, per_register)
+        return [b.load(b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(F32, count)), typ=F32)
+                for i in range(count)]

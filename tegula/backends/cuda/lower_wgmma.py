@@ -1,0 +1,128 @@
+"""Lowering of `dot` with Hopper's `wgmma.mma_async` (sm_90a), for dots whose operands
+are read in place from shared-memory slots (pipelined loads, see `pipeline_loops`).
+
+Slots are stored in the NVMMA swizzled layout wgmma reads (`shared_layouts.
+nvmma_offsets`): boxes `swizzle` bytes wide along the contiguous dimension (128, 64 or 32
+bytes, the widest the tile allows), each 16-byte chunk of a row XOR-ed with the row's
+index within its 8-row group. A is K-major; B is N-major (`imm-trans-b = 1`) or, when
+its copies run along K, K-major.
+
+Each warpgroup (4 warps) computes 64 rows per instruction; warpgroups tile M first,
+then N (`mma.wgmma_warps`); the accumulator is `mma_layouts.mma_v3_accumulator`. A
+shared-memory matrix descriptor (64 bits) gives the instruction the start address of
+its sub-tile (bits 0-13, address >> 4), the leading byte offset (bits 16-29: from one
+box to the next along the contiguous dimension), the stride byte offset (bits 32-45:
+from one 8-row group to the next, 8 x swizzle bytes) and the swizzle mode (bits 62-63:
+1 = 128 B, 2 = 64 B, 3 = 32 B). The start of a sub-tile at row r (r % 8 == 0) is the
+same with or without the swizzle, so it is the slot layout's offset of that element.
+
+One dot is `wgmma.fence`, one instruction per (M repetition, N repetition, K step), a
+commit, and a wait for it (the accumulators pass through the wait, so nothing reads
+them early). The loads of later stages are already in flight (cp.async rings).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr
+from ...ir.types import shape_of
+from ..llvm.types import I32, I64
+from .linear_layout import BitMap, dim_fields
+from .mma import MmaChoice
+from .shared_layouts import nvmma_offsets
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def swizzle_bytes(width_bytes: int) -> int:
+    """The widest NVMMA swizzle a row of `width_bytes` allows (0: none fits)."""
+    return next((s for s in (128, 64, 32) if width_bytes >= s), 0)
+
+
+def wgmma_operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int, k_major: bool) -> Optional[BitMap]:
+    """The slot layout of operand `k` (0: A [M, K], always K-major; 1: B [K, N]); None
+    when the contiguous extent is narrower than the smallest swizzle."""
+    rows, cols = shape
+    if k == 0 or not k_major:
+        sw = swizzle_bytes(cols * elem_bytes)
+        return nvmma_offsets(shape, elem_bytes, sw) if sw else None
+    sw = swizzle_bytes(rows * elem_bytes)
+    return nvmma_offsets(shape, elem_bytes, sw, transposed=True) if sw else None
+
+
+def _descriptor_bits(contig_elems: int, strided_elems: int, elem_bytes: int) -> int:
+    """The constant fields of a descriptor: LBO (box to box), SBO (8 rows), mode."""
+    sw = swizzle_bytes(contig_elems * elem_bytes)
+    lbo = sw * strided_elems
+    sbo = 8 * sw
+    return ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | SWIZZLE_MODE[sw] << 62
+
+
+def _flat(shape: tuple[int, int], row: int, col: int) -> int:
+    (rs, _), (cs, _) = dim_fields(shape)
+    return row << rs | col << cs
+
+
+def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
+    b = lw.b
+    (m, kk), n = shape_of(ins.operands[0].type), shape_of(ins.operands[1].type)[1]
+    size = choice.elem_bytes
+    wm, wn = choice.warps_per_cta
+    gm = wm // 4
+    n_cover = n // wn
+    m_reps, n_reps, k_steps = m // (64 * gm), n_cover // choice.n_instr, kk // choice.k
+    acc = list(lw.operand(ins, 2))
+
+    a_view = lw.shared_views.get(ins.operands[0])
+    b_view = lw.shared_views.get(ins.operands[1])
+    if a_view is None or b_view is None:
+        raise AssertionError("wgmma operands must be read in place from shared memory slots")
+    a_buf, a_base = a_view
+    b_buf, b_base = b_view
+    a_map, b_map = a_buf.offsets, b_buf.offsets
+    b_k_major = b_buf.k_major
+    a_bits = _descriptor_bits(kk, m, size)
+    b_bits = _descriptor_bits(kk, n, size) if b_k_major else _descriptor_bits(n, kk, size)
+
+    # this warpgroup's place: (warp / 4) % gm along M, (warp / 4) / gm along N
+    group = b.lshr(lw.warp, ir.Constant(I32, 2))
+    g_m = b.urem(group, ir.Constant(I32, gm)) if gm > 1 else ir.Constant(I32, 0)
+    g_n = b.udiv(group, ir.Constant(I32, gm)) if wn > 1 else ir.Constant(I32, 0)
+
+    def group_part(mp: BitMap, shape: tuple[int, int], index: ir.Value, count: int, row: bool, step: int) -> ir.Value:
+        """XOR of the slot offsets of the group's start (linear over GF(2))."""
+        out: ir.Value = ir.Constant(I32, 0)
+        for j in range(count.bit_length() - 1):
+            img = mp(_flat(shape, step << j, 0) if row else _flat(shape, 0, step << j))
+            bit = b.and_(b.lshr(index, ir.Constant(I32, j)), ir.Constant(I32, 1))
+            out = b.xor(out, b.mul(bit, ir.Constant(I32, img)))
+        return out
+
+    a_group = group_part(a_map, (m, kk), g_m, gm, True, 64)
+    b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
+
+    def descriptor(base: ir.Value, elem_off: ir.Value, bits: int) -> ir.Value:
+        addr = b.add(base, b.mul(elem_off, ir.Constant(I32, size)))
+        start = b.zext(b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
+        return b.or_(start, ir.Constant(I64, bits))
+
+    chunk = choice.n_instr // 2
+    lw.dev.wgmma_fence(b)
+    for i in range(m_reps):
+        for j in range(n_reps):
+            first = (i * n_reps + j) * chunk
+            regs = acc[first:first + chunk]
+            for s in range(k_steps):
+                a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
+                b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
+                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits),
+                                    descriptor(b_base, b_off, b_bits), regs, not b_k_major)
+            acc[first:first + chunk] = regs
+    lw.dev.wgmma_commit(b)
+    acc = lw.dev.wgmma_wait(b, acc)
+    lw.define(ins.results[0], acc)
