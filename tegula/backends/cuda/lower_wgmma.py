@@ -107,7 +107,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
     def descriptor(base: ir.Value, elem_off: ir.Value, bits: int) -> ir.Value:
-        addr = b.add(base, b.mul(elem_off, ir.Constant(I32, size)))
+        addr = lw.dev.shared_address(b, b.add(base, b.mul(elem_off, ir.Constant(I32, size))))
         start = b.zext(b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
         return b.or_(start, ir.Constant(I64, bits))
 

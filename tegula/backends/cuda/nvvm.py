@@ -45,7 +45,7 @@ class NVPTXDevice:
     inline_ptx = True
     # the methods that emit a hardware instruction: a host device models each of them
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
-                    "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
+                    "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
@@ -80,7 +80,7 @@ class NVPTXDevice:
         if g is None:
             g = ir.GlobalVariable(module, ir.ArrayType(I8, 0), SHARED_SYMBOL, addrspace=3)
             g.linkage = "external"
-            g.align = 16
+            g.align = 1024  # the 128-byte NVMMA swizzle is a function of address bits 4-9
             g.type = ptr_type(3)  # opaque, so GEPs over it may address any type
         return b.gep(g, [byte_offset], source_etype=I8)
 
@@ -196,6 +196,11 @@ class NVPTXDevice:
         """`cp.async.wait_group N`: this thread's copy groups but the newest `pending`
         have landed (other threads' copies need a barrier after it to be visible)."""
         inline_asm(b, VOID, [], f"cp.async.wait_group {pending};", "~{memory}", side_effect=True)
+
+    def shared_address(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
+        """The 32-bit shared-window address of a byte offset into the kernel's shared
+        memory (what matrix descriptors and `.shared` instruction operands hold)."""
+        return b.ptrtoint(self.shared_ptr(b, byte_offset), I32)
 
     def fence_proxy_async(self, b: ir.IRBuilder) -> None:
         """`fence.proxy.async.shared::cta` (sm_90): this thread's earlier shared-memory

@@ -9,6 +9,8 @@ ISA's definitions rather than from the lowering's bookkeeping:
   swizzle mode (the 16-byte chunk bits 4.. of the address XOR-ed with bits 7..). The
   products accumulate in f32 one k at a time (the hardware's order within an
   instruction is unspecified; results agree to rounding);
+- `shared_address` is the offset into the CTA's shared buffer (which the model reads
+  through `smem`);
 - `wgmma_fence`, `wgmma_commit`, `wgmma_wait`, `fence_proxy_async` order nothing on the
   host: the instruction completes at issue and shared memory has one proxy.
 """
@@ -48,6 +50,10 @@ def _loop(b: ir.IRBuilder, count: int, body: Callable[[ir.Value], None]) -> None
 
 
 class WgmmaModels:
+    def shared_address(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
+        """On the host, shared addresses are offsets into the CTA's shared buffer."""
+        return byte_offset
+
     def fence_proxy_async(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None
 
