@@ -124,6 +124,7 @@ class Op(enum.Enum):
     ASYNC_COPY = "async_copy"
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
+    DOT_WAIT = "dot_wait"
     # meta
     DEVICE_PRINT = "device_print"
     DEVICE_ASSERT = "device_assert"
@@ -361,6 +362,9 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.ASYNC_COPY: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.AsyncCopyAttrs, pure=False, result=_none),
     Op.ASYNC_COMMIT: OpInfo(Kind.SHARED, 0, results=0, pure=False, result=_none),
     Op.ASYNC_WAIT: OpInfo(Kind.SHARED, 0, results=0, attrs=A.AsyncWaitAttrs, pure=False, result=_none),
+    # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`
+    # more recent dots are in flight; the value itself is unchanged
+    Op.DOT_WAIT: OpInfo(Kind.SHARED, 1, attrs=A.AsyncWaitAttrs, pure=False, result=_same),
 
     Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
     Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),

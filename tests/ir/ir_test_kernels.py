@@ -149,6 +149,7 @@ def build_all_ops_kernel() -> Kernel:
     e4 = b.constant(2.0, tile(F8E4M3, 16, 32))
     e5 = b.constant(-1.5, tile(F8E5M2, 32, 16))
     acc = b.create(Op.DOT, [e4, e5, acc], A.DotAttrs()).result
+    acc = b.op1(Op.DOT_WAIT, acc, attrs=A.AsyncWaitAttrs(0))
     # structured control flow
     zero, one = b.constant(0, I32), b.constant(1, I32)
 

@@ -326,6 +326,10 @@ class _Assigner:
         elif op is Op.PERMUTE:
             self.require(ins, own)
             self.set(res, LY.permute_layout(own[0], ins.attrs.order))
+        elif op is Op.DOT_WAIT:
+            # the accumulator registers in flight stay where the dot put them
+            self.require(ins, own)
+            self.set(res, own[0])
         elif op is Op.BROADCAST:
             self.broadcast(ins, own[0])
         elif op is Op.JOIN:

@@ -33,6 +33,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_scan,
     lower_shape,
     lower_shared,
+    lower_wgmma,
 )
 from .assign_layouts import LayoutPlan
 from .checked import CheckedMode

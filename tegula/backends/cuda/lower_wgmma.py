@@ -18,7 +18,9 @@ same with or without the swizzle, so it is the slot layout's offset of that elem
 
 One dot is `wgmma.fence`, one instruction per (M repetition, N repetition, K step), a
 commit, and a wait for it (the accumulators pass through the wait, so nothing reads
-them early). The loads of later stages are already in flight (cp.async rings).
+them early) — unless the pipeliner left the dot in flight: then its only user is a
+`dot_wait`, which waits until at most N groups are pending (1 inside the loop, so the
+next iteration's wgmma is issued while this one runs; 0 after it).
 """
 from __future__ import annotations
 
@@ -27,10 +29,12 @@ from typing import TYPE_CHECKING, Optional
 import llvmlite.ir as ir
 
 from ...ir.core import Instr
+from ...ir.ops import Op
 from ...ir.types import shape_of
 from ..llvm.types import I32, I64
 from .linear_layout import BitMap, dim_fields
 from .mma import MmaChoice
+from .registry import handles
 from .shared_layouts import nvmma_offsets
 
 if TYPE_CHECKING:
@@ -124,5 +128,24 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                                     descriptor(b_base, b_off, b_bits), regs, not b_k_major)
             acc[first:first + chunk] = regs
     lw.dev.wgmma_commit(b)
-    acc = lw.dev.wgmma_wait(b, acc)
+    if not _waited_later(lw, ins):
+        acc = lw.dev.wgmma_wait(b, acc)
     lw.define(ins.results[0], acc)
+
+
+def _waited_later(lw: "KernelLowering", ins: Instr) -> bool:
+    """Whether every use of the dot's result is a `dot_wait` (the pipeliner leaves the
+    dot in flight and waits for it there)."""
+    res = ins.results[0]
+    users = [u for u in lw.kernel.walk() if res in u.operands]
+    return bool(users) and all(u.op is Op.DOT_WAIT for u in users)
+
+
+@handles(Op.DOT_WAIT)
+def lower_dot_wait(lw: "KernelLowering", ins: Instr) -> None:
+    """wgmma.wait_group N with the accumulators passed through; mma.sync and FMA dots
+    complete in order, so the value is its operand when no dot of the kernel is a wgmma."""
+    regs = lw.operand(ins, 0)
+    if lw.capability >= 90 and any(c.version == 3 for c in lw.plan.mma.values()):
+        regs = lw.dev.wgmma_wait(lw.b, list(regs), ins.attrs.pending)
+    lw.define(ins.results[0], regs)

@@ -232,15 +232,15 @@ class NVPTXDevice:
         """`wgmma.commit_group.sync.aligned`: the wgmmas issued since the last commit."""
         inline_asm(b, VOID, [], "wgmma.commit_group.sync.aligned;", "~{memory}", side_effect=True)
 
-    def wgmma_wait(self, b: ir.IRBuilder, acc: list[ir.Value]) -> list[ir.Value]:
-        """`wgmma.wait_group.sync.aligned 0`, with the accumulators passed through it so
+    def wgmma_wait(self, b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0) -> list[ir.Value]:
+        """`wgmma.wait_group.sync.aligned N`, with the accumulators passed through it so
         that no use of them is scheduled before the wait."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         cons = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["~{memory}"])
         ret = ir.LiteralStructType([acc_ty] * count)
-        out = inline_asm(b, ret, list(acc), "wgmma.wait_group.sync.aligned 0;", cons, side_effect=True)
+        out = inline_asm(b, ret, list(acc), f"wgmma.wait_group.sync.aligned {pending};", cons, side_effect=True)
         return [b.extract_value(out, i) for i in range(count)]
 
     def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:

@@ -61,6 +61,15 @@ class _LoopPlan:
     slice: list[Instr]                   # the address code, in body order
     ahead: set[int]                      # loop-carried values the address code advances
     keep: set[Instr] = field(default_factory=set)  # slice ops the rest of the body also uses
+    # dots left in flight across iterations (wgmma), each the sole producer of the
+    # loop-carried accumulator at that index of the yield
+    async_dots: dict[int, Instr] = field(default_factory=dict)
+
+    @property
+    def distance(self) -> int:
+        """How many iterations ahead the copies run: S-1, or S-2 when a dot of the
+        previous iteration may still read its slot."""
+        return self.stages - 2 if self.async_dots else self.stages - 1
 
 
 def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: int) -> int:
@@ -197,11 +206,37 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
             return None
     order = [ins for ins in body.instrs if ins in members]
-    return _LoopPlan(loop, stages, loads, order, ahead, keep)
+    plan = _LoopPlan(loop, stages, loads, order, ahead, keep)
+    if stages >= 3:
+        plan.async_dots = _async_dots(loop, load_set, uses, num_warps, capability)
+    return plan
+
+
+def _async_dots(loop: Instr, loads: set[Instr], uses: dict[Value, list[Instr]], num_warps: int,
+                capability: int) -> dict[int, Instr]:
+    """The dots that may stay in flight into the next iteration: wgmma dots over two
+    pipelined operands whose result only feeds the next iteration's dot as its
+    accumulator (`acc = tl.dot(a, b, acc)`); all of the loop's dots or none."""
+    body = loop.regions[0]
+    term = body.terminator
+    found: dict[int, Instr] = {}
+    for ins in body.instrs:
+        if ins.op is not Op.DOT or not any(o.owner in loads for o in ins.operands[:2]):
+            continue
+        choice = choose_mma(ins, num_warps, capability, operands_in_shared=True)
+        res = ins.results[0]
+        if (choice is None or choice.version != 3 or not all(o.owner in loads for o in ins.operands[:2])
+                or uses.get(res) != [term] or term.operands.count(res) != 1):
+            return {}
+        k = term.operands.index(res)
+        if ins.operands[2] is not body.args[1 + k]:
+            return {}
+        found[k] = ins
+    return found
 
 
 def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
-    loop, S = plan.loop, plan.stages
+    loop, S, D = plan.loop, plan.stages, plan.distance
     body = loop.regions[0]
     iv, iters, term = body.args[0], body.args[1:], body.terminator
     lb, ub, step = loop.operands[:3]
@@ -234,9 +269,9 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                 bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
         bb.create(Op.ASYNC_COMMIT, [])
 
-    # prologue: iterations 0 .. S-2
+    # prologue: iterations 0 .. D-1
     current = {iters[k]: inits[k] for k in plan.ahead}
-    for i in range(S - 1):
+    for i in range(D):
         it = lb if i == 0 else b.op1(Op.ADD, lb, b.op1(Op.MUL, b.constant(i, iv_type), step))
         mapping: dict[Value, Value] = {iv: it, **current}
         issue(b, mapping, it, b.constant(i, I32))
@@ -250,11 +285,11 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
-    nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=S - 2))
+    nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=D - 1))
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
             M[ld.results[0]] = nb.op1(Op.LOCAL_LOAD, buf, read)
-    ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(S - 1, iv_type), step))
+    ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv
     issue(nb, ahead_map, ahead_iv, write)
@@ -263,6 +298,9 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         if ins in plan.loads or (ins in members and ins not in plan.keep):
             continue
         nb.insert(clone_instr(ins, M))
+        if ins in plan.async_dots.values():
+            # in flight into the next iteration; the one before it has finished
+            M[ins.results[0]] = nb.op1(Op.DOT_WAIT, M[ins.results[0]], attrs=A.AsyncWaitAttrs(pending=1))
     one, size, zero = nb.constant(1, I32), nb.constant(S, I32), nb.constant(0, I32)
 
     def advance(slot: Value) -> Value:
@@ -271,15 +309,18 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     yields = [ahead_map.get(v, v) if k in plan.ahead else M.get(v, v) for k, v in enumerate(term.operands)]
     nb.yield_(yields + [advance(read), advance(write)])
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
-    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, b.constant(0, I32), b.constant(S - 1, I32)],
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, b.constant(0, I32), b.constant(D, I32)],
                      [Value(r.type, r.name) for r in loop.results] + [Value(I32), Value(I32)],
                      loop.attrs, [new_body], loop.loc)
     b.insert(new_loop)
+    results = dict(zip(loop.results, new_loop.results))
+    for k in sorted(plan.async_dots):
+        results[loop.results[k]] = b.op1(Op.DOT_WAIT, new_loop.results[k], attrs=A.AsyncWaitAttrs(pending=0))
     b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
     for buf in reversed(bufs):
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
-    _replace_uses(kernel, dict(zip(loop.results, new_loop.results)))
+    _replace_uses(kernel, results)
 
 
 def _replace_uses(kernel: Kernel, mapping: dict[Value, Value]) -> None:

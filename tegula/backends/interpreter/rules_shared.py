@@ -7,7 +7,8 @@ backend's passes that introduce them can be translation-validated on the interpr
   pointers (masked-off elements zero) written into `buf[slot]`;
 - `async_commit` / `async_wait` order nothing here, copies having already landed, and
   `local_dealloc` leaves the buffer to the garbage collector;
-- `local_load buf, slot` returns a copy of `buf[slot]`.
+- `local_load buf, slot` returns a copy of `buf[slot]`; `dot_wait` is its operand (dots
+  complete at issue).
 """
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ def async_copy(ins: Instr, c: Compiler) -> Step:
 
 @rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC)
 def async_ordering(ins: Instr, c: Compiler) -> None:
+    return None
+
+
+@rule(Op.DOT_WAIT)
+def dot_wait(ins: Instr, c: Compiler) -> None:
+    c.alias(ins.results[0], c.slot(ins.operands[0]))
     return None
 
 

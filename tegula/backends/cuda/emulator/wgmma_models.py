@@ -63,7 +63,7 @@ class WgmmaModels:
     def wgmma_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None
 
-    def wgmma_wait(self: "HostDevice", b: ir.IRBuilder, acc: list[ir.Value]) -> list[ir.Value]:
+    def wgmma_wait(self: "HostDevice", b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0) -> list[ir.Value]:
         return list(acc)
 
     def _element_offset(self: "HostDevice", b: ir.IRBuilder, desc: ir.Value, contig: ir.Value,
