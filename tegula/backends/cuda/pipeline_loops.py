@@ -18,6 +18,11 @@ so the load's `other` must be absent or zero):
         read, write = (read+1) % S, (write+1) % S
     async_wait(0); local_dealloc B, A
 
+A dot that runs on wgmma and only updates its accumulator (`acc = tl.dot(a, b, acc)`)
+is left in flight into the next iteration (`dot_wait {pending = 1}` after it, 0 after
+the loop); the copies of that iteration are then issued after the wait and a barrier,
+once no warpgroup's dot reads the write slot any more.
+
 The *address code* is the loads' operands' backward slice inside the body: it must be
 pure and free of loads, and the loop-carried values it reads (the pointers advanced
 each iteration) must be updated only by it and be used by nothing else in or after the
@@ -67,9 +72,8 @@ class _LoopPlan:
 
     @property
     def distance(self) -> int:
-        """How many iterations ahead the copies run: S-1, or S-2 when a dot of the
-        previous iteration may still read its slot."""
-        return self.stages - 2 if self.async_dots else self.stages - 1
+        """How many iterations ahead the copies run."""
+        return self.stages - 1
 
 
 def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: int) -> int:
@@ -292,15 +296,25 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv
-    issue(nb, ahead_map, ahead_iv, write)
+    # The write slot was read by the dots of the previous iteration. Synchronous dots
+    # finished before this iteration's barrier, so the copies go first. A dot left in
+    # flight (wgmma) is only known finished after this iteration's dot_wait(1), in
+    # every warpgroup after a barrier: the copies go there.
+    last_async = max((body.instrs.index(d) for d in plan.async_dots.values()), default=-1)
+    if last_async < 0:
+        issue(nb, ahead_map, ahead_iv, write)
     members = set(plan.slice)
-    for ins in body.instrs[:-1]:
+    for at_ins, ins in enumerate(body.instrs[:-1]):
         if ins in plan.loads or (ins in members and ins not in plan.keep):
             continue
         nb.insert(clone_instr(ins, M))
         if ins in plan.async_dots.values():
             # in flight into the next iteration; the one before it has finished
             M[ins.results[0]] = nb.op1(Op.DOT_WAIT, M[ins.results[0]], attrs=A.AsyncWaitAttrs(pending=1))
+            ahead_map[ins.results[0]] = M[ins.results[0]]
+        if at_ins == last_async:
+            nb.create(Op.DEBUG_BARRIER, [])
+            issue(nb, ahead_map, ahead_iv, write)
     one, size, zero = nb.constant(1, I32), nb.constant(S, I32), nb.constant(0, I32)
 
     def advance(slot: Value) -> Value:
