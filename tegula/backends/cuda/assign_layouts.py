@@ -37,7 +37,7 @@ from ...passes import axis_info, contiguity_order, vector_width
 from . import layouts as LY
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .mma import MmaChoice, choose_mma
-from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator
+from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
 
 Layout = Optional[LinearLayout]
 
@@ -135,8 +135,8 @@ class _Assigner:
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
-                in_shared = all(isinstance(o.owner, Instr) and o.owner.op is Op.LOCAL_LOAD
-                                for o in ins.operands[:2])
+                b_src = ins.operands[1].owner
+                in_shared = isinstance(b_src, Instr) and b_src.op is Op.LOCAL_LOAD
                 choice = choose_mma(ins, self.nw, self.capability, in_shared)
                 if choice is not None:
                     self.plan.mma[ins] = choice
@@ -304,7 +304,14 @@ class _Assigner:
                 self.set(r, a)
         elif op is Op.DOT:
             c = self.anchors.get(ins) or self.default(res)
-            self.require(ins, [own[0], own[1], c])
+            a_req = own[0]
+            choice = self.plan.mma.get(ins)
+            a_src = ops[0].owner
+            if choice is not None and choice.version == 3 and not (
+                    isinstance(a_src, Instr) and a_src.op is Op.LOCAL_LOAD):
+                # wgmma with A from registers: the mma.sync A fragment per warp
+                a_req = wgmma_register_a(shape_of(ops[0].type), choice.warps_per_cta, choice.k_width)
+            self.require(ins, [a_req, own[1], c])
             self.set(res, c)
         elif info.kind is Kind.SOURCE or op in (Op.SPLAT, Op.LOCAL_LOAD):
             if res is not None and is_tile(res):

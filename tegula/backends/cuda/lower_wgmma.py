@@ -84,11 +84,17 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
 
     a_view = lw.shared_views.get(ins.operands[0])
     b_view = lw.shared_views.get(ins.operands[1])
-    if a_view is None or b_view is None:
-        raise AssertionError("wgmma operands must be read in place from shared memory slots")
-    a_buf, a_base = a_view
+    if b_view is None:
+        raise AssertionError("wgmma's B must be read in place from a shared memory slot")
+    a_regs = None
+    if a_view is None:  # A from registers, in the plan's wgmma_register_a layout
+        a_regs = _pack_pairs(b, lw.operand(ins, 0))
+        a_buf, a_base, a_map = None, None, None
+    else:
+        a_buf, a_base = a_view
+        a_map = a_buf.offsets
     b_buf, b_base = b_view
-    a_map, b_map = a_buf.offsets, b_buf.offsets
+    b_map = b_buf.offsets
     b_k_major = b_buf.k_major
     a_bits = _descriptor_bits(kk, m, size)
     b_bits = _descriptor_bits(kk, n, size) if b_k_major else _descriptor_bits(n, kk, size)
@@ -107,7 +113,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             out = b.xor(out, b.mul(bit, ir.Constant(I32, img)))
         return out
 
-    a_group = group_part(a_map, (m, kk), g_m, gm, True, 64)
+    a_group = group_part(a_map, (m, kk), g_m, gm, True, 64) if a_map is not None else None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
     def descriptor(base: ir.Value, elem_off: ir.Value, bits: int) -> ir.Value:
@@ -122,15 +128,30 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             first = (i * n_reps + j) * chunk
             regs = acc[first:first + chunk]
             for s in range(k_steps):
-                a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
                 b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
-                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits),
-                                    descriptor(b_base, b_off, b_bits), regs, not b_k_major)
+                desc_b = descriptor(b_base, b_off, b_bits)
+                if a_regs is not None:
+                    # the fragment registers first, then K steps, then M repetitions
+                    frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]
+                    regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major)
+                    continue
+                a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
+                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits), desc_b, regs, not b_k_major)
             acc[first:first + chunk] = regs
     lw.dev.wgmma_commit(b)
     if not _waited_later(lw, ins):
         acc = lw.dev.wgmma_wait(b, acc)
     lw.define(ins.results[0], acc)
+
+
+def _pack_pairs(b: ir.IRBuilder, vals: list[ir.Value]) -> list[ir.Value]:
+    """Consecutive 16-bit elements packed two to an i32 register, low half first."""
+    out = []
+    for x, y in zip(vals[0::2], vals[1::2]):
+        vec = ir.Constant(ir.VectorType(x.type, 2), ir.Undefined)
+        vec = b.insert_element(b.insert_element(vec, x, ir.Constant(I32, 0)), y, ir.Constant(I32, 1))
+        out.append(b.bitcast(vec, I32))
+    return out
 
 
 def _waited_later(lw: "KernelLowering", ins: Instr) -> bool:

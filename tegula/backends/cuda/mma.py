@@ -83,9 +83,9 @@ def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
 
 
 def choose_mma(ins: Instr, num_warps: int, capability: int,
-               operands_in_shared: bool = False) -> Optional[MmaChoice]:
-    """The instruction computing `ins`; wgmma only when `operands_in_shared` (both
-    operands are read from shared-memory slots, see pipeline_loops)."""
+               b_in_shared: bool = False) -> Optional[MmaChoice]:
+    """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
+    shared-memory slot, see pipeline_loops; A comes from a slot or from registers)."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -105,7 +105,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int,
     if m < 16 or n < 8 or kk % k:
         return None
     acc = "s32" if ec == "i32" else "f32"
-    if capability >= 90 and operands_in_shared and knobs.wgmma and ab in ("f16", "bf16") and n >= 16:
+    if capability >= 90 and b_in_shared and knobs.wgmma and ab in ("f16", "bf16") and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             n_cover = n // warps[1]

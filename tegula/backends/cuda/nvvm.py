@@ -46,7 +46,7 @@ class NVPTXDevice:
     # the methods that emit a hardware instruction: a host device models each of them
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
-                    "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait",
+                    "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
 
@@ -226,6 +226,22 @@ class NVPTXDevice:
         cons = ",".join([f"={reg}"] * count + ["l", "l"] + [str(i) for i in range(count)])
         ret = ir.LiteralStructType([acc_ty] * count)
         out = inline_asm(b, ret, [desc_a, desc_b, *acc], asm, cons, side_effect=True)
+        return [b.extract_value(out, i) for i in range(count)]
+
+    def wgmma_rs(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], desc_b: ir.Value,
+                 acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        """`wgmma.mma_async` with A from registers: `a` this thread's four i32 registers
+        of packed A elements (mma.sync's A fragment of its warp's 16 rows)."""
+        count = len(acc)
+        acc_ty = acc[0].type
+        reg = "f" if acc_ty == F32 else "r"
+        outs = ",".join(f"${i}" for i in range(count))
+        ins_a = ",".join(f"${count + i}" for i in range(4))
+        asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+               f"{choice.ptx} {{{outs}}}, {{{ins_a}}}, ${count + 4}, p, 1, 1, {int(trans_b)}; }}")
+        cons = ",".join([f"={reg}"] * count + ["r"] * 4 + ["l"] + [str(i) for i in range(count)])
+        ret = ir.LiteralStructType([acc_ty] * count)
+        out = inline_asm(b, ret, [*a, desc_b, *acc], asm, cons, side_effect=True)
         return [b.extract_value(out, i) for i in range(count)]
 
     def wgmma_commit(self, b: ir.IRBuilder) -> None:

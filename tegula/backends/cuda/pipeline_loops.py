@@ -227,7 +227,7 @@ def _async_dots(loop: Instr, loads: set[Instr], uses: dict[Value, list[Instr]], 
     for ins in body.instrs:
         if ins.op is not Op.DOT or not any(o.owner in loads for o in ins.operands[:2]):
             continue
-        choice = choose_mma(ins, num_warps, capability, operands_in_shared=True)
+        choice = choose_mma(ins, num_warps, capability, b_in_shared=True)
         res = ins.results[0]
         if (choice is None or choice.version != 3 or not all(o.owner in loads for o in ins.operands[:2])
                 or uses.get(res) != [term] or term.operands.count(res) != 1):

@@ -58,6 +58,26 @@ def matmul_staged_range(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constex
 
 
 @tegula.jit
+def matmul_scaled_a(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A is computed (scaled after its load): it reaches the dot from registers."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0) * 2.0
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tegula.jit
 def pointer_read_after_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """The advanced pointer is used after the loop: not pipelined (it would run ahead)."""
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
@@ -205,6 +225,21 @@ def test_wgmma_matmul_on_the_emulator(num_warps, layout):
         assert [c.version for c in ek.plan.mma.values()] == [3]
         ek.run(((M + bm - 1) // bm, (N + bn - 1) // bn, 1), args)
         np.testing.assert_allclose(args[2], want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_wgmma_with_a_from_registers_on_the_emulator(num_warps):
+    """B pipelined into a slot, A computed in registers: wgmma's register-A form."""
+    M, N, K = 120, 72, 150
+    for bm, bn, bk in ((64, 32, 32), (128, 64, 64)):
+        kernel = tir_opt(matmul_scaled_a, SIG, {"BM": bm, "BN": bn, "BK": bk})
+        args, want = matmul_args(kernel, M, N, K, np.random.default_rng(bm + num_warps))
+        ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=3)
+        dots = [i for i in ek.lowering.kernel.walk() if i.op is Op.DOT]
+        assert [ek.plan.mma[d].version for d in dots] == [3]
+        assert dots[0].operands[0].owner.op is not Op.LOCAL_LOAD
+        ek.run(((M + bm - 1) // bm, (N + bn - 1) // bn, 1), args)
+        np.testing.assert_allclose(args[2], 2 * want, rtol=2e-3, atol=4e-3)
 
 
 @pytest.mark.parametrize("stages", [2, 3])

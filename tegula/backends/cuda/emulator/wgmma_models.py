@@ -96,6 +96,42 @@ class WgmmaModels:
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
               acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
+            return self._load_f32(b, self._element_offset(b, desc_a, k, row, choice.elem_bytes), choice.ab_type)
+        return self._wgmma_loops(b, choice, a_value, desc_b, acc, trans_b)
+
+    def wgmma_rs(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], desc_b: ir.Value,
+                 acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        """A from registers: the thread's rows g and g + 8 of its warp's 16 are spread
+        over its quad (lanes 4(l // 4) .. +3), register j of lane t holding k = 2t, 2t + 1
+        (+ 8 for j >= 2) of row g (+ 8 for odd j): gathered through the exchange buffer."""
+        quad = b.and_(self.lane, _c(28))
+
+        def read() -> list[ir.Value]:
+            return [self.peek(b, b.add(self.warp_base, b.add(quad, _c(t))), j) for t in range(4) for j in range(4)]
+        words = self.collective(b, "warp", list(a), read)
+        rows = self.entry.alloca(ir.ArrayType(F32, 32))
+        rows.type = ptr_type(0)
+        for half in range(2):
+            for k in range(16):
+                word = words[((k % 8) // 2) * 4 + half + 2 * (k // 8)]
+                raw = b.trunc(b.lshr(word, _c(16 * (k % 2))), I16)
+                if choice.ab_type == "f16":
+                    v = b.fpext(b.bitcast(raw, ir.HalfType()), F32)
+                else:
+                    v = b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
+                b.store(v, b.gep(rows, [_c(0), _c(half * 16 + k)], source_etype=ir.ArrayType(F32, 32)))
+
+        def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
+            idx = b.add(b.mul(half, _c(16)), k)
+            return b.load(b.gep(rows, [_c(0), idx], source_etype=ir.ArrayType(F32, 32)), typ=F32)
+        return self._wgmma_loops(b, choice, a_value, desc_b, acc, trans_b)
+
+    def _wgmma_loops(self: "HostDevice", b: ir.IRBuilder, choice: Any,
+                     a_value: Callable[[ir.Value, ir.Value, ir.Value], ir.Value], desc_b: ir.Value,
+                     acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        """acc[i] += sum over k of A(row(i), k) * B(k, col(i)) for this thread's
+        registers, B read through its descriptor."""
         count = len(acc)
         size = choice.elem_bytes
         arr = self.entry.alloca(ir.ArrayType(F32, count))
@@ -107,12 +143,13 @@ class WgmmaModels:
         pair_col = b.mul(b.and_(self.lane, _c(3)), _c(2))
 
         def per_register(r: ir.Value) -> None:
-            row = b.add(quad_row, b.mul(b.and_(b.lshr(r, _c(1)), _c(1)), _c(8)))
+            half = b.and_(b.lshr(r, _c(1)), _c(1))
+            row = b.add(quad_row, b.mul(half, _c(8)))
             col = b.add(b.add(b.mul(b.lshr(r, _c(2)), _c(8)), pair_col), b.and_(r, _c(1)))
             slot = b.gep(arr, [_c(0), r], source_etype=ir.ArrayType(F32, count))
 
             def per_k(k: ir.Value) -> None:
-                a = self._load_f32(b, self._element_offset(b, desc_a, k, row, size), choice.ab_type)
+                a = a_value(row, half, k)
                 if trans_b:  # N-major B: contiguous along N
                     off = self._element_offset(b, desc_b, col, k, size)
                 else:
