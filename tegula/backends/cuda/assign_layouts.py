@@ -163,10 +163,32 @@ class _Assigner:
             lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
             for ins, _vec in members:
                 self.anchors[ins] = lay
+        self.register_a_loads(instrs)
         for ins in instrs:
             if ins in self.anchors and ins.op in ACCESS_OPS:
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
+
+    def register_a_loads(self, instrs: list[Instr]) -> None:
+        """A load read only as wgmma's register A (attention's Q, loaded once before
+        its loop) is loaded straight into that layout: converting it at the dot would
+        go through shared memory in every iteration."""
+        users: dict[Value, list[Instr]] = {}
+        for ins in instrs:
+            for o in ins.operands:
+                users.setdefault(o, []).append(ins)
+        for ins in instrs:
+            choice = self.plan.mma.get(ins)
+            if choice is None or choice.version != 3:
+                continue
+            src = ins.operands[0].owner
+            if not isinstance(src, Instr) or src.op is not Op.LOAD:
+                continue
+            want = wgmma_register_a(shape_of(ins.operands[0].type), choice.warps_per_cta, choice.k_width)
+            readers = users.get(src.results[0], [])
+            if all(u.op is Op.DOT and u.operands[0] is src.results[0] and u.operands[1] is not src.results[0]
+                   and self.plan.mma.get(u) == choice for u in readers):
+                self.anchors[src] = want
 
     def hint(self, v: Value, lay: Layout) -> bool:
         if lay is None or not is_tile(v) or v in self.hints:
