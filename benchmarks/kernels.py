@@ -81,3 +81,44 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, sm_scale, stride_z, stride_h, stride_n, stride_d, H, N_CTX,
+                         HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr):
+    """examples/06_attention_forward.py's kernel (FlashAttention-2 style forward, exp2
+    softmax with running max and sum), without its autotuner."""
+    block_m = tl.program_id(0)
+    batch_head = tl.program_id(1)
+    base = (batch_head // H).to(tl.int64) * stride_z + (batch_head % H).to(tl.int64) * stride_h
+    offs_m = block_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_rows = offs_m[:, None] < N_CTX
+    q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=q_rows, other=0.0)
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    end_n = tl.minimum((block_m + 1) * BLOCK_M, N_CTX) if CAUSAL else N_CTX
+    for start_n in range(0, end_n, BLOCK_N):
+        keys = start_n + offs_n
+        kt = tl.load(k_ptr + base + keys[None, :] * stride_n + offs_d[:, None] * stride_d,
+                     mask=keys[None, :] < N_CTX, other=0.0)
+        scores = tl.dot(q, kt) * qk_scale
+        allowed = keys[None, :] < N_CTX
+        if CAUSAL:
+            allowed = allowed & (offs_m[:, None] >= keys[None, :])
+        scores = tl.where(allowed, scores, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, 1))
+        p = tl.exp2(scores - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + keys[:, None] * stride_n + offs_d[None, :] * stride_d,
+                    mask=keys[:, None] < N_CTX, other=0.0)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(out_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
+             out.to(out_ptr.dtype.element_ty), mask=q_rows)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -230,6 +231,36 @@ def bench_matmul(tg, tr) -> None:
                torch=times["cublas"])
 
 
+ATTENTION_CASES = [  # (Z, H, N_CTX, HEAD_DIM, causal, (BLOCK_M, BLOCK_N, stages, warps))
+    (4, 32, 4096, 64, False, (128, 64, 3, 8)), (4, 32, 4096, 64, True, (128, 64, 3, 8)),
+    (4, 32, 4096, 128, False, (128, 64, 3, 8)), (4, 32, 4096, 128, True, (128, 64, 3, 8)),
+]
+
+
+def bench_attention(tg, tr) -> None:
+    """The attention example's kernel (benchmarks/kernels.py), one fixed config per row
+    for both compilers; torch's scaled_dot_product_attention beside them."""
+    for z, h, n, d, causal, (bm, bn, stages, warps) in ATTENTION_CASES:
+        q, k, v = (torch.randn(z, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+        out = torch.empty_like(q)
+        scale = 1.0 / math.sqrt(d)
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        grid = (triton_cdiv(n, bm), z * h)
+        fns = {}
+        for who, mod in (("tegula", tg), ("triton", tr)):
+            if mod is None:
+                continue
+            fns[who] = (lambda mod=mod: mod.attention_fwd_kernel[grid](
+                q, k, v, out, scale, q.stride(0), q.stride(1), q.stride(2), q.stride(3), h, n,
+                HEAD_DIM=d, CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
+            checked(fns[who], out, ref, atol=2e-2, rtol=2e-2)
+        fns["torch"] = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        times, rounds = bench_rounds(fns)
+        flops = 4 * z * h * n * n * d * (0.5 if causal else 1.0)
+        record("attention_fwd_fp16", f"Z{z}H{h}N{n}D{d}{' causal' if causal else ''}", "TFLOP/s",
+               lambda ms: flops / ms / 1e9, rounds, None, **times)
+
+
 def host_time_per_launch(fn, bursts: int = 50, burst: int = 200) -> float:
     """Median host time (µs) per call over bursts of back-to-back launches."""
     fn()
@@ -418,7 +449,7 @@ def main() -> None:
     tr = load_triton_kernels()
     steps = {"copy": lambda: copy_bandwidth(), "add": lambda: bench_add(tg, tr),
              "softmax": lambda: bench_softmax(tg, tr), "layernorm": lambda: bench_layernorm(tg, tr),
-             "matmul": lambda: bench_matmul(tg, tr),
+             "matmul": lambda: bench_matmul(tg, tr), "attention": lambda: bench_attention(tg, tr),
              "overhead": lambda: bench_overhead(tg, tr), "compile": lambda: bench_compile(tg, tr)}
     for name, step in steps.items():
         if a.only and name not in a.only and name != "copy":
