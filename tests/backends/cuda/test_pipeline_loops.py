@@ -283,3 +283,49 @@ def test_ptx_has_cp_async_and_assembles(capability, unit):
     assert "cp.async.commit_group" in ptx
     assert md["shared"] >= 3 * (128 * 32 + 32 * 128) * 2
     assert "cubin" in asm
+
+
+@tegula.jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, tiles, BM: tl.constexpr, BN: tl.constexpr,
+                      BK: tl.constexpr, KSTEP: tl.constexpr):
+    """Row-major A [M, K], B [K, N], C [M, N]; each program loops over output tiles
+    (an outer loop around the pipelined K loop, as persistent kernels do), the K loop
+    strides by KSTEP * BK and takes the remaining blocks of K in a second loop, and a
+    tile whose row is odd is scaled inside the loop by a branch."""
+    rk = tl.arange(0, BK)
+    for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        rm = (t // tl.cdiv(N, BN)) * BM + tl.arange(0, BM)
+        rn = (t % tl.cdiv(N, BN)) * BN + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, KSTEP * BK):
+            for j in tl.static_range(KSTEP):
+                kk = k0 + j * BK + rk
+                a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K),
+                            other=0.0)
+                b = tl.load(b_ptr + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N),
+                            other=0.0)
+                acc = tl.dot(a, b, acc)
+            if (t % 2) == 1:
+                acc = acc * 1.0
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("K", [0, 16, 150])
+def test_nested_strided_and_empty_loops(capability, K):
+    """The inner K loop of a persistent kernel, with two loads and dots per iteration
+    (KSTEP 2), a branch in the body, and K = 0 (no iteration: copies predicated off,
+    nothing in flight)."""
+    M, N, BM, BN, BK = 70, 72, 64, 32, 32
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+           "tiles": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "KSTEP": "constexpr"}
+    kernel = tir_opt(persistent_matmul, sig, {"BM": BM, "BN": BN, "BK": BK, "KSTEP": 2})
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
+    assert Op.ASYNC_COPY in ops(ek.lowering.kernel)
+    rng = np.random.default_rng(K + capability)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
+    ek.run((3, 1, 1), [a, b, c, M, N, K, tiles])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
