@@ -329,3 +329,33 @@ def test_nested_strided_and_empty_loops(capability, K):
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     ek.run((3, 1, 1), [a, b, c, M, N, K, tiles])
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+SHAPE_OPS = {Op.LOCAL_ALLOC, Op.LOCAL_DEALLOC, Op.LOCAL_LOAD, Op.ASYNC_COPY, Op.ASYNC_COMMIT, Op.ASYNC_WAIT,
+             Op.DOT, Op.DOT_WAIT, Op.DEBUG_BARRIER, Op.FOR, Op.YIELD}
+
+
+def _shape_of_block(block):
+    return [ins.op.value for ins in block.instrs if ins.op in SHAPE_OPS]
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_golden_schedule(capability):
+    """The order of the pipeliner's ops, 3 stages: on sm_80 the next copies go out
+    before the dot; on sm_90a the wgmma stays in flight (dot_wait 1) and the copies
+    follow it and a barrier; both keep two iterations of copies ahead."""
+    k = matmul_ir(64, 64, 32, unit=ROW_MAJOR, div=16)
+    ek = EmulatedKernel(k, 4, capability=capability, num_stages=3)
+    top = ek.lowering.kernel.body
+    loop = next(i for i in top.instrs if i.op is Op.FOR)
+    prologue = ["async_copy", "async_copy", "async_commit"] * 2
+    after = (["dot_wait"] if capability == 90 else []) + ["async_wait", "local_dealloc", "local_dealloc"]
+    assert _shape_of_block(top) == ["local_alloc", "local_alloc", *prologue, "for", *after]
+    issue = ["async_copy", "async_copy", "async_commit"]
+    if capability == 80:
+        body = ["async_wait", "local_load", "local_load", *issue, "dot", "yield"]
+    else:
+        body = ["async_wait", "local_load", "local_load", "dot", "dot_wait", "debug_barrier", *issue, "yield"]
+    assert _shape_of_block(loop.regions[0]) == body
+    waits = [i.attrs.pending for i in ek.lowering.kernel.walk() if i.op in (Op.ASYNC_WAIT, Op.DOT_WAIT)]
+    assert waits == ([1, 0] if capability == 80 else [1, 1, 0, 0])
