@@ -135,9 +135,11 @@ class _Assigner:
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
-                b_src = ins.operands[1].owner
+                b_src, a_src = ins.operands[1].owner, ins.operands[0].owner
                 in_shared = isinstance(b_src, Instr) and b_src.op is Op.LOCAL_LOAD
-                choice = choose_mma(ins, self.nw, self.capability, in_shared)
+                a_shared = isinstance(a_src, Instr) and a_src.op is Op.LOCAL_LOAD
+                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared,
+                                    in_shared and self.copied_along_rows(b_src.operands[0], instrs))
                 if choice is not None:
                     self.plan.mma[ins] = choice
                     if choice.version == 3:
@@ -168,6 +170,14 @@ class _Assigner:
             if ins in self.anchors and ins.op in ACCESS_OPS:
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
+
+    def copied_along_rows(self, buf: Value, instrs: list[Instr]) -> bool:
+        """Whether the copies into a slot buffer run along its rows (a B operand's K):
+        their pointers are most contiguous along dimension 0."""
+        for ins in instrs:
+            if ins.op is Op.ASYNC_COPY and ins.operands[0] is buf:
+                return contiguity_order(ins.operands[2], self.info)[0] == 0
+        return False
 
     def register_a_loads(self, instrs: list[Instr]) -> None:
         """A load read only as wgmma's register A (attention's Q, loaded once before

@@ -30,7 +30,8 @@ from ...ir.ops import Op
 from ...ir.types import ScalarType, SmemType, element_of
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
-from .linear_layout import BitMap, dim_fields, log2
+from ...passes import contiguity_order
+from .linear_layout import BitMap, log2
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
 from .lower_wgmma import wgmma_operand_offsets
@@ -87,15 +88,13 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, k_major: Optional[bool])
 
 def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
     """Whether the copies into `buf` move consecutive elements along a slot's first
-    dimension (their pointers' layout has that dimension fastest): a B operand loaded
+    dimension (their pointers are most contiguous along it): a B operand loaded
     from a column-major matrix, or transposed (attention's K^T), is then stored
     K-contiguous so that its copies stay 16-byte vectors."""
     for u in _users(lw, buf):
         if u.op is Op.ASYNC_COPY:
-            lay = lw.plan.required(u, 2)
-            if lay is not None and lay.reg and len(lay.shape) == 2:
-                rows_shift, _bits = dim_fields(lay.shape)[0]  # row-major: rows are the high bits
-                return lay.reg[0] >= 1 << rows_shift
+            # the same judgement as assign_layouts' (an fp8 wgmma was chosen on it)
+            return contiguity_order(u.operands[2], lw.plan.axis)[0] == 0
     return False
 
 

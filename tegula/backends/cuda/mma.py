@@ -82,10 +82,18 @@ def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
     return 4 * gm, gn
 
 
-def choose_mma(ins: Instr, num_warps: int, capability: int,
-               b_in_shared: bool = False) -> Optional[MmaChoice]:
+# fp8 operands: wgmma only (sm_90a, both operands K-major in shared memory)
+_WGMMA_ONLY = {
+    ("f8e4m3", "f32"): ("e4m3", 32, 4, 1),
+    ("f8e5m2", "f32"): ("e5m2", 32, 4, 1),
+}
+
+
+def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
+               a_in_shared: bool = False, b_k_major: bool = False) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
-    shared-memory slot, see pipeline_loops; A comes from a slot or from registers)."""
+    shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
+    fp8 dots need wgmma with A and B both in slots, B K-major (`b_k_major`)."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -98,6 +106,11 @@ def choose_mma(ins: Instr, num_warps: int, capability: int,
     if ea == "f32" and ins.attrs.input_precision != "tf32":
         return None
     spec = _INSTRUCTIONS.get((ea, ec))
+    fp8 = (ea, ec) in _WGMMA_ONLY
+    if fp8:
+        if not (capability >= 90 and knobs.wgmma and b_in_shared and a_in_shared and b_k_major):
+            return None
+        spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
         return None
     ab, k, k_width, size = spec
@@ -105,9 +118,11 @@ def choose_mma(ins: Instr, num_warps: int, capability: int,
     if m < 16 or n < 8 or kk % k:
         return None
     acc = "s32" if ec == "i32" else "f32"
-    if capability >= 90 and b_in_shared and knobs.wgmma and ab in ("f16", "bf16") and n >= 16:
+    if capability >= 90 and b_in_shared and knobs.wgmma and ab in ("f16", "bf16", "e4m3", "e5m2") and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             n_cover = n // warps[1]
             return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256))
+    if fp8:
+        return None
     return MmaChoice(ab, acc, k, k_width, size, mma_warps(m, n, num_warps))

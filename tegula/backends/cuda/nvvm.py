@@ -221,8 +221,10 @@ class NVPTXDevice:
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
+        # transposes exist for 16-bit operands only (fp8 operands are always K-major)
+        trans = f", 0, {int(trans_b)}" if choice.elem_bytes == 2 else ""
         asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-               f"{choice.ptx} {{{outs}}}, ${count}, ${count + 1}, p, 1, 1, 0, {int(trans_b)}; }}")
+               f"{choice.ptx} {{{outs}}}, ${count}, ${count + 1}, p, 1, 1{trans}; }}")
         cons = ",".join([f"={reg}"] * count + ["l", "l"] + [str(i) for i in range(count)])
         ret = ir.LiteralStructType([acc_ty] * count)
         out = inline_asm(b, ret, [desc_a, desc_b, *acc], asm, cons, side_effect=True)

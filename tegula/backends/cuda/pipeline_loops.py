@@ -45,6 +45,7 @@ from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, PointerType, SmemType, TileType, element_of, shape_of
+from ...passes import axis_info, contiguity_order
 from ...passes.ir_utils import constant_of
 from .mma import choose_mma
 
@@ -132,7 +133,8 @@ def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warp
     users = uses.get(res, [])
     return bool(users) and all(
         u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
-        and choose_mma(u, num_warps, capability) is not None for u in users)
+        and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
+        for u in users)
 
 
 def _free_values(ins: Instr) -> list[Value]:
@@ -212,22 +214,36 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     order = [ins for ins in body.instrs if ins in members]
     plan = _LoopPlan(loop, stages, loads, order, ahead, keep)
     if stages >= 3:
-        plan.async_dots = _async_dots(loop, load_set, uses, num_warps, capability)
+        plan.async_dots = _async_dots(kernel, loop, load_set, uses, num_warps, capability)
     return plan
 
 
-def _async_dots(loop: Instr, loads: set[Instr], uses: dict[Value, list[Instr]], num_warps: int,
-                capability: int) -> dict[int, Instr]:
+def _copied_along_k(kernel: Kernel, load: Instr, cache: dict) -> bool:
+    """Whether a B operand's load runs along K (its pointers are most contiguous along
+    dimension 0: a column-major or transposed B), so its slot is stored K-major (what
+    fp8 wgmma needs). The kernel's axis analysis is computed once, on demand."""
+    if "info" not in cache:
+        cache["info"] = axis_info(kernel)
+    return contiguity_order(load.operands[0], cache["info"])[0] == 0
+
+
+def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], uses: dict[Value, list[Instr]],
+                num_warps: int, capability: int) -> dict[int, Instr]:
     """The dots that may stay in flight into the next iteration: wgmma dots over two
     pipelined operands whose result only feeds the next iteration's dot as its
     accumulator (`acc = tl.dot(a, b, acc)`); all of the loop's dots or none."""
     body = loop.regions[0]
     term = body.terminator
     found: dict[int, Instr] = {}
+    axis_cache: dict = {}
     for ins in body.instrs:
         if ins.op is not Op.DOT or not any(o.owner in loads for o in ins.operands[:2]):
             continue
-        choice = choose_mma(ins, num_warps, capability, b_in_shared=True)
+        b_load = ins.operands[1].owner
+        fp8 = element_of(ins.operands[0].type).is_fp8
+        choice = choose_mma(ins, num_warps, capability, b_in_shared=True, a_in_shared=True,
+                            b_k_major=fp8 and isinstance(b_load, Instr) and b_load in loads
+                            and _copied_along_k(kernel, b_load, axis_cache))
         res = ins.results[0]
         if (choice is None or choice.version != 3 or not all(o.owner in loads for o in ins.operands[:2])
                 or uses.get(res) != [term] or term.operands.count(res) != 1):

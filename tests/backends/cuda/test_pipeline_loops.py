@@ -359,3 +359,46 @@ def test_golden_schedule(capability):
     assert _shape_of_block(loop.regions[0]) == body
     waits = [i.attrs.pending for i in ek.lowering.kernel.walk() if i.op in (Op.ASYNC_WAIT, Op.DOT_WAIT)]
     assert waits == ([1, 0] if capability == 80 else [1, 1, 0, 0])
+
+
+@pytest.mark.parametrize("fmt", ["fp8e4nv", "fp8e5"])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_fp8_wgmma_on_the_emulator(fmt, num_warps):
+    """fp8 dots run on wgmma (k32, no transposes) when A and a column-major B are
+    pipelined slots, both K-major; with a row-major B they stay on the FMA path."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np_fmt = {"fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2}[fmt]
+    M, N, K = 120, 72, 160
+    sig = dict(SIG, a_ptr=f"*{fmt}", b_ptr=f"*{fmt}")
+    for unit, versions in ((B_COLUMN_MAJOR, [3]), (ROW_MAJOR, [])):
+        cx = {"BM": 64, "BN": 32, "BK": 64}
+        sig_u = dict(sig)
+        for n in unit:
+            sig_u[n], cx[n] = "constexpr", 1
+        attrs = {n: 8 for n, t in sig_u.items() if t != "constexpr"}  # 120, 72, 160: all divisible by 8
+        kernel = tir_opt(matmul, sig_u, cx, attrs=attrs)
+        ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=3)
+        assert [c.version for c in ek.plan.mma.values()] == versions
+        rng = np.random.default_rng(num_warps)
+        a = rng.standard_normal((M, K)).astype(np_fmt)
+        b = rng.standard_normal((K, N)).astype(np_fmt)
+        if unit == B_COLUMN_MAJOR:
+            b = np.asfortranarray(b)
+        c = np.full((M, N), np.nan, np.float32)
+        values = {"a_ptr": a.view(np.uint8), "b_ptr": b.view(np.uint8), "c_ptr": c, "M": M, "N": N, "K": K,
+                  "sam": K, "sbk": b.strides[0], "sbn": b.strides[1], "scm": N}
+        ek.run(((M + 63) // 64, (N + 31) // 32, 1), [values[n] for n in kernel.arg_names])
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+def test_fp8_wgmma_ptx_assembles():
+    sig = dict(SIG, a_ptr="*fp8e4nv", b_ptr="*fp8e4nv")
+    cx = {"BM": 128, "BN": 128, "BK": 128}
+    for n in B_COLUMN_MAJOR:
+        sig[n], cx[n] = "constexpr", 1
+    kernel = tir_opt(matmul, sig, cx, attrs={n: 16 for n, t in sig.items() if t != "constexpr"})
+    asm, _md = compile_kernel(kernel, {"num_warps": 8, "num_stages": 3}, 90)
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in asm["ptx"] and "cubin" in asm
+    assert "p, 1, 1;" in asm["ptx"]  # no transpose operands for 8-bit types

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import llvmlite.ir as ir
 
+from ...llvm import casts
 from ...llvm.types import F16, F32, I8, I16, I32, I64, ptr_type
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class WgmmaModels:
 
     def _load_f32(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
         ptr = b.gep(self.smem, [off], source_etype=I8)
+        if ab_type in ("e4m3", "e5m2"):
+            return casts.fp8_to_f32(b, b.load(ptr, typ=I8, align=1), "f8" + ab_type)
         if ab_type == "f16":
             return b.fpext(b.load(ptr, typ=F16, align=2), F32)
         bits = b.zext(b.load(ptr, typ=I16, align=2), I32)
