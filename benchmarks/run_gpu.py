@@ -229,7 +229,8 @@ def bench_matmul(tg, tr) -> None:
                 a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                 c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                 num_warps=warps, num_stages=stages))
-            checked(fns[who], c, ref, atol=0.25 if fp8 else 0.125, rtol=0.02)
+            # fp8 tensor cores on Hopper accumulate with ~14 mantissa bits (Triton's default too)
+            checked(fns[who], c, ref, atol=4.0 if fp8 else 0.125, rtol=0.02)
         c_t = torch.empty_like(c)
         if fp8:
             one = torch.tensor(1.0, device="cuda")

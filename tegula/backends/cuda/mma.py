@@ -110,6 +110,12 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     if fp8:
         if not (capability >= 90 and knobs.wgmma and b_in_shared and a_in_shared and b_k_major):
             return None
+        # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
+        # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
+        # for exact f32 accumulation sooner than every K stays on the exact FMA path
+        limit = ins.attrs.max_num_imprecise_acc
+        if limit is not None and limit < sa[1]:
+            return None
         spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
         return None
