@@ -16,6 +16,7 @@ functions below, imported lazily: tests replace them, and `import tegula` stays 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import linecache
 import os
@@ -139,6 +140,7 @@ def compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget] = 
     backend = backend_registry.backend_for_target(target)
     if not isinstance(options, CompileOptions):
         options = CompileOptions.from_dict(options, strict=False)
+    options = _target_defaults(options, target)
     key, storable = compile_key(src.fn_key(), src.signature, src.constexprs, src.attrs, options, target)
     io = StageIO(src.name, key, knobs.dump_dir, knobs.override_dir, options.ir_override)
     use_disk = (backend.disk_cacheable and storable and not io.active and not knobs.always_compile)
@@ -172,6 +174,20 @@ def compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget] = 
     if cache is not None:
         _store(cache, src.name, asm, metadata)
     return CompiledKernel(src, asm, metadata, ir=kernel, backend=backend, device=device)
+
+
+def _target_defaults(options: CompileOptions, target: GPUTarget) -> CompileOptions:
+    """Options whose value the target decides, as Triton's CUDA backend does: fp8 dots
+    may accumulate imprecisely on sm_90 (its fp8 tensor cores keep fewer mantissa bits
+    than f32) unless the dot asks otherwise; elsewhere they accumulate exactly."""
+    arch = getattr(target, "arch", None)
+    if isinstance(arch, str):
+        arch = arch.lower().removeprefix("sm_").rstrip("a")
+    hopper = getattr(target, "backend", None) == "cuda" and str(arch) == "90"
+    imprecise = 2**30 if hopper else 0
+    if options.max_num_imprecise_acc_default == imprecise:
+        return options
+    return dataclasses.replace(options, max_num_imprecise_acc_default=imprecise)
 
 
 def _front(src: Union[ASTSource, IRSource], options: CompileOptions,

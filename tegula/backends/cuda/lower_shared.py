@@ -28,9 +28,9 @@ import llvmlite.ir as ir
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import ScalarType, SmemType, element_of
+from ...passes import contiguity_order
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
-from ...passes import contiguity_order
 from .linear_layout import BitMap, log2
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
