@@ -139,7 +139,8 @@ class _Assigner:
                 in_shared = isinstance(b_src, Instr) and b_src.op is Op.LOCAL_LOAD
                 a_shared = isinstance(a_src, Instr) and a_src.op is Op.LOCAL_LOAD
                 choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared,
-                                    in_shared and self.copied_along_rows(b_src.operands[0], instrs))
+                                    in_shared and self.copied_along_rows(b_src.operands[0], instrs),
+                                    not (a_shared and self.copied_along_rows(a_src.operands[0], instrs)))
                 if choice is not None:
                     self.plan.mma[ins] = choice
                     if choice.version == 3:

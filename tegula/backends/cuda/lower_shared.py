@@ -51,17 +51,18 @@ class SharedBuffer:
     end: int               # offset + all slots' bytes
     offsets: BitMap        # a slot's flat index → element offset in the slot
     element: ScalarType
-    k_major: bool          # copies into it run along a slot's rows (a B operand's K)
+    along_rows: bool       # copies into it run along a slot's rows (B's K, or A's M)
 
 
 def _users(lw: "KernelLowering", v: Value) -> list[Instr]:
     return [ins for ins in lw.kernel.walk() if v in ins.operands]
 
 
-def _mma_operand_map(lw: "KernelLowering", load: Instr, k_major: Optional[bool]) -> Optional[BitMap]:
+def _mma_operand_map(lw: "KernelLowering", load: Instr, along_rows: bool) -> Optional[BitMap]:
     """The shared layout every user of `load` (a local_load) would read it in, when all
-    are mma.sync dots taking it as the same operand; else None. `k_major`: how a B
-    operand is stored (see `lower_mma.operand_offsets`)."""
+    are tensor-core dots taking it as the same operand; else None. `along_rows`: the
+    slot's copies run along its first dimension (B's K, A's M), so it is stored that
+    way round where the instruction allows it."""
     found: Optional[BitMap] = None
     res = load.results[0]
     users = _users(lw, res)
@@ -75,11 +76,11 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, k_major: Optional[bool])
         choice = lw.plan.mma[u]
         eb = choice.elem_bytes
         if choice.version == 3:
-            m = wgmma_operand_offsets(k, tuple(res.type.shape), eb, k_major)
+            m = wgmma_operand_offsets(k, tuple(res.type.shape), eb, along_rows)
             if m is None:
                 return None
         else:
-            m = operand_offsets(k, tuple(res.type.shape), eb, k_major if eb == 2 else None)
+            m = operand_offsets(k, tuple(res.type.shape), eb, along_rows if eb == 2 and k == 1 else None)
         if found is not None and m != found:
             return None
         found = m
@@ -103,10 +104,10 @@ def lower_local_alloc(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.results[0].type
     slot_shape = tuple(t.shape[1:])
     offsets = None
-    k_major = _copies_along_rows(lw, ins.results[0])
+    along_rows = _copies_along_rows(lw, ins.results[0])
     for u in _users(lw, ins.results[0]):
         if u.op is Op.LOCAL_LOAD:
-            offsets = _mma_operand_map(lw, u, k_major)
+            offsets = _mma_operand_map(lw, u, along_rows)
             if offsets is not None:
                 break
     if offsets is None:
@@ -114,7 +115,7 @@ def lower_local_alloc(lw: "KernelLowering", ins: Instr) -> None:
     slot_bytes = t.numel // t.shape[0] * t.element.bytes
     top = lw.buffers[-1].end if lw.buffers else 0
     offset = (top + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
-    buf = SharedBuffer(offset, slot_bytes, offset + slot_bytes * t.shape[0], offsets, t.element, k_major)
+    buf = SharedBuffer(offset, slot_bytes, offset + slot_bytes * t.shape[0], offsets, t.element, along_rows)
     if lw.smem_recent is not None or lw.loop_depth:
         # scratch used before may overlap the new buffer: every thread must be done with it
         lw.dev.barrier(lw.b)
@@ -190,7 +191,7 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     buf = lw.buffer_of[ins.operands[0]]
     base = slot_base(lw, buf, lw.scalar(ins.operands[1]))
     res = ins.results[0]
-    if _mma_operand_map(lw, ins, buf.k_major) == buf.offsets:
+    if _mma_operand_map(lw, ins, buf.along_rows) == buf.offsets:
         lw.shared_views[res] = (buf, base)
         return
     lay = lw.plan.layouts[res]

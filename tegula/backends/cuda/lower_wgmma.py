@@ -48,11 +48,13 @@ def swizzle_bytes(width_bytes: int) -> int:
     return next((s for s in (128, 64, 32) if width_bytes >= s), 0)
 
 
-def wgmma_operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int, k_major: bool) -> Optional[BitMap]:
-    """The slot layout of operand `k` (0: A [M, K], always K-major; 1: B [K, N]); None
-    when the contiguous extent is narrower than the smallest swizzle."""
+def wgmma_operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int, along_rows: bool) -> Optional[BitMap]:
+    """The slot layout of operand `k` (0: A [M, K]; 1: B [K, N]), contiguous along the
+    first dimension when `along_rows` (an M-major A or a K-major B: the transposed
+    NVMMA layout; 8-bit operands must be K-major, which the dot's choice checked),
+    else along the second; None when that extent is narrower than the smallest swizzle."""
     rows, cols = shape
-    if k == 0 or not k_major:
+    if not along_rows:
         sw = swizzle_bytes(cols * elem_bytes)
         return nvmma_offsets(shape, elem_bytes, sw) if sw else None
     sw = swizzle_bytes(rows * elem_bytes)
@@ -95,8 +97,9 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         a_map = a_buf.offsets
     b_buf, b_base = b_view
     b_map = b_buf.offsets
-    b_k_major = b_buf.k_major
-    a_bits = _descriptor_bits(kk, m, size)
+    b_k_major = b_buf.along_rows
+    a_m_major = a_buf is not None and a_buf.along_rows
+    a_bits = _descriptor_bits(m, kk, size) if a_m_major else _descriptor_bits(kk, m, size)
     b_bits = _descriptor_bits(kk, n, size) if b_k_major else _descriptor_bits(n, kk, size)
 
     # this warpgroup's place: (warp / 4) % gm along M, (warp / 4) / gm along N
@@ -136,7 +139,8 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                     regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major)
                     continue
                 a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
-                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits), desc_b, regs, not b_k_major)
+                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits), desc_b, regs, not b_k_major,
+                                    a_m_major)
             acc[first:first + chunk] = regs
     lw.dev.wgmma_commit(b)
     if not _waited_later(lw, ins):

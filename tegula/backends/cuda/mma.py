@@ -90,10 +90,11 @@ _WGMMA_ONLY = {
 
 
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
-               a_in_shared: bool = False, b_k_major: bool = False) -> Optional[MmaChoice]:
+               a_in_shared: bool = False, b_k_major: bool = False, a_k_major: bool = True) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
     shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
-    fp8 dots need wgmma with A and B both in slots, B K-major (`b_k_major`)."""
+    fp8 dots need wgmma with A and B both in slots, both K-major (`a_k_major`,
+    `b_k_major`: which way round their copies run)."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -108,7 +109,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     spec = _INSTRUCTIONS.get((ea, ec))
     fp8 = (ea, ec) in _WGMMA_ONLY
     if fp8:
-        if not (capability >= 90 and knobs.wgmma and b_in_shared and a_in_shared and b_k_major):
+        if not (capability >= 90 and knobs.wgmma and b_in_shared and a_in_shared and b_k_major and a_k_major):
             return None
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks

@@ -213,16 +213,17 @@ class NVPTXDevice:
         inline_asm(b, VOID, [], "wgmma.fence.sync.aligned;", "~{memory}", side_effect=True)
 
     def wgmma(self, b: ir.IRBuilder, choice: "MmaChoice", desc_a: ir.Value, desc_b: ir.Value,
-              acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+              acc: list[ir.Value], trans_b: bool, trans_a: bool = False) -> list[ir.Value]:
         """One warpgroup-wide `wgmma.mma_async` (see `mma.MmaChoice`, version 3) with A
-        and B read through shared-memory matrix descriptors (K-major A; B N-major when
-        `trans_b`); `acc` the n_instr / 2 accumulators of this thread, accumulated into."""
+        and B read through shared-memory matrix descriptors (A M-major when `trans_a`,
+        else K-major; B N-major when `trans_b`); `acc` the n_instr / 2 accumulators of
+        this thread, accumulated into."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
         # transposes exist for 16-bit operands only (fp8 operands are always K-major)
-        trans = f", 0, {int(trans_b)}" if choice.elem_bytes == 2 else ""
+        trans = f", {int(trans_a)}, {int(trans_b)}" if choice.elem_bytes == 2 else ""
         asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
                f"{choice.ptx} {{{outs}}}, ${count}, ${count + 1}, p, 1, 1{trans}; }}")
         cons = ",".join([f"={reg}"] * count + ["l", "l"] + [str(i) for i in range(count)])

@@ -218,10 +218,11 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     return plan
 
 
-def _copied_along_k(kernel: Kernel, load: Instr, cache: dict) -> bool:
-    """Whether a B operand's load runs along K (its pointers are most contiguous along
-    dimension 0: a column-major or transposed B), so its slot is stored K-major (what
-    fp8 wgmma needs). The kernel's axis analysis is computed once, on demand."""
+def _copied_along_rows(kernel: Kernel, load: Instr, cache: dict) -> bool:
+    """Whether an operand's load runs along its first dimension (its pointers are most
+    contiguous along dimension 0: K for a column-major B, M for a column-major A), so
+    its slot is stored that way round. The kernel's axis analysis is computed once,
+    on demand."""
     if "info" not in cache:
         cache["info"] = axis_info(kernel)
     return contiguity_order(load.operands[0], cache["info"])[0] == 0
@@ -239,11 +240,13 @@ def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], uses: dict[Value
     for ins in body.instrs:
         if ins.op is not Op.DOT or not any(o.owner in loads for o in ins.operands[:2]):
             continue
-        b_load = ins.operands[1].owner
+        a_load, b_load = ins.operands[0].owner, ins.operands[1].owner
         fp8 = element_of(ins.operands[0].type).is_fp8
         choice = choose_mma(ins, num_warps, capability, b_in_shared=True, a_in_shared=True,
                             b_k_major=fp8 and isinstance(b_load, Instr) and b_load in loads
-                            and _copied_along_k(kernel, b_load, axis_cache))
+                            and _copied_along_rows(kernel, b_load, axis_cache),
+                            a_k_major=not (fp8 and isinstance(a_load, Instr) and a_load in loads
+                                           and _copied_along_rows(kernel, a_load, axis_cache)))
         res = ins.results[0]
         if (choice is None or choice.version != 3 or not all(o.owner in loads for o in ins.operands[:2])
                 or uses.get(res) != [term] or term.operands.count(res) != 1):

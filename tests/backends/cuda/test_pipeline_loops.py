@@ -123,21 +123,25 @@ def matmul_ir(bm=32, bn=32, bk=32, unit=(), div=None):
 
 ROW_MAJOR = ("sak", "sbn", "scn")
 B_COLUMN_MAJOR = ("sak", "sbk", "scn")
+A_COLUMN_MAJOR = ("sam", "sbn", "scn")
 
 
 def ops(kernel):
     return [ins.op for ins in kernel.walk()]
 
 
-def matmul_args(kernel, M, N, K, rng, transpose_b=False):
+def matmul_args(kernel, M, N, K, rng, transpose_b=False, transpose_a=False):
     """Arguments in the order of `kernel.args` (constexpr strides are not among them),
     and the float64 reference."""
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     if transpose_b:  # column-major B: its loads run along K
         b = np.asfortranarray(b)
+    if transpose_a:  # column-major A: its loads run along M
+        a = np.asfortranarray(a)
     c = np.full((M, N), np.nan, np.float32)
-    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K, "sam": K, "sak": 1,
+    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K,
+              "sam": a.strides[0] // 2, "sak": a.strides[1] // 2,
               "sbk": b.strides[0] // 2, "sbn": b.strides[1] // 2, "scm": N, "scn": 1}
     return [values[n] for n in kernel.arg_names], a.astype(np.float64) @ b.astype(np.float64)
 
@@ -210,17 +214,18 @@ def test_pipelined_matmul_on_the_emulator(capability, stages, layout):
 
 
 @pytest.mark.parametrize("num_warps", [4, 8])
-@pytest.mark.parametrize("layout", ["generic", "row_major", "b_column_major"])
+@pytest.mark.parametrize("layout", ["generic", "row_major", "b_column_major", "a_column_major"])
 def test_wgmma_matmul_on_the_emulator(num_warps, layout):
     """sm_90a: pipelined f16 slots in the NVMMA layout read by wgmma through matrix
-    descriptors (B N-major or K-major), one or two warpgroups; K steps over 64-byte
-    and 128-byte swizzled rows."""
+    descriptors (A K-major or M-major, B N-major or K-major), one or two warpgroups;
+    K steps over 64-byte and 128-byte swizzled rows."""
     M, N, K = 120, 72, 150
-    unit = {"generic": (), "row_major": ROW_MAJOR, "b_column_major": B_COLUMN_MAJOR}[layout]
+    unit = {"generic": (), "row_major": ROW_MAJOR, "b_column_major": B_COLUMN_MAJOR,
+            "a_column_major": A_COLUMN_MAJOR}[layout]
     for bm, bn, bk in ((64, 32, 32), (128, 64, 64)):
         kernel = matmul_ir(bm, bn, bk, unit=unit, div=2 if unit else None)
         args, want = matmul_args(kernel, M, N, K, np.random.default_rng(bm + num_warps),
-                                 transpose_b=layout == "b_column_major")
+                                 transpose_b=layout == "b_column_major", transpose_a=layout == "a_column_major")
         ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=3)
         assert [c.version for c in ek.plan.mma.values()] == [3]
         ek.run(((M + bm - 1) // bm, (N + bn - 1) // bn, 1), args)
@@ -402,3 +407,14 @@ def test_fp8_wgmma_ptx_assembles():
     asm, _md = compile_kernel(kernel, {"num_warps": 8, "num_stages": 3}, 90)
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in asm["ptx"] and "cubin" in asm
     assert "p, 1, 1;" in asm["ptx"]  # no transpose operands for 8-bit types
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+def test_m_major_a_wgmma_ptx_assembles():
+    """A column-major A is copied along M with 16-byte cp.async into an M-major slot,
+    which wgmma reads with imm-trans-a 1."""
+    asm, _md = compile_kernel(matmul_ir(128, 128, 64, unit=A_COLUMN_MAJOR, div=16),
+                              {"num_warps": 8, "num_stages": 3}, 90)
+    ptx = asm["ptx"]
+    assert "ld.global" not in ptx and "cp.async.cg.shared.global" in ptx
+    assert "p, 1, 1, 1, 1;" in ptx and "cubin" in asm

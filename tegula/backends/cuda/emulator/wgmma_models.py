@@ -98,9 +98,13 @@ class WgmmaModels:
         return b.bitcast(b.shl(bits, _c(16)), F32)
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
-              acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+              acc: list[ir.Value], trans_b: bool, trans_a: bool = False) -> list[ir.Value]:
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
-            return self._load_f32(b, self._element_offset(b, desc_a, k, row, choice.elem_bytes), choice.ab_type)
+            if trans_a:  # M-major A: contiguous along M
+                off = self._element_offset(b, desc_a, row, k, choice.elem_bytes)
+            else:
+                off = self._element_offset(b, desc_a, k, row, choice.elem_bytes)
+            return self._load_f32(b, off, choice.ab_type)
         return self._wgmma_loops(b, choice, a_value, desc_b, acc, trans_b)
 
     def wgmma_rs(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], desc_b: ir.Value,
