@@ -21,7 +21,7 @@ from ...ir.verifier import verify
 from . import codegen, ptxas
 from .assign_layouts import LayoutPlan, assign_layouts
 from .lower_kernel import KernelLowering
-from .pipeline_loops import pipeline_loops
+from .pipeline_loops import pipeline_loops, shared_capacity
 from .tgir import format_tgir
 
 Emit = Callable[[str, Any], Any]
@@ -72,11 +72,20 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     debug = bool(option(options, "debug", False)) or knobs.debug
     maxnreg = option(options, "maxnreg", None)
     num_stages = int(option(options, "num_stages", 3))
-    kernel, plan = to_tgir(kernel, num_warps, num_stages, cap, debug)
-    asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
-    lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
-    module = lw.build()
+    source = kernel
+    stages = num_stages
+    while True:
+        kernel, plan = to_tgir(source, num_warps, stages, cap, debug)
+        lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+        module = lw.build()
+        # Rings plus the scratch the lowering needed inside their loops may exceed the
+        # GPU's shared memory; a shallower pipeline then still runs (no cliff into an
+        # out-of-resources launch for a config that worked unpipelined).
+        if kernel is source or stages <= 1 or lw.smem_bytes <= shared_capacity(cap):
+            break
+        stages -= 1
+    asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
     asm["ptx"] = emit("ptx", codegen.emit_ptx(asm["llir"], cap))

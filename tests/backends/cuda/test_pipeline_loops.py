@@ -418,3 +418,28 @@ def test_m_major_a_wgmma_ptx_assembles():
     ptx = asm["ptx"]
     assert "ld.global" not in ptx and "cp.async.cg.shared.global" in ptx
     assert "p, 1, 1, 1, 1;" in ptx and "cubin" in asm
+
+
+@tegula.jit
+def matmul_scaled_b(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """B is computed (scaled after its load): on sm_80 it is staged through scratch
+    inside the loop, beside A's ring."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :]) * 2.0
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_pipeline_depth_shrinks_until_the_kernel_fits():
+    """A's ring of 9 slots fits an sm_80's shared memory alone (144 KiB), not with B's
+    scratch inside the loop (32 KiB): the compile retries with fewer stages."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    k = tir_opt(matmul_scaled_b, sig, {"BM": 128, "BN": 256, "BK": 64},
+                attrs={"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "K": 16})
+    asm, md = compile_kernel(k, {"num_warps": 8, "num_stages": 9}, 80)
+    assert "smem<8x128x64xf16>" in asm["tgir"]
+    assert 8 * 128 * 64 * 2 + 64 * 256 * 2 <= md["shared"] <= 166912
