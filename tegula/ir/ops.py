@@ -37,6 +37,7 @@ class Kind(enum.Enum):
     SOURCE = "source"  # no data operands: constants, program ids, arange
     DOT = "dot"
     SHARED = "shared"  # tgir only: shared-memory buffers and asynchronous copies into them
+    LAYOUT = "layout"  # tgir only: moves a tile between encodings (values unchanged)
 
 
 class Op(enum.Enum):
@@ -125,6 +126,8 @@ class Op(enum.Enum):
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
     DOT_WAIT = "dot_wait"
+    # encodings (the backend stage `tgir` only)
+    CONVERT_LAYOUT = "convert_layout"
     # meta
     DEVICE_PRINT = "device_print"
     DEVICE_ASSERT = "device_assert"
@@ -365,6 +368,10 @@ OP_INFO: dict[Op, OpInfo] = {
     # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`
     # more recent dots are in flight; the value itself is unchanged
     Op.DOT_WAIT: OpInfo(Kind.SHARED, 1, attrs=A.AsyncWaitAttrs, pure=False, result=_same),
+    # convert_layout x: the same tile in the encoding its result type names (the
+    # backend chooses how: a register renaming, a recomputation or a trip through
+    # shared memory); no rule can infer that encoding, the result type states it
+    Op.CONVERT_LAYOUT: OpInfo(Kind.LAYOUT, 1),
 
     Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
     Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),
@@ -377,7 +384,7 @@ OP_BY_NAME = {op.value: op for op in Op}
 
 # ops that exist only in the backend stage `tgir` (target-independent passes and the
 # interpreter-first stages never see them)
-TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind is Kind.SHARED)
+TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind in (Kind.SHARED, Kind.LAYOUT))
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

@@ -4,12 +4,15 @@ A scalar is a rank-0 value and has a `ScalarType` (or `PointerType`) directly; a
 has a `TileType` whose shape is static and whose element is a scalar or pointer type.
 `SmemType` (a shared-memory buffer handle) exists only in the backend stage `tgir`.
 Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
-is what the printer writes and the parser reads.
+is what the printer writes and the parser reads. In the backend stage `tgir` a tile type
+also carries an *encoding* (where its elements live: `tile<128x64xf16, #blocked<...>>`),
+a value registered with `ir.encodings`; type equality includes it, so a missing
+`convert_layout` is a verifier error there.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 
 @dataclass(frozen=True)
@@ -101,10 +104,12 @@ ElementType = Union[ScalarType, PointerType]
 
 @dataclass(frozen=True)
 class TileType:
-    """A tile of static `shape` (each dimension a power of two) of `element`s."""
+    """A tile of static `shape` (each dimension a power of two) of `element`s; in
+    `tgir`, `encoding` says where its elements live (None before that stage)."""
 
     shape: tuple[int, ...]
     element: ElementType
+    encoding: Any = None
 
     def __post_init__(self):
         if not self.shape:
@@ -118,7 +123,8 @@ class TileType:
         return n
 
     def __str__(self) -> str:
-        return "tile<" + "x".join(str(d) for d in self.shape) + f"x{self.element}>"
+        enc = f", {self.encoding}" if self.encoding is not None else ""
+        return "tile<" + "x".join(str(d) for d in self.shape) + f"x{self.element}{enc}>"
 
     __repr__ = __str__
 
@@ -161,7 +167,12 @@ def shape_of(t: Type) -> tuple[int, ...]:
 
 def with_element(t: Type, element: ElementType) -> Type:
     """`t` with its element type replaced (keeps the shape)."""
-    return TileType(t.shape, element) if isinstance(t, TileType) else element
+    return TileType(t.shape, element, t.encoding) if isinstance(t, TileType) else element
+
+
+def without_encoding(t: Type) -> Type:
+    """`t` with no encoding (what the target-independent type rules compute)."""
+    return TileType(t.shape, t.element) if isinstance(t, TileType) and t.encoding is not None else t
 
 
 def with_shape(element: ElementType, shape: tuple[int, ...]) -> Type:
@@ -194,15 +205,23 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
     if s.startswith("tile<") or s.startswith("smem<"):
         kind = TileType if s.startswith("tile<") else SmemType
         inner, rest = _split_angle(s[4:])
+        parts = _split_top_comma(inner) if kind is TileType else [inner]
+        if len(parts) > 2:
+            raise ValueError(f"bad tile type: {s!r}")
+        encoding = None
+        if len(parts) == 2:
+            from .encodings import parse_encoding
+
+            encoding = parse_encoding(parts[1])
         dims = []
-        body = inner
+        body = parts[0]
         while body and body[0].isdigit():
             num, _, body = body.partition("x")
             dims.append(int(num))
         elem, tail = _parse_type_prefix(body)
         if tail.strip() or isinstance(elem, (TileType, SmemType)) or not dims:
             raise ValueError(f"bad {kind.__name__[:4].lower()} type: {s!r}")
-        return kind(tuple(dims), elem), rest
+        return (TileType(tuple(dims), elem, encoding) if kind is TileType else kind(tuple(dims), elem)), rest
     for name in sorted(_SCALAR_BITS, key=len, reverse=True):
         if s.startswith(name) and not (s[len(name):len(name) + 1].isalnum()):
             return SCALAR_TYPES[name], s[len(name):]

@@ -18,7 +18,18 @@ from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
 from .ops import COMPARISONS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
-from .types import I1, I32, PointerType, ScalarType, SmemType, TileType, Type, element_of, shape_of
+from .types import (
+    I1,
+    I32,
+    PointerType,
+    ScalarType,
+    SmemType,
+    TileType,
+    Type,
+    element_of,
+    shape_of,
+    without_encoding,
+)
 
 # Which ops each compilation stage may contain: a set of `Op`s and/or `Kind`s, or None
 # for "every op". Backends that lower to a restricted form register their stage here.
@@ -171,7 +182,7 @@ class _Verifier:
                 expected = None
                 self.fail(f"cannot infer the result types of '{op.value}': {e}", ins)
             got = [r.type for r in ins.results]
-            if expected is not None and got != list(expected):
+            if expected is not None and not _results_match(got, list(expected)):
                 self.fail(f"'{op.value}' should have result types {_types(expected)}, "
                           f"got {_types(got)}", ins)
         if ins.regions:
@@ -192,7 +203,7 @@ class _Verifier:
         if op is Op.ASYNC_COPY:
             want = 4 if ins.attrs.has_mask else 3
             slot_type = TileType(ts[0].shape[1:], PointerType(ts[0].element))
-            if len(ts) != want or ts[2] != slot_type:
+            if len(ts) != want or without_encoding(ts[2]) != slot_type:
                 self.fail(f"'async_copy' into {ts[0]} takes pointers {slot_type}"
                           f"{' and a mask' if want == 4 else ''}, got {_types(ts[2:])}", ins)
             if want == 4 and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
@@ -244,6 +255,10 @@ class _Verifier:
             self.dot(ins, ts)
         elif kind is Kind.SHARED:
             self.shared(ins, ts, rts)
+        elif op is Op.CONVERT_LAYOUT:
+            if not (isinstance(ts[0], TileType) and isinstance(rts[0], TileType)
+                    and without_encoding(ts[0]) == without_encoding(rts[0])):
+                self.fail(f"'convert_layout' keeps the tile's shape and element type, got {ts[0]} -> {rts[0]}", ins)
         elif op in (Op.PROGRAM_ID, Op.NUM_PROGRAMS) and ins.attrs.axis not in (0, 1, 2):
             self.fail(f"'{op.value}' axis must be 0, 1 or 2, got {ins.attrs.axis}", ins)
         elif op is Op.ARANGE and ins.attrs.end <= ins.attrs.start:
@@ -322,6 +337,9 @@ class _Verifier:
             if name in ("value", "other") and element_of(t) != ptr.pointee:
                 self.fail(f"'{ins.op.value}' {name} must have the pointee type {ptr.pointee}, "
                           f"got {t}", ins)
+            if getattr(t, "encoding", None) != getattr(ts[0], "encoding", None):
+                self.fail(f"'{ins.op.value}' {name} must be laid out as its pointers (tgir), got {t} "
+                          f"for pointers {ts[0]}", ins)
 
     def atomic(self, ins: Instr, ts: list[Type]) -> None:
         a, rmw = ins.attrs, ins.op is Op.ATOMIC_RMW
@@ -339,6 +357,9 @@ class _Verifier:
             want = I1 if name == "mask" else ptr.pointee
             if element_of(t) != want:
                 self.fail(f"'{ins.op.value}' {name} must be {want}, got {t}", ins)
+            if getattr(t, "encoding", None) != getattr(ts[0], "encoding", None):
+                self.fail(f"'{ins.op.value}' {name} must be laid out as its pointers (tgir), got {t} "
+                          f"for pointers {ts[0]}", ins)
         if a.sem not in ATOMIC_SEMS or a.scope not in ATOMIC_SCOPES:
             self.fail(f"'{ins.op.value}' memory semantic / scope must be one of {ATOMIC_SEMS} / "
                       f"{ATOMIC_SCOPES}, got {a.sem!r} / {a.scope!r}", ins)
@@ -433,6 +454,16 @@ def format_error(kernel: Kernel, message: str, ins: Optional[Instr]) -> str:
         from ..errors import render_location  # lazy: tegula.errors imports tegula.ir
         out.append(render_location(loc, message))
     return "\n".join(out)
+
+
+def _results_match(got: list[Type], expected: list[Type]) -> bool:
+    """Result types against a rule's: where the rule states no encoding (it cannot
+    infer one: reductions, views, loads of new shapes) the result may carry any; where
+    it does (elementwise ops keep their operands'), it must be that one."""
+    if len(got) != len(expected):
+        return False
+    return all(g == e or (isinstance(e, TileType) and e.encoding is None and without_encoding(g) == e)
+               for g, e in zip(got, expected))
 
 
 def verify(kernel: Kernel, stage: Optional[str] = None) -> None:

@@ -422,6 +422,11 @@ def _hint(ins: Instr, args: Infos) -> AxisInfo:
                 hinted.constant, hinted.nonnegative, element_unit(ins.results[0]))
 
 
+def _same_as_operand(ins: Instr, args: Infos) -> AxisInfo:
+    """`convert_layout` moves values between threads, it does not change them."""
+    return args[0]
+
+
 # ------------------------------------------------------------------ dispatch
 
 Rule = Callable[[Instr, Infos], object]
@@ -437,7 +442,7 @@ _RULES: dict[Op, Rule] = {
     Op.PTR_TO_INT: _pointer_conversion, Op.INT_TO_PTR: _pointer_conversion,
     Op.SPLAT: _splat, Op.BROADCAST: _broadcast, Op.EXPAND_DIMS: _expand_dims,
     Op.PERMUTE: _permute, Op.RESHAPE: _reshape, Op.JOIN: _join, Op.SPLIT: _split,
-    Op.HINT: _hint,
+    Op.HINT: _hint, Op.CONVERT_LAYOUT: _same_as_operand,
     **{op: _compare for op in COMPARISONS},
 }
 

@@ -3,6 +3,7 @@ op (with attributes, regions, multi-results, pointers, tiles, fp8/bf16), and a s
 for golden text."""
 from __future__ import annotations
 
+from tegula.backends.cuda.encodings import BlockedEncoding  # registers the CUDA encodings' text forms
 from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
 from tegula.ir.core import ArgAttrs, Block, Kernel, Loc, Value
@@ -87,6 +88,9 @@ def build_all_ops_kernel() -> Kernel:
     b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(0))
     staged = b.op1(Op.LOCAL_LOAD, ring, slot)
     b.create(Op.LOCAL_DEALLOC, [ring])
+    # an explicit layout conversion (tgir) there and back
+    moved = b.op1(Op.CONVERT_LAYOUT, staged, type=TileType((128,), F32, BlockedEncoding((4,), (32,), (4,), (0,))))
+    staged = b.op1(Op.CONVERT_LAYOUT, moved, type=tile(F32, 128))
     # unary float chain
     v = b.op1(Op.ADD, xv, staged)
     for op in (Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SIN, Op.COS, Op.SQRT,

@@ -3,7 +3,7 @@ path through cuda-bindings (DESIGN.md §6).
 
 Entry points:
 - `compile_kernel(kernel, options, target, emit=None) -> (asm, metadata)`: no GPU needed;
-  `asm` has `tgir` (the IR annotated with layouts), `llir` (optimized LLVM IR), `ptx`
+  `asm` has `tgir` (the GPU stage: parseable IR whose tile types carry encodings), `llir` (optimized LLVM IR), `ptx`
   and, when ptxas exists, `cubin`; `metadata` has `name`, `num_warps`, `shared` (dynamic
   shared memory bytes), `n_regs`, `n_spills`, `arg_types`, checked-mode sites, ...
 - `make_backend()` / `CudaBackend`: the runtime's backend protocol (`available`,
@@ -12,7 +12,10 @@ Entry points:
 
 The stages, one module each:
 - `linear_layout` (GF(2) algebra), `layouts` (blocked/slice/view layouts),
-  `assign_layouts` (the layout pass), `tgir` (its text);
+  `encodings` (the `#blocked/#mma/#dot_op/#slice/#linear` tile encodings of `tgir`),
+  `pipeline_loops` (software pipelining), `assign_layouts` (choosing layouts) and
+  `encode_layouts` (writing them into the types, explicit `convert_layout`s; the
+  lowering's view of a `tgir` kernel), run as the pass pipeline `cuda_tgir`;
 - `lower_kernel` (the lowering context) and one `lower_*` module per op family, all
   registered in `registry`; `convert` (layout conversions: local renaming,
   rematerialisation of index math, or shared memory), `checked` (debug mode),

@@ -35,6 +35,7 @@ from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import TileType, shape_of
 from ...passes import axis_info, contiguity_order, vector_width
 from . import layouts as LY
+from .encodings import layout_of
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .mma import MmaChoice, choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
@@ -84,7 +85,8 @@ def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> b
     ok = False
     if isinstance(ins, Instr) and not ins.regions:
         info = OP_INFO[ins.op]
-        if ins.op in REMAT_OPS or (info.kind is Kind.ELEMENTWISE and info.pure) or ins.op is Op.HINT:
+        if (ins.op in REMAT_OPS or (info.kind is Kind.ELEMENTWISE and info.pure) or ins.op is Op.HINT
+                or ins.op is Op.CONVERT_LAYOUT):
             memo[v] = True  # provisional, for the recursion
             ok = all(not is_tile(o) or is_rematerializable(o, memo) for o in ins.operands)
     memo[v] = ok
@@ -366,6 +368,11 @@ class _Assigner:
         elif op is Op.PERMUTE:
             self.require(ins, own)
             self.set(res, LY.permute_layout(own[0], ins.attrs.order))
+        elif op is Op.CONVERT_LAYOUT:
+            # an explicit conversion (a hand-written or edited tgir): to the layout its
+            # result type names, or none at all when the type names none
+            self.require(ins, own)
+            self.set(res, layout_of(res.type) or own[0])
         elif op is Op.DOT_WAIT:
             # the accumulator registers in flight stay where the dot put them
             self.require(ins, own)

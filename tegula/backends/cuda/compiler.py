@@ -1,28 +1,39 @@
-"""The CUDA backend's compile entry point: tile IR → layouts (`tgir`) → LLVM IR
+"""The CUDA backend's compile entry point: tile IR → the GPU stage (`tgir`) → LLVM IR
 (`llir`) → PTX (`ptx`) → cubin (`cubin`, when ptxas exists), plus the metadata the
 launcher needs (name, warps, dynamic shared memory, registers, spills, hidden checked-
 mode parameters and the source sites they report).
 
+`to_tgir` runs the registered pass pipeline `"cuda_tgir"` through the pass manager
+(verified between passes when `TEGULA_VERIFY_IR` or debug is on, timed, named in
+errors): software pipelining, then layout assignment written into the types
+(`encode_layouts`). Its output is printed as `asm["tgir"]`, parseable IR; the lowering
+reads nothing but that IR (`encode_layouts.plan_from_types`).
+
 Each stage's text goes through `emit(stage, content) -> content` (the runtime's
-`StageIO.emit`: dumps, and returns an override when one exists); an overridden `llir`
-or `ptx` is what the later stages are built from.
+`StageIO.emit`: dumps, and returns an override when one exists); an overridden `tgir`,
+`llir` or `ptx` is what the later stages are built from.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ...config import knobs
 from ...ir.clone import clone_kernel
 from ...ir.core import Kernel
 from ...ir.ops import Op
+from ...ir.parser import parse_ir
+from ...ir.printer import print_ir
 from ...ir.types import PointerType, element_of
 from ...ir.verifier import verify
+from ...passes.manager import PassContext, register_pass, run_pipeline
+from ...passes.pipelines import register_pipeline
 from . import codegen, ptxas
 from .assign_layouts import LayoutPlan, assign_layouts
+from .encode_layouts import encode_layouts, plan_from_types
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
-from .tgir import format_tgir
 
 Emit = Callable[[str, Any], Any]
 
@@ -45,18 +56,54 @@ def option(options: Any, name: str, default: Any) -> Any:
     return getattr(options, name, default)
 
 
+@dataclass(frozen=True)
+class TgirOptions:
+    """What the `cuda_tgir` passes read from their `PassContext.options`."""
+
+    num_warps: int
+    num_stages: int
+    capability: int
+    debug: bool
+
+
+def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Software pipelining of the loops that feed dots (not in debug mode, whose
+    checked accesses are plain loads)."""
+    o: TgirOptions = ctx.options
+    if not o.debug and any(ins.op is Op.DOT for ins in kernel.walk()):
+        pipeline_loops(kernel, o.num_stages, o.num_warps, o.capability)
+    return kernel
+
+
+def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Every tile value's layout chosen (`assign_layouts`) and written into its type,
+    conversions made explicit."""
+    o: TgirOptions = ctx.options
+    return encode_layouts(kernel, assign_layouts(kernel, o.num_warps, capability=o.capability))
+
+
+register_pass("cuda.pipeline_loops", _pipeline_loops)
+register_pass("cuda.encode_layouts", _encode_layouts)
+register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts"])
+
+
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
-            debug: bool) -> tuple[Kernel, LayoutPlan]:
-    """The GPU stage: loops pipelined (a copy of `kernel` when any is; not in debug
-    mode, whose checked accesses are plain loads), then every tile value's layout."""
-    if not debug and any(ins.op is Op.DOT for ins in kernel.walk()):
-        # the pipeliner rewrites loops in place: work on a copy of the caller's kernel
-        staged = clone_kernel(kernel)
-        if pipeline_loops(staged, num_stages, num_warps, capability):
-            kernel = staged
-            if knobs.verify_ir:
-                verify(kernel, stage="tgir")
-    return kernel, assign_layouts(kernel, num_warps, capability=capability)
+            debug: bool, timings: Optional[dict[str, float]] = None) -> tuple[Kernel, LayoutPlan]:
+    """The GPU stage of `kernel` (a copy: the caller's kernel is left as it is) and the
+    lowering's view of it."""
+    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, debug), stage="tgir",
+                      verify=bool(knobs.verify_ir) or debug)
+    staged = run_pipeline(clone_kernel(kernel), "cuda_tgir", ctx)
+    if timings is not None:
+        timings.update(ctx.timings)
+    return staged, plan_from_types(staged, num_warps)
+
+
+def read_tgir(text: str, num_warps: int) -> tuple[Kernel, LayoutPlan]:
+    """A `tgir` text (an override of `asm["tgir"]`) as the kernel the lowering reads."""
+    kernel = parse_ir(text)
+    verify(kernel, stage="tgir")
+    return kernel, plan_from_types(kernel, num_warps)
 
 
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
@@ -73,19 +120,27 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     maxnreg = option(options, "maxnreg", None)
     num_stages = int(option(options, "num_stages", 3))
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
-    source = kernel
     stages = num_stages
+    pass_timings: dict[str, float] = {}
     while True:
-        kernel, plan = to_tgir(source, num_warps, stages, cap, debug)
-        lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, debug, pass_timings)
+        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
         module = lw.build()
         # Rings plus the scratch the lowering needed inside their loops may exceed the
         # GPU's shared memory; a shallower pipeline then still runs (no cliff into an
         # out-of-resources launch for a config that worked unpipelined).
-        if kernel is source or stages <= 1 or lw.smem_bytes <= shared_capacity(cap):
+        pipelined = any(ins.op is Op.LOCAL_ALLOC for ins in kernel_tgir.walk())
+        if not pipelined or stages <= 1 or lw.smem_bytes <= shared_capacity(cap):
             break
         stages -= 1
-    asm: dict[str, Any] = {"tgir": emit("tgir", format_tgir(kernel, plan))}
+    printed = print_ir(kernel_tgir, locs=True)
+    asm: dict[str, Any] = {"tgir": emit("tgir", printed)}
+    if asm["tgir"] != printed:
+        # an override of the GPU stage: compile what the text says
+        kernel_tgir, plan = read_tgir(asm["tgir"], num_warps)
+        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+        module = lw.build()
+    kernel = kernel_tgir
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
     asm["ptx"] = emit("ptx", codegen.emit_ptx(asm["llir"], cap))
@@ -107,5 +162,6 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
         metadata.update(info)
         metadata["shared"] = lw.smem_bytes + info["static_shared"]
         metadata["ptxas"] = ptxas.ptxas_version(exe)
+    metadata["pass_timings"] = pass_timings
     metadata["compile_time"] = time.perf_counter() - t0
     return asm, metadata

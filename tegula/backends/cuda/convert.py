@@ -50,6 +50,8 @@ def rematerialize(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir
         return [lw.tile(v).regs[0]] * n
     if op is Op.ARANGE:
         return arange_regs(lw, want, ins.attrs.start)
+    if op is Op.CONVERT_LAYOUT:  # a conversion of index math: recompute the source instead
+        return lw.convert(src, want)
     if src is not None and lw.tile(src).layout is None:  # splat / broadcast of a scalar
         if op in (Op.SPLAT, Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE):
             return [lw.scalar(src)] * n

@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_debug,
     lower_dot,
     lower_elementwise,
+    lower_layout,
     lower_memory,
     lower_reduce,
     lower_scan,

@@ -120,16 +120,32 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
         return None
-    ab, k, k_width, size = spec
     (m, kk), n = sa, sb[1]
-    if m < 16 or n < 8 or kk % k:
+    if m < 16 or n < 8 or kk % spec[1]:
         return None
-    acc = "s32" if ec == "i32" else "f32"
-    if capability >= 90 and b_in_shared and knobs.wgmma and ab in ("f16", "bf16", "e4m3", "e5m2") and n >= 16:
+    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in ("f16", "bf16", "e4m3", "e5m2") and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
-            n_cover = n // warps[1]
-            return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256))
+            return mma_instruction(ins, 3, warps)
     if fp8:
         return None
-    return MmaChoice(ab, acc, k, k_width, size, mma_warps(m, n, num_warps))
+    return mma_instruction(ins, 2, mma_warps(m, n, num_warps))
+
+
+def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) -> Optional[MmaChoice]:
+    """The instruction of a dot computed by mma.sync (`version` 2) or wgmma (3) over
+    `warps_per_cta`: operand and accumulator types from the dot's own types, wgmma's N
+    from the tile (what each warpgroup covers, at most 256). None for type pairs no
+    tensor-core instruction takes."""
+    ea, ec = element_of(ins.operands[0].type).name, element_of(ins.results[0].type).name
+    spec = _WGMMA_ONLY.get((ea, ec)) if version == 3 else None
+    spec = spec or _INSTRUCTIONS.get((ea, ec))
+    if spec is None:
+        return None
+    ab, k, k_width, size = spec
+    acc = "s32" if ec == "i32" else "f32"
+    warps = (int(warps_per_cta[0]), int(warps_per_cta[1]))
+    if version == 3:
+        n_cover = shape_of(ins.results[0].type)[1] // warps[1]
+        return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256))
+    return MmaChoice(ab, acc, k, k_width, size, warps)

@@ -8,7 +8,8 @@ backend's passes that introduce them can be translation-validated on the interpr
 - `async_commit` / `async_wait` order nothing here, copies having already landed, and
   `local_dealloc` leaves the buffer to the garbage collector;
 - `local_load buf, slot` returns a copy of `buf[slot]`; `dot_wait` is its operand (dots
-  complete at issue).
+  complete at issue), and so is `convert_layout` (an encoding says where values live,
+  not what they are).
 """
 from __future__ import annotations
 
@@ -55,8 +56,9 @@ def async_ordering(ins: Instr, c: Compiler) -> None:
     return None
 
 
-@rule(Op.DOT_WAIT)
-def dot_wait(ins: Instr, c: Compiler) -> None:
+@rule(Op.DOT_WAIT, Op.CONVERT_LAYOUT)
+def same_value(ins: Instr, c: Compiler) -> None:
+    """dot_wait and convert_layout leave the tile's values as they are."""
     c.alias(ins.results[0], c.slot(ins.operands[0]))
     return None
 

@@ -32,7 +32,7 @@ class EmulatedCudaBackend:
 
     def compile(self, kernel: Any, options: Any, target: Any, io: Any) -> tuple[dict, dict]:
         from tegula.backends.cuda import compile_kernel
-        from tegula.backends.cuda.tgir import format_tgir
+        from tegula.ir.printer import print_ir
 
         debug = bool(option(options, "debug", False))
         ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug,
@@ -41,7 +41,7 @@ class EmulatedCudaBackend:
             asm, _md = compile_kernel(kernel, options, cap)
             assert asm["ptx"] and ("cubin" in asm or cap == 0)
             EmulatedCudaBackend.assembled.append(f"{kernel.name}@sm_{cap}")
-        return {"tgir": format_tgir(ek.lowering.kernel, ek.plan), "llir": ek.llir}, {"shared": ek.smem_bytes}
+        return {"tgir": print_ir(ek.lowering.kernel, locs=True), "llir": ek.llir}, {"shared": ek.smem_bytes}
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata

@@ -1,0 +1,154 @@
+"""From a layout choice to `tgir` types, and back: the seam between choosing layouts
+(`assign_layouts`, whose `LayoutPlan` lives only inside this stage) and lowering them.
+
+`encode_layouts(kernel, plan)` writes the plan into the IR: every tile value's type
+gets the encoding of its layout (`encodings.encoding_for`; a dot on tensor cores gets
+the `#mma` of its instruction), and every operand the plan wants in another layout
+than its own is fed by an explicit `convert_layout`, inserted before its first user
+in a region and shared by later users the region dominates (the conversions the
+lowering used to materialise on the fly, in the same places).
+
+`plan_from_types(kernel, num_warps)` is what the lowering reads: the layouts of the
+types, operands consumed as they are (conversions are ops now), each memory access's
+vector width from the axis analysis of this very kernel, each tensor-core dot's
+instruction from its `#mma`. It is all the lowering needs, so a `tgir` text read back
+by the parser (an `asm["tgir"]` override) compiles like the kernel it was printed from.
+"""
+from __future__ import annotations
+
+from ...errors import CompilationError
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.ops import Op
+from ...ir.types import TileType
+from ...passes import axis_info
+from .assign_layouts import ACCESS_OPS, LayoutPlan, access_operands, is_rematerializable, is_tile, memory_access
+from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
+from .linear_layout import LinearLayout, local_register_map
+from .mma import mma_instruction
+
+
+class _Encoder:
+    """One encoding per distinct layout (so that equal layouts get equal types): the
+    dots' `#mma` first, then the slices the reductions make of their operands' (in
+    program order), then `encoding_for`'s choice with those as candidates."""
+
+    def __init__(self, plan: LayoutPlan):
+        self.plan = plan
+        self.candidates: list[Encoding] = []
+        self.memo: dict[LinearLayout, Encoding] = {}
+        for ins, choice in plan.mma.items():
+            mma = MmaEncoding.of(choice)
+            lay = plan.layouts[ins.results[0]]
+            assert mma.to_linear(lay.shape) == lay, ins
+            self.memo.setdefault(lay, mma)
+            if mma not in self.candidates:
+                self.candidates.append(mma)
+            if choice.version == 3:
+                self.candidates.append(DotOperandEncoding(0, mma, choice.k_width))
+
+    def encoding(self, lay: LinearLayout) -> Encoding:
+        if lay not in self.memo:
+            self.memo[lay] = encoding_for(lay, self.candidates)
+        return self.memo[lay]
+
+    def slices(self, kernel: Kernel) -> None:
+        for ins in kernel.walk():
+            src = self.plan.layouts.get(ins.operands[0]) if ins.op is Op.REDUCE else None
+            if src is None or len(src.shape) < 2:
+                continue
+            axis = ins.attrs.axis % len(src.shape)
+            cand = SliceEncoding(axis, src.shape[axis], self.encoding(src))
+            if cand not in self.candidates:
+                self.candidates.append(cand)
+
+    def retype(self, v: Value) -> None:
+        lay = self.plan.layouts.get(v)
+        if lay is not None and is_tile(v):
+            v.type = TileType(v.type.shape, v.type.element, self.encoding(lay))
+
+    def value_types(self, kernel: Kernel) -> None:
+        self.slices(kernel)
+        for block in _blocks(kernel.body):
+            for a in block.args:
+                self.retype(a)
+        for ins in kernel.walk():
+            for r in ins.results:
+                self.retype(r)
+
+    def conversions(self, block: Block, scopes: list[dict]) -> None:
+        scopes.append({})
+        out: list[Instr] = []
+        for ins in block.instrs:
+            for k, o in enumerate(ins.operands):
+                want, own = self.plan.required(ins, k), self.plan.layouts.get(o)
+                if not is_tile(o) or want is None or own is None or want == own:
+                    continue
+                key = (o, want)
+                cv = next((s[key] for s in reversed(scopes) if key in s), None)
+                if cv is None:
+                    cv = Value(o.type)  # typed with the other values, below
+                    out.append(Instr(Op.CONVERT_LAYOUT, [o], [cv], loc=ins.loc))
+                    self.plan.layouts[cv] = want
+                    scopes[-1][key] = cv
+                ins.operands[k] = cv
+            out.append(ins)
+            for region in ins.regions:
+                self.conversions(region, scopes)
+        block.instrs[:] = out
+        scopes.pop()
+
+
+def _blocks(block: Block):
+    yield block
+    for ins in block.instrs:
+        for region in ins.regions:
+            yield from _blocks(region)
+
+
+def encode_layouts(kernel: Kernel, plan: LayoutPlan) -> Kernel:
+    """Write `plan` into `kernel` (in place): encodings in the tile types, explicit
+    `convert_layout` ops. Returns the kernel."""
+    enc = _Encoder(plan)
+    enc.conversions(kernel.body, [])   # first: operands still have their plan layouts
+    enc.value_types(kernel)
+    return kernel
+
+
+def plan_from_types(kernel: Kernel, num_warps: int) -> LayoutPlan:
+    """The lowering's view of a `tgir` kernel (see the module docstring)."""
+    plan = LayoutPlan(num_warps)
+    plan.axis = axis_info(kernel)
+    for block in _blocks(kernel.body):
+        for a in block.args:
+            lay = layout_of(a.type)
+            if lay is not None:
+                plan.layouts[a] = lay
+    for ins in kernel.walk():
+        for r in ins.results:
+            lay = layout_of(r.type)
+            if lay is not None:
+                plan.layouts[r] = lay
+        enc = getattr(ins.results[0].type, "encoding", None) if ins.op is Op.DOT else None
+        if isinstance(enc, MmaEncoding):
+            choice = mma_instruction(ins, enc.version, enc.warps)
+            if choice is None:
+                raise CompilationError(f"no tensor-core instruction computes this dot for {enc}", ins.loc)
+            plan.mma[ins] = choice
+        if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
+            plan.vec[ins] = memory_access(ins, num_warps, plan.axis)[1]
+    return plan
+
+
+def conversion_kind(ins: Instr) -> str:
+    """How the lowering carries out a `convert_layout`: `local` (each thread already
+    holds its elements: registers renamed), `remat` (index arithmetic recomputed in the
+    new layout) or `smem` (through shared-memory scratch, with barriers)."""
+    src, dst = layout_of(ins.operands[0].type), layout_of(ins.results[0].type)
+    if src == dst or local_register_map(src, dst) is not None:
+        return "local"
+    return "remat" if is_rematerializable(ins.operands[0]) else "smem"
+
+
+def conversions(kernel: Kernel) -> list[tuple[Instr, str]]:
+    """Every `convert_layout` of a `tgir` kernel with its `conversion_kind`, in order."""
+    return [(ins, conversion_kind(ins)) for ins in kernel.walk() if ins.op is Op.CONVERT_LAYOUT]

@@ -1,0 +1,156 @@
+"""The GPU stage `tgir` as IR: tile types carry encodings, conversions are explicit
+`convert_layout` ops, the text reads back as it was printed, an edited `asm["tgir"]`
+(an override) is what gets compiled, the verifier rejects a missing conversion, and
+the interpreter runs `tgir` bit-identically to the kernel it came from (translation
+validation of the `cuda_tgir` pass pipeline)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import cuda_kernels as ck
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda.compiler import to_tgir
+from tegula.backends.cuda.encodings import (
+    BlockedEncoding,
+    DotOperandEncoding,
+    LinearEncoding,
+    MmaEncoding,
+    SliceEncoding,
+    blocked_of,
+    encoding_for,
+)
+from tegula.backends.cuda.layouts import default_blocked
+from tegula.backends.interpreter import execute
+from tegula.ir.encodings import parse_encoding
+from tegula.ir.parser import parse_ir
+from tegula.ir.printer import print_ir
+from tegula.ir.types import F32, TileType, parse_type
+from tegula.ir.verifier import VerificationError, verify
+from tegula.runtime.source import ASTSource
+
+GOLDEN = Path(__file__).with_name("golden_tgir")
+
+
+@pytest.mark.parametrize("enc", [
+    BlockedEncoding((1, 4), (2, 16), (4, 1), (1, 0)),
+    MmaEncoding(2, (2, 2)), MmaEncoding(3, (8, 1)),
+    DotOperandEncoding(0, MmaEncoding(3, (4, 1)), 2),
+    SliceEncoding(1, 64, BlockedEncoding((1, 4), (2, 16), (4, 1), (1, 0))),
+    LinearEncoding((1, 2, 512, 1024), (4, 8, 16, 32, 64), (128, 256)),
+])
+def test_encodings_read_back_and_give_their_layout(enc):
+    assert parse_encoding(str(enc)) == enc
+    t = TileType((64, 32), F32, enc) if not isinstance(enc, SliceEncoding) else TileType((16,), F32, enc)
+    assert parse_type(str(t)) == t
+    lay = enc.to_linear(t.shape)
+    assert lay.covers() and encoding_for(lay, [enc]) == enc
+
+
+def test_blocked_layouts_are_named_as_such():
+    for shape, warps, vec, order in [((128,), 4, 4, None), ((64, 64), 8, 8, None), ((32, 64), 4, 2, (0, 1))]:
+        lay = default_blocked(shape, warps, vec, order)
+        enc = blocked_of(lay)
+        assert enc is not None and enc.to_linear(shape) == lay
+
+
+def test_bad_encodings_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown encoding '#nope'"):
+        parse_encoding("#nope<x=1>")
+    with pytest.raises(ValueError, match="does not describe a rank-1 tile"):
+        BlockedEncoding((1, 4), (2, 16), (4, 1), (1, 0)).to_linear((128,))
+
+
+@pytest.mark.parametrize("case", [ck.vector_add(block=128, n=1000), ck.row_sum_2d(16, 64, 1)],
+                         ids=lambda c: c.name)
+def test_golden_tgir(case):
+    kernel, _plan = to_tgir(case.kernel, 4, 3, 90, False)
+    text = print_ir(kernel)
+    assert text == (GOLDEN / f"{case.kernel.name}.tgir").read_text().rstrip("\n")
+    assert print_ir(parse_ir(text)) == text
+
+
+def test_a_missing_conversion_is_a_verifier_error():
+    kernel, _plan = to_tgir(ck.row_sum_2d(16, 64, 1).kernel, 4, 3, 90, False)
+    text = print_ir(kernel)
+    # feed the store the reduced value directly: its #slice is not the pointers' #blocked
+    broken = re.sub(r"%(\d+) = convert_layout %(\d+) .*\n", "", text).replace("store %18, %19", "store %18, %12")
+    with pytest.raises(VerificationError, match="store"):
+        verify(parse_ir(broken), stage="tgir")
+
+
+@tegula.jit
+def _scaled_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def test_an_edited_tgir_override_is_what_gets_compiled(monkeypatch, tmp_path):
+    src = ASTSource(_scaled_copy, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                    {"BLOCK": 1024}, attrs={"x_ptr": 16, "out_ptr": 16, "n": 16})
+    target = GPUTarget("cuda", 90, 32)
+    monkeypatch.setenv("TEGULA_ALWAYS_COMPILE", "1")
+    k = tegula.compile(src, target=target)
+    assert "ld.global.v4.b32" in k.asm["ptx"] and "spt=[4]" in k.asm["tgir"]
+    # one element per thread instead of four: scalar loads and stores
+    (tmp_path / "_scaled_copy.tgir").write_text(k.asm["tgir"].replace("spt=[4]", "spt=[1]"))
+    monkeypatch.setenv("TEGULA_OVERRIDE_DIR", str(tmp_path))
+    k2 = tegula.compile(src, target=target)
+    assert "spt=[1]" in k2.asm["tgir"]
+    assert "ld.global.v4.b32" not in k2.asm["ptx"] and "ld.global.b32" in k2.asm["ptx"]
+
+
+@tegula.jit
+def _attention_like(q_ptr, k_ptr, v_ptr, o_ptr, N, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rm, rn, rd = tl.program_id(0) * BM + tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    m_i = tl.full((BM,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, N, BN):
+        kt = tl.load(k_ptr + (start + rn)[None, :] * D + rd[:, None])
+        s = tl.dot(q, kt)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + (start + rn)[:, None] * D + rd[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_translation_validation_of_the_gpu_stage(capability, num_warps):
+    """The interpreter runs the tgir kernel (rings, conversions, dot_wait) to the same
+    bits as the kernel the pipeline started from."""
+    M, N, D, BM, BN = 128, 96, 32, 64, 32
+    src = ASTSource(_attention_like, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32",
+                                      "N": "i32", "D": "constexpr", "BM": "constexpr", "BN": "constexpr"},
+                    {"D": D, "BM": BM, "BN": BN}, attrs={"q_ptr": 16, "k_ptr": 16, "v_ptr": 16, "o_ptr": 16})
+    monkey = {"num_warps": num_warps, "num_stages": 3}
+    import os
+    os.environ["TEGULA_ALWAYS_COMPILE"] = "1"
+    try:
+        source = tegula.compile(src, target=GPUTarget("cuda", capability, 32), options=monkey).ir
+    finally:
+        del os.environ["TEGULA_ALWAYS_COMPILE"]
+    staged, _plan = to_tgir(source, num_warps, 3, capability, False)
+    assert any(ins.op.value == "local_alloc" for ins in staged.walk())
+    rng = np.random.default_rng(capability + num_warps)
+    q = rng.standard_normal((M, D)).astype(np.float16)
+    k = rng.standard_normal((N, D)).astype(np.float16)
+    v = rng.standard_normal((N, D)).astype(np.float16)
+    outs = []
+    for kernel in (source, staged, parse_ir(print_ir(staged))):
+        o = np.full((M, D), np.nan, np.float32)
+        execute(kernel, (M // BM, 1, 1), [q, k, v, o, N])
+        outs.append(o)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
