@@ -129,7 +129,10 @@ class _Verifier:
                 self.fail(f"terminator '{ins.op.value}' must be the last instruction of "
                           "its block", ins)
         last = block.terminator
-        if last is None or last.op is not terminator:
+        # an 'if' without results may end its program in one branch: an early return
+        early_exit = (last is not None and last.op is Op.RETURN and owner is not None
+                      and owner.op is Op.IF and not owner.results)
+        if last is None or (last.op is not terminator and not early_exit):
             where = "the kernel body" if owner is None else f"a region of '{owner.op.value}'"
             got = "is empty" if last is None else f"ends in '{last.op.value}'"
             self.fail(f"{where} must end in '{terminator.value}', but it {got}",
@@ -427,6 +430,8 @@ class _Verifier:
 
     def yields(self, ins: Instr, block: Block, expected: list[Type], what: str) -> None:
         term = block.terminator
+        if term.op is Op.RETURN:  # an early exit (see `block`) yields nothing
+            return
         got = [v.type for v in term.operands]
         if got != list(expected):
             self.fail(f"'yield' in a region of '{ins.op.value}' yields {_types(got)}, but "

@@ -385,3 +385,20 @@ def test_builder_made_kernel_with_wrong_attr_value_class():
     with pytest.raises(VerificationError, match=r"'program_id' needs attributes of class AxisAttrs, got "
                                                  r"RangeAttrs"):
         verify(k)
+
+
+def test_an_if_without_results_may_return_early():
+    verify(kernel_of("""\
+        if %b : i1 {
+          return
+        } {
+          yield
+        }
+        """))
+    fails("""\
+        %r = if %b : i1 -> i32 {
+          return
+        } {
+          yield %n
+        }
+        """, "must end in 'yield', but it ends in 'return'")
