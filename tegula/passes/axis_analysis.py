@@ -27,6 +27,7 @@ from ..ir.types import ScalarType, element_of, shape_of
 from .axis_info import AxisInfo, join, make, uniform, unknown
 from .axis_rules import transfer
 from .const_fold import canonical_literal
+from .dataflow import fixed_point
 from .ir_utils import constant_of
 
 # Each round of a loop either changes nothing or lowers some power of two or flag, so
@@ -154,19 +155,23 @@ class _Analysis:
     def iterate(self, args: list[Value], inits: list[AxisInfo], run_body) -> list[AxisInfo]:
         """Fixed point of loop-carried values: `run_body()` analyses the loop with
         `args` bound and returns the infos flowing back into them."""
-        current = inits
-        for _ in range(_MAX_LOOP_ROUNDS):
+        current = list(inits)
+
+        def sweep() -> bool:
             for a, info in zip(args, current):
                 self.set(a, info)
-            back = run_body()
-            new = [join(c, b) for c, b in zip(current, back)]
-            if new == current:
-                return current
-            current = new
-        current = [unknown(shape_of(a.type)) for a in args]
-        for a, info in zip(args, current):
-            self.set(a, info)
-        run_body()
+            new = [join(c, b) for c, b in zip(current, run_body())]
+            changed = new != current
+            current[:] = new
+            return changed
+
+        def give_up() -> None:  # sound: nothing is claimed of the loop-carried values
+            current[:] = [unknown(shape_of(a.type)) for a in args]
+            for a, info in zip(args, current):
+                self.set(a, info)
+            run_body()
+
+        fixed_point(sweep, _MAX_LOOP_ROUNDS, give_up)
         return current
 
     def for_loop(self, loop: Instr) -> None:

@@ -34,6 +34,7 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import TileType, shape_of
 from ...passes import axis_info, contiguity_order, vector_width
+from ...passes.dataflow import fixed_point
 from . import layouts as LY
 from .encodings import layout_of
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
@@ -41,6 +42,9 @@ from .mma import MmaChoice, choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
 
 Layout = Optional[LinearLayout]
+
+# sweeps of backward hint propagation (each sweep moves hints through a whole nest)
+_HINT_ROUNDS = 8
 
 # ops whose value is cheap to recompute in another layout (no memory, no reduction)
 REMAT_OPS = frozenset({Op.CONSTANT, Op.ARANGE, Op.SPLAT, Op.EXPAND_DIMS, Op.BROADCAST,
@@ -213,12 +217,15 @@ class _Assigner:
 
     def propagate(self) -> None:
         instrs = list(self.kernel.walk())
-        for _ in range(8):
+
+        def sweep() -> bool:
             changed = False
             for ins in reversed(instrs):
                 changed |= self.back(ins)
-            if not changed:
-                break
+            return changed
+
+        # hints are preferences: stopping early costs conversions, never correctness
+        fixed_point(sweep, _HINT_ROUNDS)
 
     def back(self, ins: Instr) -> bool:
         op, h = ins.op, self.hints

@@ -20,6 +20,7 @@ import llvmlite.ir as ir
 from ...ir.core import Instr, Kernel, Loc, Value
 from ...ir.ops import Op
 from ...ir.types import PointerType, element_of
+from ...passes.dataflow import fixed_point
 from ..llvm.types import I32, I64, ptr_type
 
 if TYPE_CHECKING:
@@ -87,12 +88,23 @@ def pointer_origins(kernel: Kernel) -> dict[Value, int]:
                 put(r, o)
 
     instrs = list(kernel.walk())
-    for _ in range(6):
+
+    def sweep() -> bool:
+        nonlocal changed
         changed = False
         for ins in instrs:
             visit(ins)
-        if not changed:
-            break
+        return changed
+
+    def mixed() -> None:  # sound: an origin not proven is no origin (the access is unchecked)
+        for v in list(origin):
+            if v not in kernel.args:
+                origin[v] = None
+
+    # each value moves down absent -> one argument -> mixed at most once each, so this
+    # many sweeps always reach the fixed point
+    values = sum(len(ins.results) + sum(len(r.args) for r in ins.regions) for ins in instrs)
+    fixed_point(sweep, 2 * values + 2, mixed)
     return {v: o for v, o in origin.items() if o is not None}
 
 
