@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from ..ir.accessors import for_bounds, for_inits
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from ..ir.types import ScalarType, element_of, shape_of
@@ -175,7 +176,7 @@ class _Analysis:
         return current
 
     def for_loop(self, loop: Instr) -> None:
-        lb, _, step = (self.get(v) for v in loop.operands[:3])
+        lb, _, step = (self.get(v) for v in for_bounds(loop))
         body = loop.regions[0]
         # iv = lb + i*step
         iv_div = min(lb.element_divisibility(), step.element_divisibility())
@@ -186,7 +187,7 @@ class _Analysis:
             self.block(body)
             return [self.get(v) for v in body.terminator.operands]
 
-        inits = [self.get(v) for v in loop.operands[3:]]
+        inits = [self.get(v) for v in for_inits(loop)]
         final = self.iterate(body.args[1:], inits, run_body)
         for r, info in zip(loop.results, final):
             self.set(r, info)

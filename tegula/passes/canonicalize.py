@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Optional
 
+from ..ir.accessors import FOR_INITS, for_bounds, for_inits
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from .const_fold import canonical_literal
@@ -98,7 +99,7 @@ class _Round:
                     self.changed = True
                     return []
         elif ins.op is Op.FOR and _zero_trip(ins):
-            for old, new in zip(ins.results, ins.operands[3:]):
+            for old, new in zip(ins.results, for_inits(ins)):
                 self.replace(old, new)
             self.changed = True
             return []
@@ -114,15 +115,15 @@ class _Round:
             arg = body.args[1 + i]
             if resolve(term.operands[i], self.mapping) is not arg:
                 continue
-            init = loop.operands[3 + i]
+            init = for_inits(loop)[i]
             self.replace(arg, init)
             self.replace(loop.results[i], init)
-            del loop.results[i], loop.operands[3 + i], body.args[1 + i], term.operands[i]
+            del loop.results[i], loop.operands[FOR_INITS + i], body.args[1 + i], term.operands[i]
 
 
 def _zero_trip(loop: Instr) -> bool:
     """A `for` with constant bounds and a positive constant step that never iterates."""
-    lits = [constant_of(v) for v in loop.operands[:3]]
+    lits = [constant_of(v) for v in for_bounds(loop)]
     if any(lit is None for lit in lits):
         return False
     t = loop.operands[0].type

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..ir.accessors import FOR_INITS, for_inits
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from .ir_utils import constant_of, has_side_effects, resolve, taken_region, use_counts
@@ -118,9 +119,9 @@ class _Sweep:
         for i in reversed(range(len(loop.results))):
             if i in live_slots:
                 continue
-            self.counts[loop.operands[3 + i]] -= 1
+            self.counts[for_inits(loop)[i]] -= 1
             self.counts[term.operands[i]] -= 1
-            del loop.results[i], loop.operands[3 + i], body.args[1 + i], term.operands[i]
+            del loop.results[i], loop.operands[FOR_INITS + i], body.args[1 + i], term.operands[i]
             self.changed = True
 
 

@@ -14,6 +14,7 @@ anywhere: all pointer arguments are reported.
 """
 from __future__ import annotations
 
+from ..ir.accessors import for_inits, for_yields, while_condition
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import OP_INFO, Kind, Op
 from .ir_utils import pointer_args, region_parents
@@ -64,17 +65,17 @@ def _sources(v: Value, parents: dict[Block, tuple[Instr, int]]) -> list[Value] |
             return [owner.operands[i] for i in _PASS_THROUGH[owner.op]]
         i = owner.results.index(v)
         if owner.op is Op.FOR:
-            return [owner.operands[3 + i], owner.regions[0].terminator.operands[i]]
+            return [for_inits(owner)[i], for_yields(owner)[i]]
         if owner.op is Op.IF:
             return [region.terminator.operands[i] for region in owner.regions]
         if owner.op is Op.WHILE:
-            return [owner.regions[0].terminator.operands[1 + i]]
+            return [while_condition(owner).operands[1 + i]]
         return None
     if isinstance(owner, Block) and owner in parents:
         ins, region = parents[owner]
         i = owner.args.index(v)
         if ins.op is Op.FOR and i > 0:
-            return [ins.operands[3 + i - 1], owner.terminator.operands[i - 1]]
+            return [for_inits(ins)[i - 1], for_yields(ins)[i - 1]]
         if ins.op is Op.WHILE and region == 0:
             return [ins.operands[i], ins.regions[1].terminator.operands[i]]
         if ins.op is Op.WHILE and region == 1:

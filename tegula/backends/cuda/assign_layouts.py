@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from ...ir.accessors import for_inits, for_yields, memory_operands
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import TileType, shape_of
@@ -103,10 +104,8 @@ ACCESS_OPS = {Op.LOAD: 0, Op.STORE: 0, Op.ASYNC_COPY: 2}
 
 def access_operands(ins: Instr) -> tuple[Value, Optional[Value]]:
     """The pointers and the mask (or None) of a load, store or async_copy."""
-    p = ACCESS_OPS[ins.op]
-    has_mask = getattr(ins.attrs, "has_mask", False)
-    mask_at = {Op.LOAD: 1, Op.STORE: 2, Op.ASYNC_COPY: 3}[ins.op]
-    return ins.operands[p], (ins.operands[mask_at] if has_mask else None)
+    parts = memory_operands(ins)
+    return parts.pointer, parts.mask
 
 
 def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
@@ -247,7 +246,7 @@ class _Assigner:
             # wishes of code after the loop are not (a conversion there runs once)
             body = ins.regions[0]
             for k in range(len(ins.results)):
-                group = [body.args[k + 1], body.terminator.operands[k], ins.operands[3 + k]]
+                group = [body.args[k + 1], for_yields(ins)[k], for_inits(ins)[k]]
                 changed |= self.unify(group)
         elif op is Op.IF:
             for k, r in enumerate(ins.results):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
+from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Instr, Kernel, Loc, Value
 from ...ir.ops import Op
 from ...ir.types import PointerType, element_of
@@ -71,7 +72,7 @@ def pointer_origins(kernel: Kernel) -> dict[Value, int]:
         elif ins.op is Op.FOR:
             body = ins.regions[0]
             for k, r in enumerate(ins.results):
-                o = meet([ins.operands[3 + k], body.terminator.operands[k]])
+                o = meet([for_inits(ins)[k], for_yields(ins)[k]])
                 put(body.args[k + 1], o)
                 put(r, o)
         elif ins.op is Op.IF:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ir import attrs as A
+from ...ir.accessors import for_bounds, for_inits
 from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
@@ -262,8 +263,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     loop, S, D = plan.loop, plan.stages, plan.distance
     body = loop.regions[0]
     iv, iters, term = body.args[0], body.args[1:], body.terminator
-    lb, ub, step = loop.operands[:3]
-    inits = loop.operands[3:]
+    lb, ub, step = for_bounds(loop)
+    inits = for_inits(loop)
     iv_type = iv.type
     at = parent.instrs.index(loop)
     b = Builder()
