@@ -30,7 +30,7 @@ def clone_instr(ins: Instr, mapping: dict[Value, Value]) -> Instr:
         mapping[r] = Value(r.type, r.name)
         results.append(mapping[r])
     regions = [clone_block(region, mapping) for region in ins.regions]
-    return Instr(ins.op, operands, results, ins.attrs, regions, ins.loc)
+    return Instr(ins.op, operands, results, ins.attrs, regions, ins.loc, ins.smem)
 
 
 def clone_kernel(kernel: Kernel) -> Kernel:

@@ -72,6 +72,9 @@ class Instr:
     attrs: Any = None
     regions: list["Block"] = field(default_factory=list)
     loc: Loc = UNKNOWN_LOC
+    # tgir: the shared-memory bytes this op owns, (offset, size): a buffer's placement
+    # (`local_alloc`) or an op's scratch; set by the CUDA backend's allocation pass
+    smem: Optional[tuple[int, int]] = None
 
     def __post_init__(self):
         for r in self.results:

@@ -126,6 +126,7 @@ class Op(enum.Enum):
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
     DOT_WAIT = "dot_wait"
+    BARRIER = "barrier"
     # encodings (the backend stage `tgir` only)
     CONVERT_LAYOUT = "convert_layout"
     # meta
@@ -372,6 +373,9 @@ OP_INFO: dict[Op, OpInfo] = {
     # backend chooses how: a register renaming, a recomputation or a trip through
     # shared memory); no rule can infer that encoding, the result type states it
     Op.CONVERT_LAYOUT: OpInfo(Kind.LAYOUT, 1),
+    # barrier: every thread of the program has reached this point and its shared-memory
+    # accesses before it are visible after it (placed by the CUDA backend's barrier pass)
+    Op.BARRIER: OpInfo(Kind.SHARED, 0, results=0, pure=False, result=_none),
 
     Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
     Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),

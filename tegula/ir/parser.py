@@ -305,6 +305,13 @@ class _Parser:
                 if cls is None:
                     raise self.error(f"unknown attribute class '{cls_name}'", at)
             attrs = self.make_attrs(cls, self.attr_dict(), at, f"'{name}'")
+        smem = None
+        if self.accept("smem("):
+            offset = int(self.regex(_INT, "a shared-memory offset"))
+            self.expect(",", "in smem(offset, size)")
+            size = int(self.regex(_INT, "a shared-memory size"))
+            self.expect(")", "closing smem(offset, size)")
+            smem = (offset, size)
         first = self.type_list() if self.accept(":") else None
         arrow = self.type_list() if self.accept("->") else None
         if info.regions:
@@ -326,7 +333,7 @@ class _Parser:
             regions = self.regions()
         else:
             self.expect_eol()
-        return Instr(op, [v for v, _ in operands], results, attrs, regions, loc)
+        return Instr(op, [v for v, _ in operands], results, attrs, regions, loc, smem)
 
     def check_operand_types(self, name: str, operands: list[tuple[Value, int]],
                             types: list[Type], pos: int) -> None:

@@ -178,6 +178,8 @@ class _Printer:
             text += " " + ", ".join(self.namer.name(o) for o in ins.operands)
         if ins.attrs is not None:
             text += " " + format_attrs(ins)
+        if ins.smem is not None:
+            text += f" smem({ins.smem[0]}, {ins.smem[1]})"
         info = OP_INFO.get(ins.op)
         if info is not None and info.regions:
             # region ops show operand types too: a reader of `for` needs them to see

@@ -82,10 +82,12 @@ def build_all_ops_kernel() -> Kernel:
                attrs=A.LoadAttrs(True, True, ".cg", "evict_last", False))
     # a two-slot shared-memory ring (tgir): copy the masked tile into slot 1, read it back
     ring = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 128), F32))
+    ring.owner.smem = (0, 1024)  # its placement, as the CUDA backend's allocator writes it
     slot = b.constant(1, I32)
     b.create(Op.ASYNC_COPY, [ring, slot, xp, mask], A.AsyncCopyAttrs(True))
     b.create(Op.ASYNC_COMMIT, [])
     b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(0))
+    b.create(Op.BARRIER, [])
     staged = b.op1(Op.LOCAL_LOAD, ring, slot)
     b.create(Op.LOCAL_DEALLOC, [ring])
     # an explicit layout conversion (tgir) there and back

@@ -15,7 +15,8 @@ The stages, one module each:
   `encodings` (the `#blocked/#mma/#dot_op/#slice/#linear` tile encodings of `tgir`),
   `pipeline_loops` (software pipelining), `assign_layouts` (choosing layouts) and
   `encode_layouts` (writing them into the types, explicit `convert_layout`s; the
-  lowering's view of a `tgir` kernel), run as the pass pipeline `cuda_tgir`;
+  lowering's view of a `tgir` kernel), `shared_memory` (buffer and scratch placement,
+  barriers), run as the pass pipeline `cuda_tgir`;
 - `lower_kernel` (the lowering context) and one `lower_*` module per op family, all
   registered in `registry`; `convert` (layout conversions: local renaming,
   rematerialisation of index math, or shared memory), `checked` (debug mode),
@@ -25,10 +26,12 @@ The stages, one module each:
 - `emulator`: runs the very same lowering on the host CPU (one OS thread per GPU thread)
   so the layouts, conversions, reductions, scans and dots are tested without a GPU.
 
-Shared memory is one dynamic buffer; every scratch use (conversions, cross-warp
-reductions and scans, dot operands) lives for one op, so all start at offset 0 and the
-kernel needs the largest; barriers are placed before a scratch write (when shared
-memory was used before, or inside a loop) and between its writes and reads.
+Shared memory is one dynamic buffer. The pass `shared_memory.allocate_shared_memory`
+places the buffers of pipelined loops (a stack, by liveness) and each op's scratch
+(conversions, cross-warp reductions and scans, staged dot operands: live for one op,
+after the live buffers); `shared_memory.insert_barriers` puts `barrier` ops between
+ops where a write could overtake another thread's access; an op's own write-barrier-
+read stays in its lowering.
 
 Numerics against the interpreter (docs/numerics.md has the bounds, which the numerical
 suite in tests/numerics checks on the GPU and on the emulator): integer ops are bitwise

@@ -5,8 +5,9 @@ mode parameters and the source sites they report).
 
 `to_tgir` runs the registered pass pipeline `"cuda_tgir"` through the pass manager
 (verified between passes when `TEGULA_VERIFY_IR` or debug is on, timed, named in
-errors): software pipelining, then layout assignment written into the types
-(`encode_layouts`). Its output is printed as `asm["tgir"]`, parseable IR; the lowering
+errors): software pipelining, layout assignment written into the types
+(`encode_layouts`), shared-memory allocation and barrier placement (`shared_memory`).
+Its output is printed as `asm["tgir"]`, parseable IR; the lowering
 reads nothing but that IR (`encode_layouts.plan_from_types`).
 
 Each stage's text goes through `emit(stage, content) -> content` (the runtime's
@@ -34,6 +35,7 @@ from .assign_layouts import LayoutPlan, assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
+from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 
 Emit = Callable[[str, Any], Any]
 
@@ -82,9 +84,22 @@ def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
     return encode_layouts(kernel, assign_layouts(kernel, o.num_warps, capability=o.capability))
 
 
+def _allocate_shared_memory(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Byte ranges of shared buffers and per-op scratch, on the ops (`smem(...)`)."""
+    return allocate_shared_memory(kernel, ctx.options.num_warps)
+
+
+def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """CTA barriers between shared-memory accesses of different ops."""
+    return insert_barriers(kernel)
+
+
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.encode_layouts", _encode_layouts)
-register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts"])
+register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
+register_pass("cuda.insert_barriers", _insert_barriers)
+register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts", "cuda.allocate_shared_memory",
+                                "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
@@ -124,13 +139,11 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     pass_timings: dict[str, float] = {}
     while True:
         kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, debug, pass_timings)
-        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
-        module = lw.build()
-        # Rings plus the scratch the lowering needed inside their loops may exceed the
-        # GPU's shared memory; a shallower pipeline then still runs (no cliff into an
+        # Rings plus the scratch of the ops inside their loops may exceed the GPU's
+        # shared memory; a shallower pipeline then still runs (no cliff into an
         # out-of-resources launch for a config that worked unpipelined).
         pipelined = any(ins.op is Op.LOCAL_ALLOC for ins in kernel_tgir.walk())
-        if not pipelined or stages <= 1 or lw.smem_bytes <= shared_capacity(cap):
+        if not pipelined or stages <= 1 or shared_bytes(kernel_tgir) <= shared_capacity(cap):
             break
         stages -= 1
     printed = print_ir(kernel_tgir, locs=True)
@@ -138,8 +151,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     if asm["tgir"] != printed:
         # an override of the GPU stage: compile what the text says
         kernel_tgir, plan = read_tgir(asm["tgir"], num_warps)
-        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
-        module = lw.build()
+    lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+    module = lw.build()
     kernel = kernel_tgir
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
@@ -148,7 +161,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": num_warps,
         "num_stages": num_stages, "num_ctas": 1,
-        "shared": lw.smem_bytes, "arch": arch, "capability": cap,
+        "shared": shared_bytes(kernel_tgir), "arch": arch, "capability": cap,
         "arg_types": [str(a.type) for a in kernel.args],
         "pointer_args": [i for i, a in enumerate(kernel.args) if isinstance(element_of(a.type), PointerType)],
         "debug": debug, "checked": lw.checked is not None,
@@ -160,7 +173,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
         cubin, info, _log = ptxas.assemble(asm["ptx"], arch, maxnreg=maxnreg, ptxas=exe)
         asm["cubin"] = emit("cubin", cubin)
         metadata.update(info)
-        metadata["shared"] = lw.smem_bytes + info["static_shared"]
+        metadata["shared"] = shared_bytes(kernel_tgir) + info["static_shared"]
         metadata["ptxas"] = ptxas.ptxas_version(exe)
     metadata["pass_timings"] = pass_timings
     metadata["compile_time"] = time.perf_counter() - t0

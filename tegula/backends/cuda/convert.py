@@ -136,6 +136,22 @@ def flat_run(lay: LinearLayout, max_count: int) -> int:
     return 1 << k
 
 
+def _runs_and_pad(src: LinearLayout, dst: LinearLayout, esize: int) -> tuple[int, int, int]:
+    """Elements a thread writes / reads as one vector, and the padding of each row."""
+    per = max(1, MAX_VECTOR_BYTES // esize)
+    w, r = flat_run(src, per), flat_run(dst, per)
+    row = src.shape[-1]
+    pad = max(w, r) if row * esize >= 128 and len(src.shape) > 1 else 0
+    return w, r, pad
+
+
+def through_smem_bytes(src: LinearLayout, dst: LinearLayout, elem: Any) -> int:
+    """The scratch a conversion from `src` to `dst` through shared memory needs."""
+    esize = byte_size(elem)
+    pad = _runs_and_pad(src, dst, esize)[2]
+    return (src.numel + (src.numel // src.shape[-1]) * pad) * esize
+
+
 def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, dst: LinearLayout,
                  elem: Any) -> list[ir.Value]:
     """Convert a tile from `src` to `dst` through the scratch buffer.
@@ -145,10 +161,8 @@ def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, 
     bank on every row instead of the same one, while vectors stay aligned."""
     b = lw.b
     esize = byte_size(elem)
-    per = max(1, MAX_VECTOR_BYTES // esize)
-    w, r = flat_run(src, per), flat_run(dst, per)
+    w, r, pad = _runs_and_pad(src, dst, esize)
     row = src.shape[-1]
-    pad = max(w, r) if row * esize >= 128 and len(src.shape) > 1 else 0
     row_bits = row.bit_length() - 1
 
     def offset(flat: ir.Value) -> ir.Value:
@@ -156,7 +170,7 @@ def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, 
             flat = b.add(flat, b.mul(b.lshr(flat, ir.Constant(I32, row_bits)), ir.Constant(I32, pad)))
         return b.mul(flat, ir.Constant(I32, esize))
 
-    lw.smem_begin((src.numel + (src.numel // row) * pad) * esize)
+    lw.scratch(through_smem_bytes(src, dst, elem))
     for g in range(0, src.n_regs, w):
         smem_store(lw, offset(lw.element_flat(src, g)), regs[g:g + w], elem)
     lw.smem_written()

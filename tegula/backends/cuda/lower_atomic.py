@@ -121,7 +121,7 @@ def _share_old_values(lw: "KernelLowering", ins: Instr, old: list[ir.Value], ele
     b = lw.b
     size = byte_size(elem)
     numel = 1 if lay is None else lay.numel
-    lw.smem_begin(numel * size)
+    lw.scratch(numel * size)
     flats = [ir.Constant(I32, 0)] if lay is None else [lw.element_flat(lay, r) for r in range(len(old))]
     for v, flat in zip(old, flats):
         with b.if_then(owner):

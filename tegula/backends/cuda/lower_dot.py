@@ -79,6 +79,15 @@ def _widen(lw: "KernelLowering", v: ir.Value, elem: ScalarType, ct: ScalarType, 
     return w
 
 
+def fma_dot_bytes(a_shape, b_shape, ea: ScalarType, eb: ScalarType) -> tuple[int, int]:
+    """(A's bytes, both operands' bytes) of the scratch an FMA dot stages its operands
+    in: A as [batch][K][M] (16-byte aligned), then B as [batch][K][N]."""
+    batch = a_shape[0] if len(a_shape) == 3 else 1
+    (m_size, k_size), n_size = a_shape[-2:], b_shape[-1]
+    size_a = (batch * m_size * k_size * byte_size(ea) + 15) // 16 * 16
+    return size_a, size_a + batch * k_size * n_size * byte_size(eb)
+
+
 @handles(Op.DOT)
 def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
     choice = lw.plan.mma.get(ins)
@@ -93,7 +102,6 @@ def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
     a_regs, b_regs, acc_regs = (lw.operand(ins, k) for k in range(3))
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
     ec = element_of(ins.results[0].type)
-    batch = la.shape[0] if len(la.shape) == 3 else 1
     m_size, k_size = la.shape[-2:]
     n_size = lb_.shape[-1]
     ct = _compute_type(ec)
@@ -101,8 +109,8 @@ def lower_dot(lw: "KernelLowering", ins: Instr) -> None:
 
     # A as [batch][K][M], B as [batch][K][N]
     a_batch, b_batch = m_size * k_size, k_size * n_size
-    size_a = (batch * a_batch * byte_size(ea) + 15) // 16 * 16
-    lw.smem_begin(size_a + batch * b_batch * byte_size(eb))
+    size_a, total = fma_dot_bytes(la.shape, lb_.shape, ea, eb)
+    lw.scratch(total)
     _write_operand(lw, a_regs, la, ea, 0, m_size, a_batch, transpose=True)
     _write_operand(lw, b_regs, lb_, eb, size_a, n_size, b_batch, transpose=False)
     lw.smem_written()

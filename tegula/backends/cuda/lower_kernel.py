@@ -5,8 +5,9 @@ the value's layout (`Tile.regs[r]` is the element `layout.element(r, lane, warp)
 scalar IR value is one LLVM value, the same in every thread. `KernelLowering` owns the
 function, the builders, the value map and the services every op lowering uses: operands
 in the layout the plan requires (converting when needed, see `convert`), per-layout
-thread coordinates (computed once in the entry block), shared-memory scratch and
-barriers, combine regions, and source locations. The op lowerings themselves live in
+thread coordinates (computed once in the entry block), the shared-memory scratch the
+allocation pass gave the op (`scratch`; barriers between ops are `barrier` ops the
+barrier pass placed), combine regions, and source locations. The op lowerings themselves live in
 the `lower_*` modules and register in `registry.HANDLERS`.
 """
 from __future__ import annotations
@@ -44,12 +45,6 @@ from .nvptx_target import NVPTXTarget
 from .nvvm import NVPTXDevice
 from .registry import HANDLERS
 
-# `smem_recent` when the latest scratch use is unknown: it may have used any byte
-ANY_SCRATCH = (0, 1 << 62)
-# a scratch use may move past the latest one (saving a barrier) while it ends within
-# this many bytes, even if that grows the kernel's scratch
-SMALL_SCRATCH = 1024
-
 
 @dataclass
 class Tile:
@@ -75,20 +70,12 @@ class KernelLowering:
         self.thread_cache: dict[LinearLayout, tuple[ir.Value, list[ir.Value]]] = {}
         self.dup_cache: dict[LinearLayout, ir.Value] = {}
         self.loop_depth = 0
-        # The byte range of the latest scratch use before this point of the straight-
-        # line code: None when no scratch was used yet on any path, ANY_SCRATCH when
-        # control flow makes it unknown (see `smem_begin`).
-        self.smem_recent: Optional[tuple[int, int]] = None
-        self.smem_uses = 0      # scratch uses so far (tells a region that used scratch)
-        # shared buffers (`local_alloc`) live at this point, a stack from offset 0; the
-        # scratch area starts after them (`scratch_base`)
-        self.buffers: list[Any] = []
+        # the start of the current op's scratch (`scratch`); scratch offsets are
+        # relative to it
         self.scratch_base = 0
         self.buffer_of: dict[Value, Any] = {}
         # local_load results read in place by their users: (buffer, slot byte offset)
         self.shared_views: dict[Value, tuple[Any, ir.Value]] = {}
-        self.scope_state: list[tuple[Optional[tuple[int, int]], int]] = []
-        self.smem_bytes = 0     # the scratch size the kernel needs (max over ops)
         self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
         self.current: Optional[Instr] = None
 
@@ -189,18 +176,12 @@ class KernelLowering:
         self.vals[v] = Tile(regs, lay)
 
     def push_scope(self) -> None:
-        """Entering a region (a branch or a loop body). Conversions emitted inside it do
-        not dominate code after it; which scratch use precedes the region's first one is
-        unknown here (the previous loop iteration's, or the other branch's)."""
+        """Entering a region (a branch or a loop body): conversions emitted inside it do
+        not dominate code after it."""
         self.conv_cache.append({})
-        self.scope_state.append((self.smem_recent, self.smem_uses))
-        self.smem_recent = ANY_SCRATCH
 
     def pop_scope(self) -> None:
         self.conv_cache.pop()
-        recent, uses = self.scope_state.pop()
-        # a region that used scratch may or may not have run: unknown after it
-        self.smem_recent = recent if self.smem_uses == uses else ANY_SCRATCH
 
     def run_region(self, block: Block, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Lower a combine region on scalars; returns the yielded values."""
@@ -286,37 +267,17 @@ class KernelLowering:
         return self.dup_cache[lay]
 
     # ---------------------------------------------------------------- shared memory
-    def smem_begin(self, nbytes: int, base: int = 0) -> None:
-        """Before writing scratch bytes [base, base + nbytes): wait until every thread
-        finished reading the latest scratch use, when that used any of these bytes.
-
-        Every scratch use is write, barrier (`smem_written`), read. Reads of older uses
-        need no wait: each thread finished them before it reached the latest use's
-        barrier, which the writer has passed too. So a use that avoids the latest one's
-        bytes (see `smem_free_base`) needs no barrier before it; nor does the first use
-        when nothing touched shared memory before on any path. Inside loops and after
-        branches the latest use is unknown (`push_scope`): always a barrier there."""
-        recent = self.smem_recent
-        if self.loop_depth and recent is None:
-            recent = ANY_SCRATCH
-        end = base + nbytes
-        if recent is not None and recent[0] < end and base < recent[1]:
-            self.dev.barrier(self.b)
-        self.smem_recent = (base, end)
-        self.smem_uses += 1
-        self.smem_bytes = max(self.smem_bytes, self.scratch_base + end)
-
-    def smem_free_base(self, nbytes: int) -> int:
-        """Where a small scratch use of `nbytes` can start without overlapping the
-        latest use (so `smem_begin` emits no barrier): 0 when that is free, else just
-        after the latest use, if that stays within the scratch already reserved or
-        within `SMALL_SCRATCH` bytes; 0 otherwise."""
-        recent = self.smem_recent
-        if recent is None or recent is ANY_SCRATCH or nbytes <= recent[0]:
-            return 0
-        base = (recent[1] + 15) // 16 * 16
-        if base + nbytes <= max(self.smem_bytes - self.scratch_base, SMALL_SCRATCH):
-            return base
+    def scratch(self, nbytes: int) -> int:
+        """The scratch of the op being lowered (`allocate_shared_memory` wrote its byte
+        range on it; `insert_barriers` put any barrier its first write needs before
+        it): sets `scratch_base` to its start and returns 0, the offset of the bytes
+        it asked for within it."""
+        ins = self.current
+        if ins is None or ins.smem is None or nbytes > ins.smem[1]:
+            got = None if ins is None else ins.smem
+            raise CompilationError(f"'{getattr(getattr(ins, 'op', None), 'value', '?')}' needs {nbytes} bytes of "
+                                   f"shared scratch but was given {got} (tgir without allocation?)", self.loc())
+        self.scratch_base = ins.smem[0]
         return 0
 
     def shared_operand(self, v: Value, offsets: Any) -> Optional[ir.Value]:

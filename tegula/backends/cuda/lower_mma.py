@@ -133,6 +133,19 @@ def operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int,
     return compose(operand_swizzle((n, kk), elem_bytes), permute_view((n, kk), (1, 0)))
 
 
+def mma_operand_bytes(m: int, kk: int, n: int, elem_bytes: int) -> list[int]:
+    """The scratch bytes of A (128-byte aligned) and of B when an mma.sync dot stages
+    them (an operand read in place from a pipelined slot needs none)."""
+    return [(m * kk * elem_bytes + 127) // 128 * 128, n * kk * elem_bytes]
+
+
+def b_operand_maps(kk: int, n: int, elem_bytes: int) -> list[tuple[BitMap, bool]]:
+    """The shared layouts an mma.sync B may be read in from a slot, with whether it is
+    then read transposed (`ldmatrix.trans`): [K, N], else [N, K]."""
+    return [(operand_offsets(1, (kk, n), elem_bytes, k_major=major), not major)
+            for major in ((False, True) if elem_bytes == 2 else (True,))]
+
+
 def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     la, lb = lw.plan.required(ins, 0), lw.plan.required(ins, 1)
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
@@ -150,13 +163,12 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     # load, see lower_shared; a B slot may be either way round), or its registers are
     # written to scratch first
     bases: list[Optional[ir.Value]] = [lw.shared_operand(ins.operands[0], a_map), None]
-    for b_major in ((False, True) if size == 2 else (True,)):
-        mp = operand_offsets(1, (kk, n), size, k_major=b_major)
+    for mp, trans in b_operand_maps(kk, n, size):
         bases[1] = lw.shared_operand(ins.operands[1], mp)
         if bases[1] is not None:
-            b_map, b_trans = mp, not b_major
+            b_map, b_trans = mp, trans
             break
-    sizes = [(m * kk * size + 127) // 128 * 128, n * kk * size]
+    sizes = mma_operand_bytes(m, kk, n, size)
     staged = [k for k in (0, 1) if bases[k] is None]
     if staged:
         regs = {k: lw.operand(ins, k) for k in staged}
@@ -164,7 +176,7 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
         for k in staged:
             offs[k] = total
             total += sizes[k]
-        lw.smem_begin(total)
+        lw.scratch(total)
         for k in staged:
             lay, mp, elem = (la, a_map, ea) if k == 0 else (lb, b_map, eb)
             _write(lw, regs[k], lay, mp, elem, offs[k], tf32)

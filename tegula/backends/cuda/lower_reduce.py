@@ -14,10 +14,9 @@ slice layout, so the lanes/warps that spread the axis all hold the result.
 A thread folds its own values in axis order, one after the other, and the partials it
 reads as a balanced tree (pairs of neighbours, then pairs of pairs...: the same order in
 every thread, a dependency chain of log2(n) combines). The scratch of a reduction
-avoids the bytes of the scratch use just before it when it can
-(`KernelLowering.smem_free_base`), so consecutive reductions (softmax's max then sum,
-layer norm's mean then variance) need no barrier between the previous readers and the
-new writers.
+avoids the bytes of the scratch use just before it when it can (the allocation pass,
+`shared_memory`), so consecutive reductions (softmax's max then sum, layer norm's
+mean then variance) need no barrier between the previous readers and the new writers.
 
 Like Triton, the combine function is assumed associative and commutative (the butterfly
 and the trees do not keep operand order); argmax/argmin break ties on the index to be so."""
@@ -32,7 +31,7 @@ from ...ir.ops import Op
 from ...ir.types import ScalarType, element_of
 from ..llvm.types import I32, byte_size
 from .convert import smem_load, smem_store
-from .linear_layout import dim_fields, projection
+from .linear_layout import LinearLayout, dim_fields, projection
 from .nvvm import shuffle
 from .registry import handles
 
@@ -63,6 +62,17 @@ def scratch_offsets(elems: list, count: int) -> tuple[list[int], int]:
         offs.append(total)
         total += (count * byte_size(e) + 15) // 16 * 16
     return offs, total
+
+
+def cross_warp_bytes(lay: LinearLayout, axis: int, elems: list) -> int:
+    """The scratch a reduction of a tile in `lay` along `axis` needs: one partial per
+    warp that spreads the axis and output element (0 within one warp)."""
+    s, nbits = dim_fields(lay.shape)[axis]
+    amask = ((1 << nbits) - 1) << s
+    warp_bits = [i for i, basis in enumerate(lay.warp) if basis & amask]
+    if not warp_bits:
+        return 0
+    return scratch_offsets(elems, (lay.numel >> nbits) << len(warp_bits))[1]
 
 
 @handles(Op.REDUCE)
@@ -114,8 +124,7 @@ def lower_reduce(lw: "KernelLowering", ins: Instr) -> None:
         nw = 1 << len(warp_bits)
         numel_out = lay.numel >> nbits
         offs, total = scratch_offsets(elems, numel_out * nw)
-        base = lw.smem_free_base(total)
-        lw.smem_begin(total, base)
+        base = lw.scratch(total)
         # every lane of a warp writes the same partial to the same word (one store);
         # the partials of one output element are adjacent, in warp order, so a thread
         # reads them back as vectors

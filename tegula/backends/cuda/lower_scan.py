@@ -94,7 +94,7 @@ def lower_scan(lw: "KernelLowering", ins: Instr) -> None:
         if reverse:
             widx = lw.pb.sub(ir.Constant(I32, nw - 1), widx)
         offs, total = scratch_offsets(elems, (lay.numel >> nbits) * nw)
-        lw.smem_begin(total)
+        lw.scratch(total)
         slot = {}
         low = ir.Constant(I32, (1 << s) - 1)
         for key, items in groups.items():

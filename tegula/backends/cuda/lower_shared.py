@@ -1,10 +1,10 @@
 """Lowering of the `tgir` shared-memory ops: buffers, cp.async copies into them, and
 reads out of them.
 
-Buffers (`local_alloc`) are placed as a stack from shared offset 0, 128-byte aligned,
-freed by `local_dealloc` in reverse order; while any is live the scratch area of the
-other ops starts after them (`KernelLowering.scratch_base`). A buffer's placement
-inside each slot is chosen for its reader: when a slot feeds an mma.sync dot operand
+Buffers (`local_alloc`) are placed by the allocation pass (`shared_memory`), which
+writes each one's byte range on the op (`smem(offset, size)`); the barrier pass puts
+the CTA barriers around them. A buffer's placement inside each slot (`buffer_layout`)
+is chosen for its reader: when a slot feeds an mma.sync dot operand
 it gets that operand's swizzled layout (`lower_mma.operand_offsets`), so the dot reads
 it with `ldmatrix` straight from the slot; otherwise slots are row-major.
 
@@ -12,9 +12,9 @@ it with `ldmatrix` straight from the slot; otherwise slots are row-major.
   global memory (the plan's vector width) and in the slot, with the mask as the
   source-size predicate (zero fill); runs narrower than 4 bytes (which cp.async cannot
   move) are copied synchronously through registers instead;
-- `async_wait` is `cp.async.wait_group N` then a CTA barrier (other threads' copies
-  are visible after it; it also orders every earlier read of the slot the next copies
-  overwrite);
+- `async_wait` is `cp.async.wait_group N` (and the proxy fence on sm_90); the barrier
+  pass follows it with a `barrier` (other threads' copies are visible after it; it also
+  orders every earlier read of the slot the next copies overwrite);
 - `local_load` produces nothing when all its users are tensor-core dots reading the
   slot in place (`shared_operand`); otherwise it reads the slot into registers.
 """
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
+from ...errors import CompilationError
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import ScalarType, SmemType, element_of
@@ -99,44 +100,48 @@ def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
     return False
 
 
+def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
+    """(offsets, along_rows) of a buffer's slots: the swizzled layout its tensor-core
+    reader wants (see `_mma_operand_map`), else row-major; `ctx` needs `kernel` and
+    `plan` (the lowering, or the allocation pass's view)."""
+    t: SmemType = alloc.results[0].type
+    along_rows = _copies_along_rows(ctx, alloc.results[0])
+    for u in _users(ctx, alloc.results[0]):
+        if u.op is Op.LOCAL_LOAD:
+            offsets = _mma_operand_map(ctx, u, along_rows)
+            if offsets is not None:
+                return offsets, along_rows
+    return BitMap.identity(sum(log2(d) for d in t.shape[1:])), along_rows
+
+
+def read_in_place(ctx: "KernelLowering", load: Instr) -> Optional[BitMap]:
+    """The slot layout a `local_load` is read in by its tensor-core users straight from
+    the slot (it then produces no registers), or None when it is read into registers."""
+    alloc = load.operands[0].owner
+    offsets, along_rows = buffer_layout(ctx, alloc)
+    return offsets if _mma_operand_map(ctx, load, along_rows) == offsets else None
+
+
+def buffer_bytes(t: SmemType) -> int:
+    return t.numel * t.element.bytes
+
+
 @handles(Op.LOCAL_ALLOC)
 def lower_local_alloc(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.results[0].type
-    slot_shape = tuple(t.shape[1:])
-    offsets = None
-    along_rows = _copies_along_rows(lw, ins.results[0])
-    for u in _users(lw, ins.results[0]):
-        if u.op is Op.LOCAL_LOAD:
-            offsets = _mma_operand_map(lw, u, along_rows)
-            if offsets is not None:
-                break
-    if offsets is None:
-        offsets = BitMap.identity(sum(log2(d) for d in slot_shape))
+    offsets, along_rows = buffer_layout(lw, ins)
     slot_bytes = t.numel // t.shape[0] * t.element.bytes
-    top = lw.buffers[-1].end if lw.buffers else 0
-    offset = (top + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+    if ins.smem is None:
+        raise CompilationError("a shared-memory buffer has no placement (the allocation pass did not run)", ins.loc)
+    offset = ins.smem[0]
     buf = SharedBuffer(offset, slot_bytes, offset + slot_bytes * t.shape[0], offsets, t.element, along_rows)
-    if lw.smem_recent is not None or lw.loop_depth:
-        # scratch used before may overlap the new buffer: every thread must be done with it
-        lw.dev.barrier(lw.b)
-        lw.smem_recent = None
-    lw.buffers.append(buf)
     lw.buffer_of[ins.results[0]] = buf
-    lw.scratch_base = buf.end
-    lw.smem_bytes = max(lw.smem_bytes, lw.scratch_base)
 
 
 @handles(Op.LOCAL_DEALLOC)
 def lower_local_dealloc(lw: "KernelLowering", ins: Instr) -> None:
-    buf = lw.buffer_of[ins.operands[0]]
-    if not lw.buffers or lw.buffers[-1] is not buf:
-        raise AssertionError("shared buffers must be freed in the reverse order of their allocation")
-    # the scratch after the buffers and the buffer itself become scratch again: every
-    # thread must have finished reading them
-    lw.dev.barrier(lw.b)
-    lw.smem_recent = None
-    lw.buffers.pop()
-    lw.scratch_base = lw.buffers[-1].end if lw.buffers else 0
+    """Nothing to emit: the allocation pass placed the buffer, the barrier pass keeps
+    later users of its bytes behind every thread's last read."""
 
 
 def slot_base(lw: "KernelLowering", buf: SharedBuffer, slot: ir.Value) -> ir.Value:
@@ -183,6 +188,12 @@ def lower_async_wait(lw: "KernelLowering", ins: Instr) -> None:
     if lw.capability >= 90:
         # the slots may be read by wgmma (the async proxy): publish this thread's writes
         lw.dev.fence_proxy_async(lw.b)
+    # the barrier pass puts a `barrier` after this op: other threads' copies are then
+    # visible, and every earlier read of the slot the next copies overwrite is done
+
+
+@handles(Op.BARRIER)
+def lower_barrier_op(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.barrier(lw.b)
 
 
@@ -191,7 +202,7 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     buf = lw.buffer_of[ins.operands[0]]
     base = slot_base(lw, buf, lw.scalar(ins.operands[1]))
     res = ins.results[0]
-    if _mma_operand_map(lw, ins, buf.along_rows) == buf.offsets:
+    if read_in_place(lw, ins) is not None:
         lw.shared_views[res] = (buf, base)
         return
     lay = lw.plan.layouts[res]

@@ -5,8 +5,9 @@ backend's passes that introduce them can be translation-validated on the interpr
   dtype (the dtype tiles of its element have here) (a fresh one each time it executes, as a new allocation would be);
 - `async_copy buf, slot, ptr[, mask]` completes at issue: it is a checked `load` of the
   pointers (masked-off elements zero) written into `buf[slot]`;
-- `async_commit` / `async_wait` order nothing here, copies having already landed, and
-  `local_dealloc` leaves the buffer to the garbage collector;
+- `async_commit` / `async_wait` order nothing here, copies having already landed,
+  `local_dealloc` leaves the buffer to the garbage collector, and `barrier` has
+  nothing to wait for (one program runs at a time);
 - `local_load buf, slot` returns a copy of `buf[slot]`; `dot_wait` is its operand (dots
   complete at issue), and so is `convert_layout` (an encoding says where values live,
   not what they are).
@@ -51,7 +52,7 @@ def async_copy(ins: Instr, c: Compiler) -> Step:
     return step
 
 
-@rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC)
+@rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC, Op.BARRIER)
 def async_ordering(ins: Instr, c: Compiler) -> None:
     return None
 

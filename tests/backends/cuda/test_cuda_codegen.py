@@ -120,59 +120,60 @@ def test_enable_fp_fusion_controls_fma_contraction(fusion, fused):
         assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
 
 
-class _CountingLowering:
-    """The scratch bookkeeping of `KernelLowering` on its own, counting barriers."""
+class _CountingPlacement:
+    """The allocation/barrier passes' bookkeeping (`shared_memory`) on its own: places
+    scratch uses one after the other and counts the barriers (before a use that must
+    wait for the latest one's readers, and the use's own between write and read)."""
 
     def __init__(self):
-        from tegula.backends.cuda.lower_kernel import KernelLowering
+        from tegula.backends.cuda.shared_memory import _Allocate
+        self.alloc = _Allocate(None)
         self.barriers = 0
-        lw = KernelLowering.__new__(KernelLowering)
-        lw.loop_depth = 0
-        lw.smem_recent, lw.smem_uses, lw.scope_state, lw.smem_bytes = None, 0, [], 0
-        lw.scratch_base = 0
-        lw.conv_cache = [{}]
-        lw.dev = self
-        lw.b = None
-        self.lw = lw
 
-    def barrier(self, b):
-        self.barriers += 1
+    @property
+    def smem_bytes(self):
+        return self.alloc.total
 
     def use(self, nbytes, small=False):
-        """One scratch use (write, barrier, read); `small` ones move past the latest."""
-        lw = self.lw
-        base = lw.smem_free_base(nbytes) if small else 0
-        lw.smem_begin(nbytes, base)
-        lw.smem_written()
-        return base
+        from tegula.backends.cuda.shared_memory import ScratchNeed
+        lo = self.alloc.place(ScratchNeed(nbytes, after_latest=small))
+        self.barriers += int(self.alloc.latest.use(lo, lo + nbytes)) + 1
+        self.alloc.total = max(self.alloc.total, lo + nbytes)
+        return lo
+
+    def push_scope(self):
+        self.alloc.latest.enter()
+
+    def pop_scope(self):
+        self.alloc.latest.leave()
 
 
 def test_scratch_uses_avoid_barriers_only_when_safe():
-    c = _CountingLowering()
+    c = _CountingPlacement()
     assert c.use(16, small=True) == 0 and c.barriers == 1       # first use: no wait before
     assert c.use(16, small=True) == 16 and c.barriers == 2      # next one moves past it
     assert c.use(16, small=True) == 0 and c.barriers == 3       # and back (older readers done)
     c.use(4096)                                                 # a big one overlaps: waits
     assert c.barriers == 5
     assert c.use(64, small=True) == 0 and c.barriers == 7       # past it would grow the
-    assert c.lw.smem_bytes == 4096                              # scratch beyond 1 KB: waits
+    assert c.smem_bytes == 4096                              # scratch beyond 1 KB: waits
     assert c.use(64, small=True) == 64 and c.barriers == 8      # within what is reserved
-    c.lw.push_scope()                                           # a loop body or a branch:
+    c.push_scope()                                           # a loop body or a branch:
     c.use(16, small=True)                                       # the latest use is unknown
     assert c.barriers == 10
     c.use(16, small=True)
     assert c.barriers == 11
-    c.lw.pop_scope()                                            # it may not have run
+    c.pop_scope()                                            # it may not have run
     c.use(16, small=True)
     assert c.barriers == 13
-    c.lw.push_scope()                                           # a region without scratch
-    c.lw.pop_scope()                                            # leaves the state as it was
+    c.push_scope()                                           # a region without scratch
+    c.pop_scope()                                            # leaves the state as it was
     assert c.use(16, small=True) != 0 and c.barriers == 14
 
 
 def test_a_loop_body_waits_before_its_first_scratch_use():
-    c = _CountingLowering()
-    c.lw.loop_depth = 1
+    c = _CountingPlacement()
+    c.alloc.latest.loop_depth = 1
     c.use(16, small=True)
     assert c.barriers == 2  # the previous iteration's readers
 

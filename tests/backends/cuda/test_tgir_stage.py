@@ -16,6 +16,7 @@ import tegula
 import tegula.language as tl
 from tegula.backends.compiler import GPUTarget
 from tegula.backends.cuda.compiler import to_tgir
+from tegula.backends.cuda.shared_memory import shared_bytes
 from tegula.backends.cuda.encodings import (
     BlockedEncoding,
     DotOperandEncoding,
@@ -28,6 +29,7 @@ from tegula.backends.cuda.encodings import (
 from tegula.backends.cuda.layouts import default_blocked
 from tegula.backends.interpreter import execute
 from tegula.ir.encodings import parse_encoding
+from tegula.ir.ops import Op
 from tegula.ir.parser import parse_ir
 from tegula.ir.printer import print_ir
 from tegula.ir.types import F32, TileType, parse_type
@@ -66,10 +68,13 @@ def test_bad_encodings_are_clear_errors():
         BlockedEncoding((1, 4), (2, 16), (4, 1), (1, 0)).to_linear((128,))
 
 
-@pytest.mark.parametrize("case", [ck.vector_add(block=128, n=1000), ck.row_sum_2d(16, 64, 1)],
+@pytest.mark.parametrize("case", [ck.vector_add(block=128, n=1000), ck.row_sum_2d(16, 64, 1),
+                                  ck.softmax(cols=4096, block=4096, num_warps=8)],
                          ids=lambda c: c.name)
 def test_golden_tgir(case):
-    kernel, _plan = to_tgir(case.kernel, 4, 3, 90, False)
+    """Layouts, conversions, and the allocator's placements: softmax's sum goes just
+    after its max (bytes 32-63), so no barrier separates them."""
+    kernel, _plan = to_tgir(case.kernel, case.num_warps, 3, 90, False)
     text = print_ir(kernel)
     assert text == (GOLDEN / f"{case.kernel.name}.tgir").read_text().rstrip("\n")
     assert print_ir(parse_ir(text)) == text
@@ -154,3 +159,72 @@ def test_translation_validation_of_the_gpu_stage(capability, num_warps):
         outs.append(o)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def _ast_kernel(fn, signature, constexprs, capability=90, num_warps=4, num_stages=3, attrs=None):
+    import os
+    os.environ["TEGULA_ALWAYS_COMPILE"] = "1"
+    try:
+        source = tegula.compile(ASTSource(fn, signature, constexprs, attrs=attrs),
+                                target=GPUTarget("cuda", capability, 32),
+                                options={"num_warps": num_warps, "num_stages": num_stages}).ir
+    finally:
+        del os.environ["TEGULA_ALWAYS_COMPILE"]
+    return to_tgir(source, num_warps, num_stages, capability, False)[0]
+
+
+@tegula.jit
+def _sums_in_a_loop(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = 0.0
+    for i in range(n):
+        acc += tl.sum(tl.load(x_ptr + i * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.store(out_ptr, acc)
+
+
+def test_a_reduction_in_a_loop_waits_for_the_previous_iteration():
+    k = _ast_kernel(_sums_in_a_loop, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                    {"BLOCK": 1024}, num_warps=8)
+    loop = next(ins for ins in k.walk() if ins.op is Op.FOR)
+    body = [ins.op for ins in loop.regions[0].instrs]
+    reduce_at = body.index(Op.REDUCE)
+    assert body[reduce_at - 1] is Op.BARRIER    # the last iteration's readers of the partials
+    red = loop.regions[0].instrs[reduce_at]
+    assert red.smem == (0, 32)                   # 8 warps' f32 partials
+    assert [ins.op for ins in k.walk()].count(Op.BARRIER) == 1
+
+
+@tegula.jit
+def _matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_rings_are_placed_apart_and_fenced_by_barriers(capability):
+    k = _ast_kernel(_matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "BM": "constexpr",
+                              "BN": "constexpr", "BK": "constexpr"}, {"BM": 64, "BN": 64, "BK": 32},
+                    capability=capability, attrs={"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "K": 16})
+    instrs = list(k.walk())
+    allocs = [ins for ins in instrs if ins.op is Op.LOCAL_ALLOC]
+    assert len(allocs) == 2
+    (a_off, a_size), (b_off, b_size) = (ins.smem for ins in allocs)
+    assert a_off == 0 and a_size == 3 * 64 * 32 * 2 and b_off >= a_off + a_size and b_off % 1024 == 0
+    # every wait for copies is followed by a barrier, every free preceded by one
+    for block_ins in [ins for ins in instrs if ins.regions] + [None]:
+        block = k.body if block_ins is None else block_ins.regions[0]
+        ops = [ins.op for ins in block.instrs]
+        for i, op in enumerate(ops):
+            if op is Op.ASYNC_WAIT:
+                assert ops[i + 1] is Op.BARRIER
+            if op is Op.LOCAL_DEALLOC:
+                assert ops[i - 1] is Op.BARRIER
+    # the epilogue's scratch (the accumulator's conversion for the store) comes after
+    # the buffers are freed, from offset 0
+    scratch = [ins.smem for ins in instrs if ins.smem is not None and ins.op is not Op.LOCAL_ALLOC]
+    assert all(off + size <= shared_bytes(k) for off, size in scratch)
+    assert shared_bytes(k) == b_off + b_size

@@ -21,6 +21,7 @@ from ..checked import ERROR_WORDS
 from ..compiler import to_tgir
 from ..launcher import narrow_float_bits, raise_recorded_error
 from ..lower_kernel import KernelLowering
+from ..shared_memory import shared_bytes
 from .cta import CtaRunner
 from .host_device import HostDevice
 
@@ -67,7 +68,7 @@ class EmulatedKernel:
         self.plan, lw, module = lower_for_host(kernel, num_warps, capability, debug, num_stages)
         entry = host_jit.host_entry(module, lw.fn)
         self.lowering = lw
-        self.smem_bytes = lw.smem_bytes
+        self.smem_bytes = shared_bytes(lw.kernel)
         self.checked = lw.checked
         self.llir = str(module)
         self.engine = host_jit.jit(self.llir, target_machine(), 2)

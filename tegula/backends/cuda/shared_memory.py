@@ -1,0 +1,270 @@
+"""Shared memory and barriers as passes over `tgir` (the last two of `cuda_tgir`).
+
+`allocate_shared_memory` gives every op that owns shared memory its byte range,
+written on the op as `smem(offset, size)`:
+- buffers (`local_alloc`): live from their allocation to their `local_dealloc`, freed
+  in reverse order, so liveness is a stack: each starts at the end of the innermost
+  live one, `BUFFER_ALIGN`-aligned (the NVMMA swizzle is a function of address bits
+  4-9);
+- per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
+  part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
+  old values handed to the copies of its elements): live during its op only, placed
+  after the live buffers, at offset 0 of that area, except a reduction, which takes
+  the bytes just after the latest scratch use when they are free (so softmax's max and
+  sum, layer norm's mean and variance, need no barrier between the previous readers
+  and the next writers) and that stays within the scratch already reserved (or
+  `SMALL_SCRATCH`).
+`shared_bytes(kernel)` is the total, the launch's dynamic shared memory.
+
+`insert_barriers` puts a CTA `barrier` op where a write could overtake another
+thread's access (read-after-write / write-after-read across ops):
+- before a scratch use whose bytes overlap the latest scratch use (every use is
+  write, barrier, read inside its own lowering, so only the latest use's readers can
+  still be at work; a use of other bytes needs none, nor the first use when nothing
+  touched shared memory on any path before);
+- where the latest use is unknown, which is at the start of every region (a loop's
+  previous iteration, the other branch) and after a region that used scratch;
+- before a `local_alloc` that follows any shared-memory use or sits in a loop, and
+  before every `local_dealloc` (their bytes become someone else's);
+- after every `async_wait` (other threads' copies become visible; earlier reads of
+  the slots the next copies overwrite are done).
+Named barriers and async-proxy fences will be placed here too.
+
+Both passes walk the kernel in the order the lowering emits it with one state
+(`_Latest`): the byte range of the latest scratch use, unknown inside loops and after
+regions that used scratch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ...ir.core import Block, Instr, Kernel
+from ...ir.ops import Op
+from ...ir.types import SmemType, element_of, shape_of
+from ..llvm.types import byte_size
+from .assign_layouts import LayoutPlan, is_rematerializable
+from .convert import through_smem_bytes
+from .encode_layouts import plan_from_types
+from .linear_layout import local_register_map
+from .lower_dot import fma_dot_bytes
+from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
+from .lower_reduce import cross_warp_bytes
+from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
+
+# a reduction's scratch may move past the latest use (saving a barrier) while it ends
+# within this many bytes, even if that grows the kernel's scratch
+SMALL_SCRATCH = 1024
+# the latest use when control flow makes it unknown: it may have used any byte
+ANY = (0, 1 << 62)
+
+
+@dataclass(frozen=True)
+class ScratchNeed:
+    size: int
+    after_latest: bool = False   # a reduction: may go just after the latest use
+
+
+@dataclass
+class _View:
+    """What the lowering's helpers read (`kernel`, `plan`), for the static questions."""
+
+    kernel: Kernel
+    plan: LayoutPlan
+    num_warps: int
+
+
+def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
+    """The scratch `ins`'s lowering uses, from its types alone (None: none)."""
+    layouts = view.plan.layouts
+    op = ins.op
+    if op is Op.CONVERT_LAYOUT:
+        src, dst = layouts[ins.operands[0]], layouts[ins.results[0]]
+        if src == dst or local_register_map(src, dst) is not None or is_rematerializable(ins.operands[0]):
+            return None
+        return ScratchNeed(through_smem_bytes(src, dst, element_of(ins.operands[0].type)))
+    if op in (Op.REDUCE, Op.SCAN):
+        lay = layouts.get(ins.operands[0])
+        if lay is None:
+            return None
+        size = cross_warp_bytes(lay, ins.attrs.axis % len(lay.shape), [element_of(o.type) for o in ins.operands])
+        return ScratchNeed(size, after_latest=op is Op.REDUCE) if size else None
+    if op is Op.DOT:
+        choice = view.plan.mma.get(ins)
+        ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
+        if choice is None:
+            return ScratchNeed(fma_dot_bytes(shape_of(ins.operands[0].type), shape_of(ins.operands[1].type),
+                                             ea, eb)[1])
+        if choice.version == 3:
+            return None
+        (m, kk), n = shape_of(ins.operands[0].type), shape_of(ins.operands[1].type)[1]
+        sizes = mma_operand_bytes(m, kk, n, choice.elem_bytes)
+        maps = [[operand_offsets(0, (m, kk), choice.elem_bytes)],
+                [mp for mp, _t in b_operand_maps(kk, n, choice.elem_bytes)]]
+        total = sum(sizes[k] for k in (0, 1) if not _in_place(view, ins.operands[k], maps[k]))
+        return ScratchNeed(total) if total else None
+    if op in (Op.ATOMIC_RMW, Op.ATOMIC_CAS):
+        lay = layouts.get(ins.operands[0])
+        duplicated = lay is None or any(b == 0 for b in lay.lane + lay.warp)
+        used = any(ins.results[0] in u.operands for u in view.kernel.walk())
+        if not (duplicated and used):
+            return None
+        numel = 1 if lay is None else lay.numel
+        return ScratchNeed(numel * byte_size(element_of(ins.operands[0].type).pointee))
+    return None
+
+
+def _in_place(view: _View, operand, maps) -> bool:
+    load = operand.owner
+    if not isinstance(load, Instr) or load.op is not Op.LOCAL_LOAD:
+        return False
+    return read_in_place(view, load) in maps
+
+
+class _Latest:
+    """The latest scratch use, as the lowering sees it at each point of the walk."""
+
+    def __init__(self) -> None:
+        self.recent: Optional[tuple[int, int]] = None   # None: no use on any path yet
+        self.uses = 0
+        self.loop_depth = 0
+        self.saved: list[tuple[Optional[tuple[int, int]], int]] = []
+
+    def enter(self) -> None:
+        self.saved.append((self.recent, self.uses))
+        self.recent = ANY
+
+    def leave(self) -> None:
+        recent, uses = self.saved.pop()
+        self.recent = recent if self.uses == uses else ANY
+
+    def current(self) -> Optional[tuple[int, int]]:
+        return ANY if self.loop_depth and self.recent is None else self.recent
+
+    def use(self, lo: int, hi: int) -> bool:
+        """Record a scratch use of [lo, hi); returns whether a barrier must precede it."""
+        recent = self.current()
+        self.recent = (lo, hi)
+        self.uses += 1
+        return recent is not None and recent[0] < hi and lo < recent[1]
+
+
+class _Walk:
+    """Walks the kernel in lowering order, keeping `_Latest` and the live buffers."""
+
+    def __init__(self) -> None:
+        self.latest = _Latest()
+        self.buffers: list[tuple[int, int]] = []     # live buffers' (offset, end)
+        self.total = 0                               # bytes reserved so far
+
+    @property
+    def scratch_base(self) -> int:
+        return self.buffers[-1][1] if self.buffers else 0
+
+    def block(self, block: Block) -> None:
+        for ins in list(block.instrs):
+            self.instr(block, ins)
+
+    def regions(self, ins: Instr) -> None:
+        st = self.latest
+        if ins.op is Op.FOR:
+            st.loop_depth += 1
+            st.enter()
+            self.block(ins.regions[0])
+            st.leave()
+            st.loop_depth -= 1
+        elif ins.op is Op.IF:
+            for region in ins.regions:
+                st.enter()
+                self.block(region)
+                st.leave()
+        elif ins.op is Op.WHILE:
+            st.loop_depth += 1
+            for region in ins.regions:
+                st.enter()
+                self.block(region)
+                st.leave()
+            st.loop_depth -= 1
+        # combine regions of reduce/scan are scalar code inside their op
+
+    def instr(self, block: Block, ins: Instr) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class _Allocate(_Walk):
+    def __init__(self, view: _View) -> None:
+        super().__init__()
+        self.view = view
+
+    def instr(self, block: Block, ins: Instr) -> None:
+        st = self.latest
+        if ins.op is Op.LOCAL_ALLOC:
+            t: SmemType = ins.results[0].type
+            offset = (self.scratch_base + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+            ins.smem = (offset, buffer_bytes(t))
+            self.buffers.append((offset, offset + ins.smem[1]))
+            st.recent = None
+            self.total = max(self.total, offset + ins.smem[1])
+        elif ins.op is Op.LOCAL_DEALLOC:
+            alloc = ins.operands[0].owner
+            if not self.buffers or self.buffers[-1][0] != alloc.smem[0]:
+                raise ValueError("shared buffers must be freed in the reverse order of their allocation")
+            self.buffers.pop()
+            st.recent = None
+        else:
+            need = scratch_need(self.view, ins)
+            if need is not None:
+                lo = self.place(need)
+                st.use(lo, lo + need.size)
+                ins.smem = (self.scratch_base + lo, need.size)
+                self.total = max(self.total, self.scratch_base + lo + need.size)
+        self.regions(ins)
+
+    def place(self, need: ScratchNeed) -> int:
+        """Where in the scratch area (relative to its start) a use goes."""
+        recent = self.latest.recent
+        if not need.after_latest or recent is None or recent is ANY or need.size <= recent[0]:
+            return 0
+        lo = (recent[1] + 15) // 16 * 16
+        return lo if lo + need.size <= max(self.total - self.scratch_base, SMALL_SCRATCH) else 0
+
+
+class _Barriers(_Walk):
+    def instr(self, block: Block, ins: Instr) -> None:
+        st = self.latest
+        need = False
+        if ins.op is Op.LOCAL_ALLOC:
+            need = st.recent is not None or st.loop_depth > 0
+            st.recent = None
+        elif ins.op is Op.LOCAL_DEALLOC:
+            need = True
+            st.recent = None
+        elif ins.smem is not None:
+            need = st.use(ins.smem[0], ins.smem[0] + ins.smem[1])
+        if need:
+            _insert(block, ins, before=True)
+        if ins.op is Op.ASYNC_WAIT:
+            _insert(block, ins, before=False)
+        self.regions(ins)
+
+
+def _insert(block: Block, at: Instr, before: bool) -> None:
+    i = block.instrs.index(at) + (0 if before else 1)
+    block.instrs.insert(i, Instr(Op.BARRIER, [], [], loc=at.loc))
+
+
+def allocate_shared_memory(kernel: Kernel, num_warps: int) -> Kernel:
+    """Write every buffer's and every scratch use's byte range on its op (in place)."""
+    _Allocate(_View(kernel, plan_from_types(kernel, num_warps), num_warps)).block(kernel.body)
+    return kernel
+
+
+def insert_barriers(kernel: Kernel) -> Kernel:
+    """Put the CTA barriers shared memory needs between ops (in place)."""
+    _Barriers().block(kernel.body)
+    return kernel
+
+
+def shared_bytes(kernel: Kernel) -> int:
+    """The shared memory the kernel's buffers and scratch need (its ops' `smem`)."""
+    return max((ins.smem[0] + ins.smem[1] for ins in kernel.walk() if ins.smem is not None), default=0)
