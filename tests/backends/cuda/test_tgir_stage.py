@@ -16,7 +16,6 @@ import tegula
 import tegula.language as tl
 from tegula.backends.compiler import GPUTarget
 from tegula.backends.cuda.compiler import to_tgir
-from tegula.backends.cuda.shared_memory import shared_bytes
 from tegula.backends.cuda.encodings import (
     BlockedEncoding,
     DotOperandEncoding,
@@ -27,6 +26,7 @@ from tegula.backends.cuda.encodings import (
     encoding_for,
 )
 from tegula.backends.cuda.layouts import default_blocked
+from tegula.backends.cuda.shared_memory import shared_bytes
 from tegula.backends.interpreter import execute
 from tegula.ir.encodings import parse_encoding
 from tegula.ir.ops import Op
