@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 from ..errors import CompilationError, KernelArgumentError, TegulaError
 from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
+from . import kernel_interface as _ki
 from . import specialization as S
 from .args import MockTensor
 from .binder import build_runner, compute_specs
@@ -232,6 +233,12 @@ class JITFunction(KernelInterface):
         # `partial` directly rather than through `binder.bind`: one Python call less on
         # every launch; and the latest one is reused for the same grid object (one
         # tuple, read and replaced whole, so concurrent launches never mix grids).
+        # First, torch.compile's hook (kernel_interface._torch_launcher).
+        hook = _ki._torch_launcher or _ki._probe_torch()
+        if hook is not None:
+            traced = hook(self, grid)
+            if traced is not None:
+                return traced
         runner = self._runner or self._build_runner()
         bound = self._bound
         if bound[0] is grid and bound[1] is runner:

@@ -1,0 +1,156 @@
+"""One torch custom op per kernel launch specialization.
+
+A launch `kernel[grid](*args, **kwargs)` on torch tensors is described by a *launch
+description*: for each kernel parameter, in order, what was passed —
+
+    ("t", dtype)     a tensor (its elements' torch dtype)
+    ("i",) ("f",) ("b",)   a runtime int / float / bool scalar
+    ("c", value)     a constexpr parameter (or a None argument) and its value
+    ("m",)           not given: an autotuner's configs supply it
+
+— plus the launch options (`num_warps`, `num_stages`, ...), as sorted `(name, value)`
+pairs. For each (kernel, description, options) `op_for` registers, once, an operator
+
+    tegula::<kernel>_<hash>(SymInt gx, SymInt gy, SymInt gz, Tensor(a0!) out, Tensor x,
+                            SymInt n, float alpha) -> ()
+
+whose arguments are the grid and the runtime parameters, and whose mutable tensors are
+exactly the pointer arguments tegula's written-args analysis
+(`tegula.passes.written_args`) says the kernel may store to or update atomically. Its
+real implementation launches the kernel (`kernel.run`, any device); its fake
+implementation does nothing (a launch returns nothing and never changes a shape). So
+Dynamo, AOTAutograd (which functionalizes the mutation) and Inductor treat the launch
+like any other mutating operator, and the graph does not break.
+
+The op name hashes the kernel's source key, so a name means the same kernel in every
+process (Inductor's FX graph cache keys on it).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from typing import Any, Callable
+
+import torch
+
+_NAMESPACE = "tegula"
+_lib: Any = None
+_ops: dict[tuple, Any] = {}
+_lock = threading.Lock()
+
+# stand-in values for runtime scalars when the written-args analysis compiles the kernel:
+# an int that is neither 1 nor a multiple of 16 gets no specialization, so the analysed
+# kernel is the most general one (its written set contains every specialization's)
+_GENERIC = {"i": 3, "f": 0.5, "b": True}
+_SCHEMA_TYPES = {"t": "Tensor", "i": "SymInt", "f": "float", "b": "bool"}
+# names the schema parser reserves or that clash with the grid arguments
+_RESERVED = {"gx", "gy", "gz", "self", "out", "Tensor", "int", "float", "bool", "str", "None"}
+
+
+def _library() -> Any:
+    global _lib
+    if _lib is None:
+        _lib = torch.library.Library(_NAMESPACE, "FRAGMENT")
+    return _lib
+
+
+def base_jit_function(kernel: Any) -> Any:
+    """The JITFunction under any stack of `autotune` / `heuristics` wrappers."""
+    seen = 0
+    while not getattr(kernel, "_tegula_jit", False) and hasattr(kernel, "fn") and seen < 16:
+        kernel, seen = kernel.fn, seen + 1
+    return kernel
+
+
+def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: tuple) -> set[str]:
+    """Names of the tensor parameters the launch may write (the written-args analysis of
+    the kernel compiled for these dtypes and constexprs). A wrapped kernel (autotune,
+    heuristics) may pick constexprs per config: all its tensors count as written."""
+    tensors = {n for n, d in zip(names, desc) if d[0] == "t"}
+    if not getattr(kernel, "_tegula_jit", False) or any(d[0] == "m" for d in desc):
+        return tensors
+    args = []
+    for d in desc:
+        if d[0] == "t":
+            args.append(d[1])  # a dtype stands for a tensor in warmup()
+        elif d[0] == "c":
+            args.append(d[1])
+        else:
+            args.append(_GENERIC[d[0]])
+    opts = {k: v for k, v in options if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+    compiled = kernel.warmup(*args, grid=(1,), **opts)
+    written = getattr(getattr(compiled, "metadata", None), "written_args", None)
+    return tensors if written is None else tensors & set(written)
+
+
+def _schema_name(name: str) -> str:
+    return name + "_" if name in _RESERVED or name.startswith("_") else name
+
+
+def _op_name(kernel: Any, desc: tuple, options: tuple) -> str:
+    base = base_jit_function(kernel)
+    try:
+        source_key = base.cache_key
+    except Exception:  # no source: the launch itself reports it
+        source_key = ""
+    text = repr((type(kernel).__name__, base.module, base.__qualname__, source_key, desc, options))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    stem = re.sub(r"\W", "_", base.__name__)[:40]
+    return f"{stem}_{digest}"
+
+
+def op_for(kernel: Any, desc: tuple, options: tuple) -> Any:
+    """The registered op (an OpOverload) for this launch description; registers it on
+    first use. Called at trace time with constants only."""
+    key = (kernel, desc, options)
+    op = _ops.get(key)
+    if op is not None:
+        return op
+    with _lock:
+        op = _ops.get(key)
+        if op is None:
+            op = _ops[key] = _register(kernel, desc, options)
+    return op
+
+
+def _register(kernel: Any, desc: tuple, options: tuple) -> Any:
+    names = list(base_jit_function(kernel).arg_names)
+    if len(names) != len(desc):
+        raise TypeError(f"launch description of {len(desc)} entries for {len(names)} parameters")
+    written = written_tensor_params(kernel, names, desc, options)
+    runtime = [(n, d[0]) for n, d in zip(names, desc) if d[0] in _SCHEMA_TYPES]
+    params = ["SymInt gx", "SymInt gy", "SymInt gz"]
+    for i, (n, kind) in enumerate(runtime):
+        typ = _SCHEMA_TYPES[kind]
+        if n in written:
+            typ = f"Tensor(a{i}!)"
+        params.append(f"{typ} {_schema_name(n)}")
+    name = _op_name(kernel, desc, options)
+    lib = _library()
+    packet = getattr(torch.ops, _NAMESPACE)
+    if not hasattr(packet, name):
+        lib.define(f"{name}({', '.join(params)}) -> ()")
+        lib.impl(name, _real_impl(kernel, names, desc, options), "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{_NAMESPACE}::{name}", _fake_impl, lib=lib)
+    return getattr(packet, name).default
+
+
+def _real_impl(kernel: Any, names: list[str], desc: tuple, options: tuple) -> Callable[..., None]:
+    """Launch the kernel: runtime arguments come positionally after the grid, constexprs
+    and options from the description."""
+    slots = [i for i, d in enumerate(desc) if d[0] in _SCHEMA_TYPES]
+    constexprs = {names[i]: d[1] for i, d in enumerate(desc) if d[0] == "c"}
+    opts = dict(options)
+
+    def launch(gx: int, gy: int, gz: int, *runtime: Any) -> None:
+        kwargs = dict(constexprs)
+        for i, v in zip(slots, runtime):
+            kwargs[names[i]] = v
+        kernel.run(grid=(gx, gy, gz), warmup=False, **kwargs, **opts)
+
+    return launch
+
+
+def _fake_impl(*args: Any) -> None:
+    return None
