@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import textwrap
 import threading
 from functools import partial
@@ -27,6 +28,7 @@ from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 
+_MODULES = sys.modules
 _TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
 # Annotation spellings that fix a parameter's type (tl dtype names and Triton's short
 # names). Python's own `int`/`float`/`bool` annotations are ignored, as in Triton.
@@ -233,12 +235,12 @@ class JITFunction(KernelInterface):
         # `partial` directly rather than through `binder.bind`: one Python call less on
         # every launch; and the latest one is reused for the same grid object (one
         # tuple, read and replaced whole, so concurrent launches never mix grids).
-        # First, torch.compile's hook (kernel_interface._torch_launcher).
-        hook = _ki._torch_launcher or _ki._probe_torch()
-        if hook is not None:
-            traced = hook(self, grid)
-            if traced is not None:
-                return traced
+        # First, torch.compile's hooks (kernel_interface._torch_tracing).
+        tracing = _ki._torch_tracing
+        if tracing is None and "torch" in _MODULES:
+            tracing = _ki._probe_torch()
+        if tracing is not None and tracing():
+            return _ki._torch_launcher(self, grid)  # type: ignore[misc]
         runner = self._runner or self._build_runner()
         bound = self._bound
         if bound[0] is grid and bound[1] is runner:

@@ -10,20 +10,22 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-# torch.compile support (`tegula/torch/dynamo.py`): once torch is loaded, a function
-# `(kernel, grid) -> launcher or None` answering, while a launch is being traced, a
-# launcher that calls the launch's registered custom op, and None otherwise. Read by
-# `__getitem__` here and in `JITFunction`.
-_torch_launcher: Optional[Callable[[Any, Any], Any]] = None
+# torch.compile support (`tegula/torch/dynamo.py` sets these once torch is loaded):
+# `_torch_tracing()` says whether a launch is being traced (by Dynamo, or with fake
+# tensors), and then `_torch_launcher(kernel, grid)` is the launcher that calls the
+# launch's registered custom op. Read by `__getitem__` here and in `JITFunction`.
+_torch_tracing: Optional[Callable[[], bool]] = None
+_torch_launcher: Optional[Callable[[Any, Any], Callable[..., Any]]] = None
+_MODULES = sys.modules
 
 
-def _probe_torch() -> Optional[Callable[[Any, Any], Any]]:
-    """Install `tegula.torch`'s launch hook if torch was imported after tegula; returns
-    the hook, or None without torch. Dynamo runs this at trace time as a constant (the
-    attribute below is what `torch._dynamo.assume_constant_result` sets)."""
-    if _torch_launcher is None and "torch" in sys.modules:
-        import tegula.torch  # noqa: F401  (installs the hook)
-    return _torch_launcher
+def _probe_torch() -> Optional[Callable[[], bool]]:
+    """Install `tegula.torch`'s hooks if torch was imported after tegula; returns
+    `_torch_tracing`. Dynamo runs this at trace time as a constant (the attribute below
+    is what `torch._dynamo.assume_constant_result` sets)."""
+    if _torch_tracing is None and "torch" in sys.modules:
+        import tegula.torch  # noqa: F401  (installs the hooks)
+    return _torch_tracing
 
 
 _probe_torch._dynamo_marked_constant = True  # type: ignore[attr-defined]
@@ -42,11 +44,11 @@ class KernelInterface:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         # A closure rather than functools.partial: the launch path is hot, and a plain
         # closure with keyword splatting is the cheapest callable CPython offers here.
-        hook = _torch_launcher or _probe_torch()
-        if hook is not None:
-            traced = hook(self, grid)
-            if traced is not None:
-                return traced
+        tracing = _torch_tracing
+        if tracing is None and "torch" in _MODULES:
+            tracing = _probe_torch()
+        if tracing is not None and tracing():
+            return _torch_launcher(self, grid)  # type: ignore[misc]
 
         def launcher(*args: Any, **kwargs: Any) -> Any:
             return self.run(*args, grid=grid, warmup=False, **kwargs)

@@ -1,10 +1,10 @@
 """`kernel[grid](...)` inside `torch.compile`: the launch becomes a registered custom op.
 
-`install()` puts `traced_launcher` into `tegula.runtime.kernel_interface`, which the
-`__getitem__` of every kernel (JITFunction, autotuned, heuristic) reads. `kernel[grid]` asks it first: while
-Dynamo traces (`torch.compiler.is_compiling()`), or while `routing()` is on (fake
-tensors: `triton_op`'s fake implementation, `make_fx`, export), it answers a launcher
-that calls the launch's op from `launch_ops.op_for`; otherwise None, and the ordinary
+`install()` puts `tracing` and `traced_launcher` into `tegula.runtime.kernel_interface`,
+which the `__getitem__` of every kernel (JITFunction, autotuned, heuristic) reads: while
+torch compiles or exports (`torch.compiler.is_compiling()`), or while `routing()` is on
+(fake tensors: `triton_op`'s fake implementation, `make_fx`), `kernel[grid]` is a
+launcher that calls the launch's op from `launch_ops.op_for`; otherwise the ordinary
 launch path runs.
 
 Dynamo inlines `launch_as_op` (plain Python: binding the arguments, evaluating a grid
@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 import torch
 
 from . import launch_ops
 
 _routing = 0
-_is_compiling = torch.compiler.is_compiling
+_compiler = torch.compiler
 
 
 @contextlib.contextmanager
@@ -41,18 +41,33 @@ def routing() -> Iterator[None]:
         _routing -= 1
 
 
-def traced_launcher(kernel: Any, grid: Any) -> Optional[Callable[..., Any]]:
-    """The launcher `kernel[grid]` returns while tracing, or None for an ordinary launch."""
-    if _is_compiling() or _routing:
-        return functools.partial(launch_as_op, kernel, grid)
-    return None
+def tracing() -> bool:
+    """Whether launches now go through their ops: under `routing()`, or while torch
+    compiles or exports (`torch.compiler.is_compiling()`). Called on every launch, so it
+    reads the flag behind `is_compiling` directly; inside Dynamo's trace it is replaced by
+    `_dynamo_tracing` (`install`), which never reads the flag (that would guard on it)."""
+    return bool(_routing) or _compiler._is_compiling_flag
+
+
+def _dynamo_tracing() -> bool:
+    return True
+
+
+def traced_launcher(kernel: Any, grid: Any) -> Callable[..., Any]:
+    """The launcher `kernel[grid]` returns while `tracing()`."""
+    return functools.partial(launch_as_op, kernel, grid)
 
 
 @torch._dynamo.assume_constant_result
 def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
-    """For each parameter (name, is_constexpr, positional index or -1, whether it is
-    given or has a default, default), and the keyword arguments that are launch options
-    rather than parameters."""
+    """What a launch of `kernel` with `nargs` positional arguments and these keywords
+    needs: (what, parameters, option names, configs). `what` is "heuristics" for a
+    `@heuristics` kernel (its values are computed in traced code, then its `fn`
+    launched), else "launch". Each parameter is (name, is_constexpr, positional index or
+    -1, whether it is given or has a default, default); the options are the keywords that
+    are not parameters; configs are an autotuner's `Config.all_kwargs()` as sorted pairs."""
+    if hasattr(kernel, "values") and hasattr(kernel, "fn") and not hasattr(kernel, "configs"):
+        return "heuristics", (), (), ()
     base = launch_ops.base_jit_function(kernel)
     params = base.params
     if nargs > len(params):
@@ -60,23 +75,38 @@ def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     names = {p.name for p in params}
     plan = tuple((p.name, p.is_constexpr, p.num if p.num < nargs else -1,
                   p.has_default or p.name in kwnames, p.default if p.has_default else None) for p in params)
+    configs = tuple(tuple(sorted(c.all_kwargs().items())) for c in getattr(kernel, "configs", ()))
     missing = [p.name for p in params if p.num >= nargs and p.name not in kwnames and not p.has_default]
-    if missing and not hasattr(kernel, "configs"):  # an autotuner supplies its configs' values
+    if missing and not configs:
         raise TypeError(f"kernel '{base.__name__}': missing arguments {', '.join(missing)}")
-    return plan, tuple(k for k in kwnames if k not in names)
+    return "launch", plan, tuple(k for k in kwnames if k not in names), configs
 
 
 @torch._dynamo.assume_constant_result
-def _op_name(kernel: Any, desc: tuple, options: tuple) -> str:
+def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple) -> str:
     """The name of the launch's op in `torch.ops.tegula` (registered on first use). A
     string, because Dynamo guards a constant result by value: the op itself is then
     looked up by name in traced code, where Dynamo knows `torch.ops`."""
-    return launch_ops.op_for(kernel, desc, options).__name__.split(".")[0]
+    return launch_ops.op_for(kernel, desc, options, configs).__name__.split(".")[0]
+
+
+def _grid3(grid: Any, meta: dict) -> list:
+    if callable(grid):
+        grid = grid(meta)
+    if not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    return [grid[0] if len(grid) > 0 else 1, grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1]
 
 
 def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     """Launch through the kernel's op (traced by Dynamo; see the module docstring)."""
-    plan, option_names = _plan(kernel, len(args), tuple(kwargs))
+    what, plan, option_names, configs = _plan(kernel, len(args), tuple(kwargs))
+    if what == "heuristics":
+        named = dict(zip(kernel.arg_names, args))
+        named.update(kwargs)
+        for name, heuristic in kernel.values.items():
+            kwargs[name] = heuristic(named)
+        return launch_as_op(kernel.fn, grid, *args, **kwargs)
     meta = {}
     desc = []
     runtime = []
@@ -113,19 +143,31 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     for k in option_names:
         meta[k] = kwargs[k]
         options.append((k, kwargs[k]))
-    op = getattr(torch.ops.tegula, _op_name(kernel, tuple(desc), tuple(sorted(options)))).default
-    if callable(grid):
-        grid = grid(meta)
-    if not isinstance(grid, (tuple, list)):
-        grid = (grid,)
-    gx = grid[0] if len(grid) > 0 else 1
-    gy = grid[1] if len(grid) > 1 else 1
-    gz = grid[2] if len(grid) > 2 else 1
-    op(gx, gy, gz, *runtime)
+    op = getattr(torch.ops.tegula, _op_name(kernel, tuple(desc), tuple(sorted(options)), configs)).default
+    if configs and callable(grid):
+        grids = []
+        for config in configs:
+            grids.extend(_grid3(grid, {**meta, **dict(config)}))
+    else:
+        grids = _grid3(grid, meta)
+    op(grids, *runtime)
 
 
 def install() -> None:
-    """Make `kernel[grid]` consult `traced_launcher` (idempotent)."""
+    """Make `kernel[grid]` consult `tracing` and `traced_launcher` (once)."""
     from ..runtime import kernel_interface
 
+    if kernel_interface._torch_tracing is not None:
+        return
+    check: Callable[[], bool] = tracing
+    substitute = getattr(torch.compiler, "substitute_in_graph", None)
+    if substitute is None or not hasattr(_compiler, "_is_compiling_flag"):  # torch < 2.5
+        check = _slow_tracing
+    else:
+        substitute(tracing, can_constant_fold_through=True)(_dynamo_tracing)
     kernel_interface._torch_launcher = traced_launcher
+    kernel_interface._torch_tracing = check
+
+
+def _slow_tracing() -> bool:
+    return bool(_routing) or torch.compiler.is_compiling()

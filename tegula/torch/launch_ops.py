@@ -11,10 +11,11 @@ description*: for each kernel parameter, in order, what was passed —
 — plus the launch options (`num_warps`, `num_stages`, ...), as sorted `(name, value)`
 pairs. For each (kernel, description, options) `op_for` registers, once, an operator
 
-    tegula::<kernel>_<hash>(SymInt gx, SymInt gy, SymInt gz, Tensor(a0!) out, Tensor x,
-                            SymInt n, float alpha) -> ()
+    tegula::<kernel>_<hash>(SymInt[] grid, Tensor x, Tensor(a2!) out, SymInt n,
+                            float alpha) -> ()
 
-whose arguments are the grid and the runtime parameters, and whose mutable tensors are
+whose arguments are the grid (x, y, z; for an autotuned kernel, one grid per config, as
+the grid may depend on the config) and the runtime parameters, and whose mutable tensors are
 exactly the pointer arguments tegula's written-args analysis
 (`tegula.passes.written_args`) says the kernel may store to or update atomically. Its
 real implementation launches the kernel (`kernel.run`, any device); its fake
@@ -45,7 +46,7 @@ _lock = threading.Lock()
 _GENERIC = {"i": 3, "f": 0.5, "b": True}
 _SCHEMA_TYPES = {"t": "Tensor", "i": "SymInt", "f": "float", "b": "bool"}
 # names the schema parser reserves or that clash with the grid arguments
-_RESERVED = {"gx", "gy", "gz", "self", "out", "Tensor", "int", "float", "bool", "str", "None"}
+_RESERVED = {"grid", "self", "out", "Tensor", "int", "float", "bool", "str", "None"}
 
 
 def _library() -> Any:
@@ -63,25 +64,40 @@ def base_jit_function(kernel: Any) -> Any:
     return kernel
 
 
-def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: tuple) -> set[str]:
-    """Names of the tensor parameters the launch may write (the written-args analysis of
-    the kernel compiled for these dtypes and constexprs). A wrapped kernel (autotune,
-    heuristics) may pick constexprs per config: all its tensors count as written."""
+def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: tuple,
+                          configs: tuple = ()) -> set[str]:
+    """Names of the tensor parameters the launch may write: the written-args analysis of
+    the kernel compiled for these dtypes and constexprs (for an autotuner, the union over
+    its configs, plus its `reset_to_zero` arguments). Where some constexpr is unknown
+    (a heuristic computes it, say), every tensor counts as written."""
     tensors = {n for n, d in zip(names, desc) if d[0] == "t"}
-    if not getattr(kernel, "_tegula_jit", False) or any(d[0] == "m" for d in desc):
+    base = base_jit_function(kernel)
+    if base is kernel:
+        settings = [()]
+    elif getattr(kernel, "fn", None) is base and hasattr(kernel, "configs"):
+        settings = list(configs) or [()]
+    else:
         return tensors
-    args = []
-    for d in desc:
-        if d[0] == "t":
-            args.append(d[1])  # a dtype stands for a tensor in warmup()
-        elif d[0] == "c":
-            args.append(d[1])
-        else:
-            args.append(_GENERIC[d[0]])
-    opts = {k: v for k, v in options if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
-    compiled = kernel.warmup(*args, grid=(1,), **opts)
-    written = getattr(getattr(compiled, "metadata", None), "written_args", None)
-    return tensors if written is None else tensors & set(written)
+    written = set(getattr(kernel, "reset_to_zero", ()))
+    for setting in settings:
+        given = dict(setting)
+        args = []
+        for n, d in zip(names, desc):
+            if d[0] == "t" or d[0] == "c":
+                args.append(d[1])  # a dtype stands for a tensor in warmup()
+            elif d[0] == "m":
+                if n not in given:
+                    return tensors
+                args.append(given.pop(n))
+            else:
+                args.append(_GENERIC[d[0]])
+        opts = {k: v for k, v in (*options, *given.items()) if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+        compiled = base.warmup(*args, grid=(1,), **opts)
+        found = getattr(getattr(compiled, "metadata", None), "written_args", None)
+        if found is None:
+            return tensors
+        written |= set(found)
+    return tensors & written
 
 
 def _schema_name(name: str) -> str:
@@ -100,56 +116,74 @@ def _op_name(kernel: Any, desc: tuple, options: tuple) -> str:
     return f"{stem}_{digest}"
 
 
-def op_for(kernel: Any, desc: tuple, options: tuple) -> Any:
+def op_for(kernel: Any, desc: tuple, options: tuple, configs: tuple = ()) -> Any:
     """The registered op (an OpOverload) for this launch description; registers it on
-    first use. Called at trace time with constants only."""
-    key = (kernel, desc, options)
+    first use. Called at trace time with constants only. `configs` are an autotuner's
+    configs (each as sorted `(name, value)` pairs of `Config.all_kwargs()`), whose grids
+    the op receives one after the other."""
+    key = (kernel, desc, options, configs)
     op = _ops.get(key)
     if op is not None:
         return op
     with _lock:
         op = _ops.get(key)
         if op is None:
-            op = _ops[key] = _register(kernel, desc, options)
+            op = _ops[key] = _register(kernel, desc, options, configs)
     return op
 
 
-def _register(kernel: Any, desc: tuple, options: tuple) -> Any:
+def _register(kernel: Any, desc: tuple, options: tuple, configs: tuple) -> Any:
     names = list(base_jit_function(kernel).arg_names)
     if len(names) != len(desc):
         raise TypeError(f"launch description of {len(desc)} entries for {len(names)} parameters")
-    written = written_tensor_params(kernel, names, desc, options)
+    written = written_tensor_params(kernel, names, desc, options, configs)
     runtime = [(n, d[0]) for n, d in zip(names, desc) if d[0] in _SCHEMA_TYPES]
-    params = ["SymInt gx", "SymInt gy", "SymInt gz"]
+    params = ["SymInt[] grid"]
     for i, (n, kind) in enumerate(runtime):
         typ = _SCHEMA_TYPES[kind]
         if n in written:
             typ = f"Tensor(a{i}!)"
         params.append(f"{typ} {_schema_name(n)}")
-    name = _op_name(kernel, desc, options)
+    name = _op_name(kernel, (desc, configs), options)
     lib = _library()
     packet = getattr(torch.ops, _NAMESPACE)
     if not hasattr(packet, name):
         lib.define(f"{name}({', '.join(params)}) -> ()")
-        lib.impl(name, _real_impl(kernel, names, desc, options), "CompositeExplicitAutograd")
+        lib.impl(name, _real_impl(kernel, names, desc, options, configs), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{_NAMESPACE}::{name}", _fake_impl, lib=lib)
     return getattr(packet, name).default
 
 
-def _real_impl(kernel: Any, names: list[str], desc: tuple, options: tuple) -> Callable[..., None]:
+def _real_impl(kernel: Any, names: list[str], desc: tuple, options: tuple,
+               configs: tuple) -> Callable[..., None]:
     """Launch the kernel: runtime arguments come positionally after the grid, constexprs
     and options from the description."""
     slots = [i for i, d in enumerate(desc) if d[0] in _SCHEMA_TYPES]
     constexprs = {names[i]: d[1] for i, d in enumerate(desc) if d[0] == "c"}
     opts = dict(options)
 
-    def launch(gx: int, gy: int, gz: int, *runtime: Any) -> None:
+    def launch(grid: list, *runtime: Any) -> None:
         kwargs = dict(constexprs)
         for i, v in zip(slots, runtime):
             kwargs[names[i]] = v
-        kernel.run(grid=(gx, gy, gz), warmup=False, **kwargs, **opts)
+        grids = [tuple(grid[i:i + 3]) for i in range(0, len(grid), 3)]
+        kernel.run(grid=grids[0] if len(grids) == 1 else _config_grid(configs, grids),
+                   warmup=False, **kwargs, **opts)
 
     return launch
+
+
+def _config_grid(configs: tuple, grids: list) -> Callable[[dict], tuple]:
+    """The grid function of an autotuned launch: the grid traced for the config the
+    autotuner is running (recognised by its values)."""
+
+    def grid(meta: dict) -> tuple:
+        for config, g in zip(configs, grids):
+            if all(meta.get(k, v) == v for k, v in config):
+                return g
+        return grids[0]
+
+    return grid
 
 
 def _fake_impl(*args: Any) -> None:
