@@ -44,7 +44,7 @@ def next_power_of_2(n: int) -> int:
 
 # With torch already loaded, launches inside torch.compile become custom ops from the
 # start (tegula/torch); a torch imported later is noticed at the first launch.
-if "torch" in _sys.modules:
+if _sys.modules.get("torch") is not None:
     from . import torch as _torch_integration  # noqa: F401
 
 __all__ = [

@@ -237,9 +237,10 @@ class JITFunction(KernelInterface):
         # tuple, read and replaced whole, so concurrent launches never mix grids).
         # First, torch.compile's hooks (kernel_interface._torch_tracing).
         tracing = _ki._torch_tracing
-        if tracing is None and "torch" in _MODULES:
-            tracing = _ki._probe_torch()
-        if tracing is not None and tracing():
+        if tracing is None:
+            if "torch" in _MODULES and _ki._probe_torch():
+                return _ki._torch_launcher(self, grid)  # type: ignore[misc]
+        elif tracing():
             return _ki._torch_launcher(self, grid)  # type: ignore[misc]
         runner = self._runner or self._build_runner()
         bound = self._bound

@@ -16,16 +16,19 @@ from typing import Any, Callable, Optional
 # launch's registered custom op. Read by `__getitem__` here and in `JITFunction`.
 _torch_tracing: Optional[Callable[[], bool]] = None
 _torch_launcher: Optional[Callable[[Any, Any], Callable[..., Any]]] = None
+_torch_tracing_slow: Optional[Callable[[], bool]] = None
 _MODULES = sys.modules
 
 
-def _probe_torch() -> Optional[Callable[[], bool]]:
-    """Install `tegula.torch`'s hooks if torch was imported after tegula; returns
-    `_torch_tracing`. Dynamo runs this at trace time as a constant (the attribute below
-    is what `torch._dynamo.assume_constant_result` sets)."""
-    if _torch_tracing is None and "torch" in sys.modules:
-        import tegula.torch  # noqa: F401  (installs the hooks)
-    return _torch_tracing
+def _probe_torch() -> bool:
+    """Install `tegula.torch`'s hooks if torch was imported after tegula; returns whether
+    a launch is being traced now. Dynamo runs this at trace time, as a constant (the
+    attribute below is what `torch._dynamo.assume_constant_result` sets)."""
+    if _torch_tracing is None and sys.modules.get("torch") is not None:
+        from tegula.torch import dynamo
+
+        dynamo.install()
+    return _torch_tracing_slow is not None and _torch_tracing_slow()
 
 
 _probe_torch._dynamo_marked_constant = True  # type: ignore[attr-defined]
@@ -45,9 +48,10 @@ class KernelInterface:
         # A closure rather than functools.partial: the launch path is hot, and a plain
         # closure with keyword splatting is the cheapest callable CPython offers here.
         tracing = _torch_tracing
-        if tracing is None and "torch" in _MODULES:
-            tracing = _probe_torch()
-        if tracing is not None and tracing():
+        if tracing is None:
+            if "torch" in _MODULES and _probe_torch():
+                return _torch_launcher(self, grid)  # type: ignore[misc]
+        elif tracing():
             return _torch_launcher(self, grid)  # type: ignore[misc]
 
         def launcher(*args: Any, **kwargs: Any) -> Any:

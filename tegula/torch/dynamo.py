@@ -153,21 +153,30 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     op(grids, *runtime)
 
 
+_substituted = False
+
+
 def install() -> None:
-    """Make `kernel[grid]` consult `tracing` and `traced_launcher` (once)."""
+    """Make `kernel[grid]` consult `tracing` and `traced_launcher`. While Dynamo traces
+    (this runs from `kernel_interface._probe_torch` when torch was imported after
+    tegula), `_torch_tracing` stays None: Dynamo guards the value it read, and a later
+    launch outside the trace completes the installation."""
+    global _substituted
     from ..runtime import kernel_interface
 
-    if kernel_interface._torch_tracing is not None:
-        return
     check: Callable[[], bool] = tracing
     substitute = getattr(torch.compiler, "substitute_in_graph", None)
     if substitute is None or not hasattr(_compiler, "_is_compiling_flag"):  # torch < 2.5
         check = _slow_tracing
-    else:
+    elif not _substituted:
         substitute(tracing, can_constant_fold_through=True)(_dynamo_tracing)
+        _substituted = True
     kernel_interface._torch_launcher = traced_launcher
-    kernel_interface._torch_tracing = check
+    kernel_interface._torch_tracing_slow = _slow_tracing
+    if not torch.compiler.is_compiling():
+        kernel_interface._torch_tracing = check
 
 
 def _slow_tracing() -> bool:
+    """`tracing` through the public `is_compiling` (slower: two more calls)."""
     return bool(_routing) or torch.compiler.is_compiling()
