@@ -98,6 +98,13 @@ def _grid3(grid: Any, meta: dict) -> list:
     return [grid[0] if len(grid) > 0 else 1, grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1]
 
 
+def _specialize(v: int) -> int:
+    """`v` as a Python int. A constexpr is a compile-time value, but Dynamo may have made
+    an int argument symbolic (automatic dynamic shapes); taking the length of a range
+    makes it guard on the value and hand back a constant (`int(v)` stays symbolic)."""
+    return len(range(v)) if v >= 0 else -len(range(-v))
+
+
 def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     """Launch through the kernel's op (traced by Dynamo; see the module docstring)."""
     what, plan, option_names, configs = _plan(kernel, len(args), tuple(kwargs))
@@ -125,8 +132,8 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
             desc.append(("t", v.dtype))
             runtime.append(v)
         elif constexpr or v is None:
-            if isinstance(v, torch.SymInt):
-                v = int(v)  # a constexpr is a compile-time value: specialize on it
+            if type(v) is int:
+                v = _specialize(v)
             desc.append(("c", v))
         elif isinstance(v, bool):
             desc.append(("b",))

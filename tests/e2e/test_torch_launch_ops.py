@@ -164,6 +164,20 @@ def test_dynamic_shapes(device):
         torch.testing.assert_close(compiled(x, y), 2 * x + y)
 
 
+def test_constexpr_from_an_int_argument_that_varies():
+    """After a few calls Dynamo makes a varying int argument symbolic; as a constexpr it
+    is specialized again (one graph per value), never a graph break."""
+    def f(x, y, alpha, block):
+        out = torch.empty_like(x)
+        axpy_kernel[(triton.cdiv(x.numel(), block),)](x, y, out, x.numel(), alpha, BLOCK=block)
+        return out
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    for n, alpha, block in [(10, 1.0, 16), (20, 2.0, 32), (30, 3.0, 64), (41, 4.0, 16)]:
+        x, y = torch.randn(n), torch.randn(n)
+        torch.testing.assert_close(compiled(x, y, alpha, block), alpha * x + y)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_autotuned_kernel(device):
     def f(x, y):
