@@ -156,19 +156,29 @@ def _register(kernel: Any, desc: tuple, options: tuple, configs: tuple) -> Any:
 
 def _real_impl(kernel: Any, names: list[str], desc: tuple, options: tuple,
                configs: tuple) -> Callable[..., None]:
-    """Launch the kernel: runtime arguments come positionally after the grid, constexprs
-    and options from the description."""
-    slots = [i for i, d in enumerate(desc) if d[0] in _SCHEMA_TYPES]
-    constexprs = {names[i]: d[1] for i, d in enumerate(desc) if d[0] == "c"}
-    opts = dict(options)
+    """Launch the kernel: runtime arguments come after the grid, constexprs and options
+    from the description. Parameters before the first one an autotuner supplies are
+    passed positionally (the launch path's fast case), the rest by name."""
+    given = next((i for i, d in enumerate(desc) if d[0] == "m"), len(desc))
+    template = [d[1] if d[0] == "c" else None for d in desc[:given]]
+    slots = [i for i, d in enumerate(desc[:given]) if d[0] in _SCHEMA_TYPES]
+    named_slots = [names[i] for i, d in enumerate(desc) if i >= given and d[0] in _SCHEMA_TYPES]
+    named = {names[i]: d[1] for i, d in enumerate(desc) if i >= given and d[0] == "c"}
+    named.update(options)
+    run = kernel.run
 
     def launch(grid: list, *runtime: Any) -> None:
-        kwargs = dict(constexprs)
+        args = list(template)
         for i, v in zip(slots, runtime):
-            kwargs[names[i]] = v
-        grids = [tuple(grid[i:i + 3]) for i in range(0, len(grid), 3)]
-        kernel.run(grid=grids[0] if len(grids) == 1 else _config_grid(configs, grids),
-                   warmup=False, **kwargs, **opts)
+            args[i] = v
+        kwargs = dict(named)
+        for name, v in zip(named_slots, runtime[len(slots):]):
+            kwargs[name] = v
+        if len(grid) == 3:
+            g: Any = (grid[0], grid[1], grid[2])
+        else:
+            g = _config_grid(configs, [tuple(grid[i:i + 3]) for i in range(0, len(grid), 3)])
+        run(*args, grid=g, warmup=False, **kwargs)
 
     return launch
 
