@@ -219,6 +219,19 @@ def test_wrap_triton_under_make_fx():
     torch.testing.assert_close(f(x, y), 2 * x + y)  # eager: a direct launch
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_torch_export(strict):
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            return fused(x, y)
+
+    x, y = torch.randn(50), torch.randn(50)
+    ep = torch.export.export(Model(), (x, y), strict=strict)
+    assert "torch.ops.tegula.axpy_kernel_" in ep.graph_module.code
+    x, y = torch.randn(50), torch.randn(50)
+    torch.testing.assert_close(ep.module()(x, y), torch.relu(6 * x + y) + 1)
+
+
 def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
     script = tmp_path / "script.py"  # a file: @jit reads its kernels' source
     script.write_text(textwrap.dedent(code))
