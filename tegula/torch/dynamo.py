@@ -12,8 +12,9 @@ callable on the bound arguments, classifying each value), but not the two functi
 that need real Python objects — `_plan` (the kernel's parameters) and `op_for` (which
 compiles the kernel for its written arguments and registers the op): both are marked
 `assume_constant_result`, so Dynamo runs them at trace time on constants; the op is then
-looked up by name in `torch.ops.tegula` and called, which Dynamo puts into the graph.
-No graph break, and no Dynamo-internal API.
+looked up by name in `torch.ops.tegula` and called, which Dynamo puts into the graph:
+no graph break. (Besides public APIs, `tracing` reads `torch.compiler._is_compiling_flag`
+where it exists, to keep the eager launch path cheap.)
 """
 from __future__ import annotations
 
@@ -58,6 +59,10 @@ def traced_launcher(kernel: Any, grid: Any) -> Callable[..., Any]:
     return functools.partial(launch_as_op, kernel, grid)
 
 
+def _plain(value: Any) -> bool:
+    return value is None or type(value) in (bool, int, float, str)
+
+
 @torch._dynamo.assume_constant_result
 def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     """What a launch of `kernel` with `nargs` positional arguments and these keywords
@@ -73,8 +78,10 @@ def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     if nargs > len(params):
         raise TypeError(f"kernel '{base.__name__}' takes {len(params)} arguments, got {nargs}")
     names = {p.name for p in params}
+    # a default that is not a plain value (a tl dtype, say) is left to the kernel itself
     plan = tuple((p.name, p.is_constexpr, p.num if p.num < nargs else -1,
-                  p.has_default or p.name in kwnames, p.default if p.has_default else None) for p in params)
+                  (p.has_default and _plain(p.default)) or p.name in kwnames,
+                  p.default if p.has_default and _plain(p.default) else None) for p in params)
     configs = tuple(tuple(sorted(c.all_kwargs().items())) for c in getattr(kernel, "configs", ()))
     missing = [p.name for p in params if p.num >= nargs and p.name not in kwnames and not p.has_default]
     if missing and not configs:
@@ -124,7 +131,7 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
             v = kwargs[name]
         elif present:
             v = default
-        else:  # left to an autotuner's configs
+        else:  # left to the kernel's own default or an autotuner's configs
             desc.append(("m",))
             continue
         meta[name] = v
@@ -132,7 +139,7 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
             desc.append(("t", v.dtype))
             runtime.append(v)
         elif constexpr or v is None:
-            if type(v) is int:
+            if isinstance(v, int) and not isinstance(v, bool):
                 v = _specialize(v)
             desc.append(("c", v))
         elif isinstance(v, bool):

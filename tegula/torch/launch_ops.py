@@ -6,7 +6,8 @@ description*: for each kernel parameter, in order, what was passed —
     ("t", dtype)     a tensor (its elements' torch dtype)
     ("i",) ("f",) ("b",)   a runtime int / float / bool scalar
     ("c", value)     a constexpr parameter (or a None argument) and its value
-    ("m",)           not given: an autotuner's configs supply it
+    ("m",)           not passed: the kernel's own default (one that is not a plain
+                     Python value), or an autotuner's configs, supply it
 
 — plus the launch options (`num_warps`, `num_stages`, ...), as sorted `(name, value)`
 pairs. For each (kernel, description, options) `op_for` registers, once, an operator
@@ -81,18 +82,20 @@ def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: t
     written = set(getattr(kernel, "reset_to_zero", ()))
     for setting in settings:
         given = dict(setting)
-        args = []
+        kwargs = {}
         for n, d in zip(names, desc):
             if d[0] == "t" or d[0] == "c":
-                args.append(d[1])  # a dtype stands for a tensor in warmup()
+                kwargs[n] = d[1]  # a dtype stands for a tensor in warmup()
             elif d[0] == "m":
-                if n not in given:
-                    return tensors
-                args.append(given.pop(n))
+                if n in given:
+                    kwargs[n] = given.pop(n)
             else:
-                args.append(_GENERIC[d[0]])
+                kwargs[n] = _GENERIC[d[0]]
         opts = {k: v for k, v in (*options, *given.items()) if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
-        compiled = base.warmup(*args, grid=(1,), **opts)
+        try:
+            compiled = base.warmup(grid=(1,), **kwargs, **opts)
+        except TypeError:  # a parameter no one supplied: the launch itself will say so
+            return tensors
         found = getattr(getattr(compiled, "metadata", None), "written_args", None)
         if found is None:
             return tensors

@@ -53,6 +53,13 @@ def row_sum_kernel(x_ptr, out_ptr, cols, stride, BLOCK: tl.constexpr, SQUARE: tl
     tl.store(out_ptr + row, tl.sum(x, axis=0))
 
 
+@triton.jit
+def scaled_copy(x_ptr, out, n, BLOCK: tl.constexpr = 32, DT: tl.constexpr = tl.float32, SCALE: tl.constexpr = 2):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x_ptr + offs, mask=mask).to(DT) * SCALE, mask=mask)
+
+
 @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 64})], key=["n"])
 @triton.jit
 def axpy_autotuned(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
@@ -162,6 +169,19 @@ def test_dynamic_shapes(device):
     for n in (5, 130, 1000 + 3):
         x, y = torch.randn(n, device=device), torch.randn(n, device=device)
         torch.testing.assert_close(compiled(x, y), 2 * x + y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_parameter_defaults(device):
+    """Defaults fill the grid's meta (BLOCK) and the kernel's own constexprs (a tl dtype)."""
+    def f(x):
+        out = torch.empty_like(x)
+        scaled_copy[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+        return out
+
+    x = torch.randn(70, device=device)
+    assert explain(f, x).graph_break_count == 0
+    torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(x), 2 * x)
 
 
 def test_constexpr_from_an_int_argument_that_varies():
