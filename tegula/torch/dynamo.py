@@ -90,10 +90,13 @@ def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
 
 
 @torch._dynamo.assume_constant_result
-def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple) -> str:
+def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple, *objects: Any) -> str:
     """The name of the launch's op in `torch.ops.tegula` (registered on first use). A
     string, because Dynamo guards a constant result by value: the op itself is then
-    looked up by name in traced code, where Dynamo knows `torch.ops`."""
+    looked up by name in traced code, where Dynamo knows `torch.ops`. Constexpr values
+    that are not plain Python values (a tl dtype, a tuple) come as `objects`, referred to
+    from `desc` as ("o", index): Dynamo hands over objects only as whole arguments."""
+    desc = tuple(("c", objects[d[1]]) if d[0] == "o" else d for d in desc)
     return launch_ops.op_for(kernel, desc, options, configs).__name__.split(".")[0]
 
 
@@ -124,6 +127,7 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     meta = {}
     desc = []
     runtime = []
+    objects = []
     for name, constexpr, pos, present, default in plan:
         if pos >= 0:
             v = args[pos]
@@ -141,7 +145,11 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         elif constexpr or v is None:
             if isinstance(v, int) and not isinstance(v, bool):
                 v = _specialize(v)
-            desc.append(("c", v))
+            if v is None or isinstance(v, (bool, int, float, str)):
+                desc.append(("c", v))
+            else:
+                desc.append(("o", len(objects)))
+                objects.append(v)
         elif isinstance(v, bool):
             desc.append(("b",))
             runtime.append(v)
@@ -152,12 +160,13 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
             desc.append(("f",))
             runtime.append(v)
         else:
-            desc.append(("c", v))
+            desc.append(("o", len(objects)))
+            objects.append(v)
     options = []
     for k in option_names:
         meta[k] = kwargs[k]
         options.append((k, kwargs[k]))
-    op = getattr(torch.ops.tegula, _op_name(kernel, tuple(desc), tuple(sorted(options)), configs)).default
+    op = getattr(torch.ops.tegula, _op_name(kernel, tuple(desc), tuple(sorted(options)), configs, *objects)).default
     if configs and callable(grid):
         grids = []
         for config in configs:

@@ -183,6 +183,14 @@ def test_parameter_defaults(device):
     assert explain(f, x).graph_break_count == 0
     torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(x), 2 * x)
 
+    def g(x):  # a tl dtype passed as a constexpr
+        out = torch.empty(x.shape, device=x.device, dtype=torch.float16)
+        scaled_copy[(triton.cdiv(x.numel(), 16),)](x, out, x.numel(), BLOCK=16, DT=tl.float16, SCALE=3)
+        return out
+
+    assert explain(g, x).graph_break_count == 0
+    torch.testing.assert_close(torch.compile(g, fullgraph=True, backend="aot_eager")(x), (3 * x).half())
+
 
 def test_constexpr_from_an_int_argument_that_varies():
     """After a few calls Dynamo makes a varying int argument symbolic; as a constexpr it
