@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 # launch's registered custom op. Read by `__getitem__` here and in `JITFunction`.
 _torch_tracing: Optional[Callable[[], bool]] = None
 _torch_launcher: Optional[Callable[[Any, Any], Callable[..., Any]]] = None
-_torch_tracing_slow: Optional[Callable[[], bool]] = None
+_torch_tracing_now: Optional[Callable[[], bool]] = None
 _MODULES = sys.modules
 
 
@@ -28,7 +28,7 @@ def _probe_torch() -> bool:
         from tegula.torch import dynamo
 
         dynamo.install()
-    return _torch_tracing_slow is not None and _torch_tracing_slow()
+    return _torch_tracing_now is not None and _torch_tracing_now()
 
 
 _probe_torch._dynamo_marked_constant = True  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ compiles the kernel for its written arguments and registers the op): both are ma
 `assume_constant_result`, so Dynamo runs them at trace time on constants; the op is then
 looked up by name in `torch.ops.tegula` and called, which Dynamo puts into the graph:
 no graph break. (Besides public APIs, `tracing` reads `torch.compiler._is_compiling_flag`
-where it exists, to keep the eager launch path cheap.)
+where torch holds it through compilation, to keep the eager launch path cheap.)
 """
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ def routing() -> Iterator[None]:
 
 def tracing() -> bool:
     """Whether launches now go through their ops: under `routing()`, or while torch
-    compiles or exports (`torch.compiler.is_compiling()`). Called on every launch, so it
-    reads the flag behind `is_compiling` directly; inside Dynamo's trace it is replaced by
-    `_dynamo_tracing` (`install`), which never reads the flag (that would guard on it)."""
+    compiles or exports (the flag behind `torch.compiler.is_compiling()`, which torch
+    holds for a whole compile session). Marked like `assume_constant_result`: Dynamo
+    calls it for real at trace time (True) instead of tracing it, so it never guards on
+    the flag; in eager mode it is one cheap call on every launch."""
     return bool(_routing) or _compiler._is_compiling_flag
 
 
-def _dynamo_tracing() -> bool:
-    return True
+tracing._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def traced_launcher(kernel: Any, grid: Any) -> Callable[..., Any]:
@@ -63,7 +63,6 @@ def _plain(value: Any) -> bool:
     return value is None or type(value) in (bool, int, float, str)
 
 
-@torch._dynamo.assume_constant_result
 def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     """What a launch of `kernel` with `nargs` positional arguments and these keywords
     needs: (what, parameters, option names, configs). `what` is "heuristics" for a
@@ -89,7 +88,6 @@ def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     return "launch", plan, tuple(k for k in kwnames if k not in names), configs
 
 
-@torch._dynamo.assume_constant_result
 def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple, *objects: Any) -> str:
     """The name of the launch's op in `torch.ops.tegula` (registered on first use). A
     string, because Dynamo guards a constant result by value: the op itself is then
@@ -98,6 +96,13 @@ def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple, *objects:
     from `desc` as ("o", index): Dynamo hands over objects only as whole arguments."""
     desc = tuple(("c", objects[d[1]]) if d[0] == "o" else d for d in desc)
     return launch_ops.op_for(kernel, desc, options, configs).__name__.split(".")[0]
+
+
+# Dynamo runs these two at trace time on constants (`torch._dynamo.assume_constant_result`
+# sets this attribute; setting it directly keeps `import torch._dynamo`, seconds, out of
+# `import tegula`).
+_plan._dynamo_marked_constant = True  # type: ignore[attr-defined]
+_op_name._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def _grid3(grid: Any, meta: dict) -> list:
@@ -176,28 +181,20 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     op(grids, *runtime)
 
 
-_substituted = False
-
-
 def install() -> None:
     """Make `kernel[grid]` consult `tracing` and `traced_launcher`. While Dynamo traces
     (this runs from `kernel_interface._probe_torch` when torch was imported after
     tegula), `_torch_tracing` stays None: Dynamo guards the value it read, and a later
     launch outside the trace completes the installation."""
-    global _substituted
     from ..runtime import kernel_interface
 
-    check: Callable[[], bool] = tracing
-    substitute = getattr(torch.compiler, "substitute_in_graph", None)
-    if substitute is None or not hasattr(_compiler, "_is_compiling_flag"):  # torch < 2.5
-        check = _slow_tracing
-    elif not _substituted:
-        substitute(tracing, can_constant_fold_through=True)(_dynamo_tracing)
-        _substituted = True
+    # torch keeps the flag set through a compile session only since its
+    # `_compile_session_context`; before, only the traced `is_compiling()` is reliable
+    fast = hasattr(_compiler, "_compile_session_context") and hasattr(_compiler, "_is_compiling_flag")
     kernel_interface._torch_launcher = traced_launcher
-    kernel_interface._torch_tracing_slow = _slow_tracing
+    kernel_interface._torch_tracing_now = tracing if fast else _slow_tracing
     if not torch.compiler.is_compiling():
-        kernel_interface._torch_tracing = check
+        kernel_interface._torch_tracing = tracing if fast else _slow_tracing
 
 
 def _slow_tracing() -> bool:

@@ -292,6 +292,28 @@ def test_torch_imported_after_the_kernels_are_defined(tmp_path):
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
 
 
+def test_import_stays_cheap(tmp_path):
+    """With torch loaded, `import tegula` sets the hook up without importing Dynamo
+    (seconds) and an eager launch does not import it either."""
+    r = _run("""
+        import sys
+        import torch
+        import tegula as triton, tegula.language as tl
+
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+        x = torch.zeros(20)
+        k[(2,)](x, 20, BLOCK=16)
+        assert torch.equal(x, torch.ones(20))
+        assert "tegula.torch" in sys.modules and "torch._dynamo" not in sys.modules
+        print("OK")
+    """, tmp_path)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+
+
 def test_tegula_without_torch(tmp_path):
     r = _run("""
         import sys
