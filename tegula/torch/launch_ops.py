@@ -12,8 +12,8 @@ description*: for each kernel parameter, in order, what was passed —
 — plus the launch options (`num_warps`, `num_stages`, ...), as sorted `(name, value)`
 pairs. For each (kernel, description, options) `op_for` registers, once, an operator
 
-    tegula::<kernel>_<hash>(SymInt[] grid, Tensor x, Tensor(a2!) out, SymInt n,
-                            float alpha) -> ()
+    tegula::axpy_kernel_0e0547fbc263(SymInt[] grid, Tensor x_ptr, Tensor y_ptr,
+                                     Tensor(a2!) out_ptr, SymInt n, float alpha) -> ()
 
 whose arguments are the grid (x, y, z; for an autotuned kernel, one grid per config, as
 the grid may depend on the config) and the runtime parameters, and whose mutable tensors are
@@ -46,8 +46,9 @@ _lock = threading.Lock()
 # kernel is the most general one (its written set contains every specialization's)
 _GENERIC = {"i": 3, "f": 0.5, "b": True}
 _SCHEMA_TYPES = {"t": "Tensor", "i": "SymInt", "f": "float", "b": "bool"}
-# names the schema parser reserves or that clash with the grid arguments
-_RESERVED = {"grid", "self", "out", "Tensor", "int", "float", "bool", "str", "None"}
+# parameter names renamed (with a trailing "_") in schemas: the grid's own name, and the
+# names torch gives a meaning to (`self` of methods, `out` of out= variants)
+_RESERVED = {"grid", "self", "out"}
 
 
 def _library() -> Any:
@@ -104,7 +105,7 @@ def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: t
 
 
 def _schema_name(name: str) -> str:
-    return name + "_" if name in _RESERVED or name.startswith("_") else name
+    return name + "_" if name in _RESERVED else name
 
 
 def _op_name(kernel: Any, desc: tuple, options: tuple) -> str:
