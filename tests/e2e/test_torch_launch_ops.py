@@ -245,6 +245,8 @@ def test_wrap_triton_under_make_fx():
     assert "torch.ops.tegula.axpy_kernel_" in gm.code
     torch.testing.assert_close(gm(x, y), 2 * x + y)
     torch.testing.assert_close(f(x, y), 2 * x + y)  # eager: a direct launch
+    assert explain(f, x, y).graph_break_count == 0
+    torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(x, y), 2 * x + y)
 
 
 @pytest.mark.parametrize("strict", [False, True])
