@@ -104,6 +104,10 @@ def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: t
     return tensors & written
 
 
+def _array_like(value: Any) -> bool:
+    return any(hasattr(value, a) for a in ("data_ptr", "__cuda_array_interface__", "__array_interface__"))
+
+
 def _schema_name(name: str) -> str:
     return name + "_" if name in _RESERVED else name
 
@@ -137,9 +141,16 @@ def op_for(kernel: Any, desc: tuple, options: tuple, configs: tuple = ()) -> Any
 
 
 def _register(kernel: Any, desc: tuple, options: tuple, configs: tuple) -> Any:
-    names = list(base_jit_function(kernel).arg_names)
+    base = base_jit_function(kernel)
+    names = list(base.arg_names)
     if len(names) != len(desc):
         raise TypeError(f"launch description of {len(desc)} entries for {len(names)} parameters")
+    for p, d in zip(base.params, desc):
+        if d[0] == "c" and not p.is_constexpr and _array_like(d[1]):
+            raise TypeError(
+                f"kernel '{base.__name__}' ({base.definition_site()}): argument '{p.name}' is a "
+                f"{type(d[1]).__name__}; inside torch.compile a launch takes torch tensors, Python "
+                "scalars and constexprs (launch with a tensor of the wanted dtype, e.g. x.view(dtype))")
     written = written_tensor_params(kernel, names, desc, options, configs)
     runtime = [(n, d[0]) for n, d in zip(names, desc) if d[0] in _SCHEMA_TYPES]
     params = ["SymInt[] grid"]
