@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..runtime.args import TensorWrapper
 from . import launch_ops
 
 _routing = 0
@@ -94,7 +95,8 @@ def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple, *objects:
     looked up by name in traced code, where Dynamo knows `torch.ops`. Constexpr values
     that are not plain Python values (a tl dtype, a tuple) come as `objects`, referred to
     from `desc` as ("o", index): Dynamo hands over objects only as whole arguments."""
-    desc = tuple(("c", objects[d[1]]) if d[0] == "o" else d for d in desc)
+    desc = tuple(("c", objects[d[1]]) if d[0] == "o" else ("w", objects[d[1]]) if d[0] == "w" else d
+                 for d in desc)
     return launch_ops.op_for(kernel, desc, options, configs).__name__.split(".")[0]
 
 
@@ -147,6 +149,11 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         if isinstance(v, torch.Tensor):
             desc.append(("t", v.dtype))
             runtime.append(v)
+        elif isinstance(v, TensorWrapper) and isinstance(v.base, torch.Tensor):
+            # tegula.reinterpret(x, dtype): the op takes x and re-wraps it
+            desc.append(("w", len(objects)))
+            objects.append(v.dtype)
+            runtime.append(v.base)
         elif constexpr or v is None:
             if isinstance(v, int) and not isinstance(v, bool):
                 v = _specialize(v)

@@ -4,6 +4,7 @@ A launch `kernel[grid](*args, **kwargs)` on torch tensors is described by a *lau
 description*: for each kernel parameter, in order, what was passed —
 
     ("t", dtype)     a tensor (its elements' torch dtype)
+    ("w", dtype)     a tensor seen as another dtype (`tegula.reinterpret(x, dtype)`)
     ("i",) ("f",) ("b",)   a runtime int / float / bool scalar
     ("c", value)     a constexpr parameter (or a None argument) and its value
     ("m",)           not passed: the kernel's own default (one that is not a plain
@@ -36,6 +37,8 @@ from typing import Any, Callable
 
 import torch
 
+from ..runtime.args import TensorWrapper
+
 _NAMESPACE = "tegula"
 _lib: Any = None
 _ops: dict[tuple, Any] = {}
@@ -45,7 +48,7 @@ _lock = threading.Lock()
 # an int that is neither 1 nor a multiple of 16 gets no specialization, so the analysed
 # kernel is the most general one (its written set contains every specialization's)
 _GENERIC = {"i": 3, "f": 0.5, "b": True}
-_SCHEMA_TYPES = {"t": "Tensor", "i": "SymInt", "f": "float", "b": "bool"}
+_SCHEMA_TYPES = {"t": "Tensor", "w": "Tensor", "i": "SymInt", "f": "float", "b": "bool"}
 # parameter names renamed (with a trailing "_") in schemas: the grid's own name, and the
 # names torch gives a meaning to (`self` of methods, `out` of out= variants)
 _RESERVED = {"grid", "self", "out"}
@@ -72,7 +75,7 @@ def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: t
     the kernel compiled for these dtypes and constexprs (for an autotuner, the union over
     its configs, plus its `reset_to_zero` arguments). Where some constexpr is unknown
     (a heuristic computes it, say), every tensor counts as written."""
-    tensors = {n for n, d in zip(names, desc) if d[0] == "t"}
+    tensors = {n for n, d in zip(names, desc) if d[0] in ("t", "w")}
     base = base_jit_function(kernel)
     if base is kernel:
         settings = [()]
@@ -85,7 +88,7 @@ def written_tensor_params(kernel: Any, names: list[str], desc: tuple, options: t
         given = dict(setting)
         kwargs = {}
         for n, d in zip(names, desc):
-            if d[0] == "t" or d[0] == "c":
+            if d[0] in ("t", "w", "c"):
                 kwargs[n] = d[1]  # a dtype stands for a tensor in warmup()
             elif d[0] == "m":
                 if n in given:
@@ -181,8 +184,12 @@ def _real_impl(kernel: Any, names: list[str], desc: tuple, options: tuple,
     named = {names[i]: d[1] for i, d in enumerate(desc) if i >= given and d[0] == "c"}
     named.update(options)
     run = kernel.run
+    wrapped = {i: d[1] for i, d in enumerate(desc) if d[0] == "w"}  # index -> dtype
+    order = slots + [names.index(n) for n in named_slots]  # parameter index of each runtime value
 
     def launch(grid: list, *runtime: Any) -> None:
+        if wrapped:
+            runtime = tuple(TensorWrapper(v, wrapped[i]) if i in wrapped else v for i, v in zip(order, runtime))
         args = list(template)
         for i, v in zip(slots, runtime):
             args[i] = v

@@ -192,6 +192,26 @@ def test_parameter_defaults(device):
     torch.testing.assert_close(torch.compile(g, fullgraph=True, backend="aot_eager")(x), (3 * x).half())
 
 
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reinterpreted_tensors(device):
+    """`tegula.reinterpret(x, dtype)` arguments: the op takes x and re-wraps it."""
+    def f(x):
+        out = torch.empty_like(x)
+        copy_kernel[(triton.cdiv(x.numel(), 32),)](triton.reinterpret(x, tl.int32), triton.reinterpret(out, tl.int32),
+                                                    x.numel(), BLOCK=32)
+        return out + 0
+
+    x = torch.randn(100, device=device)
+    assert explain(f, x).graph_break_count == 0
+    assert torch.equal(torch.compile(f, fullgraph=True, backend="aot_eager")(x), x)
+
+
 def test_constexpr_from_an_int_argument_that_varies():
     """After a few calls Dynamo makes a varying int argument symbolic; as a constexpr it
     is specialized again (one graph per value), never a graph break."""
