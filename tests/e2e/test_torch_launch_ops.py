@@ -112,6 +112,16 @@ def test_compiled_matches_eager(device, n):
         torch.testing.assert_close(compiled(x, y), torch.relu(6 * x + y) + 1)
 
 
+def test_no_recompiles_on_fresh_inputs_and_eager_launches_between():
+    compiled = torch.compile(axpy, fullgraph=True, backend="aot_eager")
+    compiled(torch.randn(100), torch.randn(100))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for _ in range(3):
+            x, y = torch.randn(100), torch.randn(100)
+            torch.testing.assert_close(compiled(x, y), 2 * x + y)
+            torch.testing.assert_close(axpy(x, y), 2 * x + y)  # eager, between compiled calls
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_inductor_matches_eager(device):
     compiled = torch.compile(fused, fullgraph=True)
