@@ -146,6 +146,32 @@ def test_in_place_write_into_an_input(device):
     torch.testing.assert_close(out, 3 * x0 + 0.5 * w0)
 
 
+@triton.jit
+def histogram_kernel(x_ptr, bins_ptr, n, NBINS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    b = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.atomic_add(bins_ptr + b, 1, mask=mask)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_atomic_updates_count_as_writes(device):
+    def f(x, totals):
+        bins = torch.zeros(8, dtype=torch.int32, device=x.device)
+        grid = (triton.cdiv(x.numel(), 64),)
+        histogram_kernel[grid](x, bins, x.numel(), NBINS=8, BLOCK=64)
+        histogram_kernel[grid](x, totals, x.numel(), NBINS=8, BLOCK=64)  # into an input
+        return bins * 1
+
+    x = torch.randint(0, 8, (1000 + 3,), dtype=torch.int32, device=device)
+    totals = torch.ones(8, dtype=torch.int32, device=device)
+    want = torch.bincount(x.long(), minlength=8).to(torch.int32)
+    got = torch.compile(f, fullgraph=True)(x, totals)
+    assert torch.equal(got, want) and torch.equal(totals, want + 1)
+    schema = next(str(op._schema) for (k, *_), op in launch_ops._ops.items() if k is histogram_kernel)
+    assert "Tensor(a1!) bins_ptr" in schema and "Tensor x_ptr" in schema, schema
+
+
 def test_schema_marks_exactly_the_written_arguments():
     axpy(torch.randn(10), torch.randn(10))
     torch.compile(axpy, fullgraph=True, backend="aot_eager")(torch.randn(10), torch.randn(10))
