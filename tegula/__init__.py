@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 # `tegula.compat`
 __triton_version__ = "3.6.0"
 
+import sys as _sys
+
 from . import language, runtime, testing
 from .errors import CompilationError, KernelArgumentError, OutOfResources, TegulaError
 from .runtime._allocation import set_allocator
@@ -39,6 +41,11 @@ def next_power_of_2(n: int) -> int:
     n = int(n)
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
+
+# With torch already loaded, launches inside torch.compile become custom ops from the
+# start (tegula/torch); a torch imported later is noticed at the first launch.
+if _sys.modules.get("torch") is not None:
+    from . import torch as _torch_integration  # noqa: F401
 
 __all__ = [
     "CompilationError", "Config", "JITFunction", "KernelArgumentError", "KernelInterface", "MockTensor",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import textwrap
 import threading
 from functools import partial
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 from ..errors import CompilationError, KernelArgumentError, TegulaError
 from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
+from . import kernel_interface as _ki
 from . import specialization as S
 from .args import MockTensor
 from .binder import build_runner, compute_specs
@@ -26,6 +28,7 @@ from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 
+_MODULES = sys.modules
 _TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
 # Annotation spellings that fix a parameter's type (tl dtype names and Triton's short
 # names). Python's own `int`/`float`/`bool` annotations are ignored, as in Triton.
@@ -232,6 +235,13 @@ class JITFunction(KernelInterface):
         # `partial` directly rather than through `binder.bind`: one Python call less on
         # every launch; and the latest one is reused for the same grid object (one
         # tuple, read and replaced whole, so concurrent launches never mix grids).
+        # First, torch.compile's hooks (kernel_interface._torch_tracing).
+        tracing = _ki._torch_tracing
+        if tracing is None:
+            if "torch" in _MODULES and _ki._probe_torch():
+                return _ki._torch_launcher(self, grid)  # type: ignore[misc]
+        elif tracing():
+            return _ki._torch_launcher(self, grid)  # type: ignore[misc]
         runner = self._runner or self._build_runner()
         bound = self._bound
         if bound[0] is grid and bound[1] is runner:

@@ -7,7 +7,31 @@ wrapped in any stack of decorators is launched, warmed up and introspected the s
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import sys
+from typing import Any, Callable, Optional
+
+# torch.compile support (`tegula/torch/dynamo.py` sets these once torch is loaded):
+# `_torch_tracing()` says whether a launch is being traced (by Dynamo, or with fake
+# tensors), and then `_torch_launcher(kernel, grid)` is the launcher that calls the
+# launch's registered custom op. Read by `__getitem__` here and in `JITFunction`.
+_torch_tracing: Optional[Callable[[], bool]] = None
+_torch_launcher: Optional[Callable[[Any, Any], Callable[..., Any]]] = None
+_torch_tracing_now: Optional[Callable[[], bool]] = None
+_MODULES = sys.modules
+
+
+def _probe_torch() -> bool:
+    """Install `tegula.torch`'s hooks if torch was imported after tegula; returns whether
+    a launch is being traced now. Dynamo runs this at trace time, as a constant (the
+    attribute below is what `torch._dynamo.assume_constant_result` sets)."""
+    if _torch_tracing is None and sys.modules.get("torch") is not None:
+        from tegula.torch import dynamo
+
+        dynamo.install()
+    return _torch_tracing_now is not None and _torch_tracing_now()
+
+
+_probe_torch._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 class KernelInterface:
@@ -23,6 +47,13 @@ class KernelInterface:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         # A closure rather than functools.partial: the launch path is hot, and a plain
         # closure with keyword splatting is the cheapest callable CPython offers here.
+        tracing = _torch_tracing
+        if tracing is None:
+            if "torch" in _MODULES and _probe_torch():
+                return _torch_launcher(self, grid)  # type: ignore[misc]
+        elif tracing():
+            return _torch_launcher(self, grid)  # type: ignore[misc]
+
         def launcher(*args: Any, **kwargs: Any) -> Any:
             return self.run(*args, grid=grid, warmup=False, **kwargs)
 
