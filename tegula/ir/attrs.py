@@ -168,9 +168,7 @@ class ExternAttrs:
 class LoopAttrs:
     """for: `tl.range`'s scheduling hints, kept for the backend's loop passes. None /
     False mean "not given": the backend uses its defaults (the launch's `num_stages`).
-    The text form lists only the hints given."""
-
-    PRINT_NON_DEFAULT_ONLY = True  # a class attribute (no annotation): not a field
+    The text form lists only the hints given (as for every attribute record)."""
 
     num_stages: Optional[int] = None
     loop_unroll_factor: Optional[int] = None

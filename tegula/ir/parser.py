@@ -305,6 +305,9 @@ class _Parser:
                 if cls is None:
                     raise self.error(f"unknown attribute class '{cls_name}'", at)
             attrs = self.make_attrs(cls, self.attr_dict(), at, f"'{name}'")
+        elif info.attrs is not None and not info.attrs_optional:
+            # every field at its default: the printer wrote none
+            attrs = self.make_attrs(info.attrs, {}, self.pos, f"'{name}'")
         smem = None
         if self.accept("smem("):
             offset = int(self.regex(_INT, "a shared-memory offset"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Optional, Union
 
 from .attrs import ATTR_CLASSES
@@ -62,19 +62,27 @@ def format_loc(loc: Loc) -> str:
     return text + ")"
 
 
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
 def format_attrs(ins: Instr) -> str:
-    """`{name = value, ...}` in field order; prefixed by `#ClassName` when the record is
-    not the class the op table names (only in IR the verifier will reject)."""
+    """`{name = value, ...}` in field order, fields at their default value left out
+    (the parser fills them in); nothing at all when every field is at its default.
+    Prefixed by `#ClassName` when the record is not the class the op table names (only
+    in IR the verifier will reject)."""
     attrs = ins.attrs
     expected = OP_INFO[ins.op].attrs if ins.op in OP_INFO else None
     if not is_dataclass(attrs) or isinstance(attrs, type):
         return "#<" + repr(attrs) + ">"
-    shown = fields(attrs)
-    if getattr(type(attrs), "PRINT_NON_DEFAULT_ONLY", False):  # the parser fills in defaults
-        shown = [f for f in shown if getattr(attrs, f.name) != f.default]
+    shown = [f for f in fields(attrs) if getattr(attrs, f.name) != _default(f)]
     body = "{" + ", ".join(f"{f.name} = {format_literal(getattr(attrs, f.name))}" for f in shown) + "}"
     if type(attrs) is expected:
-        return body
+        return body if shown else ""
     name = type(attrs).__name__
     if ATTR_CLASSES.get(name) is not type(attrs):
         name = "<" + name + ">"  # not an IR attribute class: printable, not parseable
@@ -176,8 +184,9 @@ class _Printer:
         text += getattr(ins.op, "value", repr(ins.op))  # never fail on malformed IR
         if ins.operands:
             text += " " + ", ".join(self.namer.name(o) for o in ins.operands)
-        if ins.attrs is not None:
-            text += " " + format_attrs(ins)
+        attrs_text = format_attrs(ins) if ins.attrs is not None else ""
+        if attrs_text:
+            text += " " + attrs_text
         if ins.smem is not None:
             text += f" smem({ins.smem[0]}, {ins.smem[1]})"
         info = OP_INFO.get(ins.op)

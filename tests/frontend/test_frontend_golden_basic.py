@@ -31,7 +31,7 @@ kernel @assign_unpack(%x_ptr: ptr<i32>) {
   %2 = constant {value = 5} : i32
   %3 = add %0, %0 : i32
   %4 = add %3, %2 : i32
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
   return
 }"""
 
@@ -57,7 +57,7 @@ kernel @augassign(%x_ptr: ptr<i32>, %n: i32) {
   %5 = idiv %3, %4 : i32
   %6 = constant {value = 1} : i32
   %7 = shl %5, %6 : i32
-  store %x_ptr, %7 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %7
   return
 }"""
 
@@ -75,14 +75,14 @@ def test_constexpr_if_compiles_only_the_taken_branch():
     assert compile_ir(constexpr_if, {"x_ptr": "*fp32"}, {"FLAG": True}) == """\
 kernel @constexpr_if(%x_ptr: ptr<f32>) {
   %0 = constant {value = 1} : i32
-  %1 = cast %0 {rounding = 'rtne'} : f32
-  store %x_ptr, %1 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  %1 = cast %0 : f32
+  store %x_ptr, %1
   return
 }"""
     assert compile_ir(constexpr_if, {"x_ptr": "*fp32"}, {"FLAG": False}) == """\
 kernel @constexpr_if(%x_ptr: ptr<f32>) {
   %0 = constant {value = 2.0} : f32
-  store %x_ptr, %0 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %0
   return
 }"""
 
@@ -118,8 +118,8 @@ kernel @tensor_if(%x_ptr: ptr<i32>, %y_ptr: ptr<f32>, %n: i32) {
     %10 = sub %n, %9 : i32
     yield %10, %1
   }
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
-  store %y_ptr, %5 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
+  store %y_ptr, %5
   return
 }"""
 
@@ -156,7 +156,7 @@ kernel @elif_chain(%x_ptr: ptr<i32>, %n: i32) {
     }
     yield %6
   }
-  store %x_ptr, %2 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %2
   return
 }"""
 
@@ -181,7 +181,7 @@ kernel @ternary(%x_ptr: ptr<i32>, %n: i32) {
   }
   %4 = constant {value = 8} : i32
   %5 = add %2, %4 : i32
-  store %x_ptr, %5 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %5
   return
 }"""
 
@@ -195,10 +195,10 @@ def constexpr_global(x_ptr):
 def test_constexpr_and_dtype_globals():
     assert compile_ir(constexpr_global, {"x_ptr": "*fp16"}) == """\
 kernel @constexpr_global(%x_ptr: ptr<f16>) {
-  %0 = load %x_ptr {has_mask = False, has_other = False, cache_modifier = '', eviction_policy = '', volatile = False} : f16
+  %0 = load %x_ptr : f16
   %1 = constant {value = 3.0} : f16
   %2 = mul %0, %1 : f16
-  store %x_ptr, %2 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %2
   return
 }"""
 
@@ -218,7 +218,7 @@ kernel @min_max_constexpr(%x_ptr: ptr<i32>) {
   %3 = add %0, %2 : tile<4xi32>
   %4 = splat %x_ptr : tile<4xptr<i32>>
   %5 = addptr %4, %3 : tile<4xptr<i32>>
-  store %5, %3 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %5, %3
   return
 }"""
 
@@ -243,21 +243,21 @@ kernel @none_index_and_transpose(%x_ptr: ptr<f32>, %stride: i32) {
   %5 = splat %x_ptr : tile<4x1xptr<f32>>
   %6 = addptr %5, %4 : tile<4x1xptr<f32>>
   %7 = expand_dims %1 {axis = 0} : tile<1x8xi32>
-  %8 = broadcast %6 {shape = (4, 8), can_reorder = False} : tile<4x8xptr<f32>>
-  %9 = broadcast %7 {shape = (4, 8), can_reorder = False} : tile<4x8xi32>
+  %8 = broadcast %6 {shape = (4, 8)} : tile<4x8xptr<f32>>
+  %9 = broadcast %7 {shape = (4, 8)} : tile<4x8xi32>
   %10 = addptr %8, %9 : tile<4x8xptr<f32>>
-  %11 = load %10 {has_mask = False, has_other = False, cache_modifier = '', eviction_policy = '', volatile = False} : tile<4x8xf32>
+  %11 = load %10 : tile<4x8xf32>
   %12 = expand_dims %1 {axis = 1} : tile<8x1xi32>
   %13 = splat %stride : tile<8x1xi32>
   %14 = mul %12, %13 : tile<8x1xi32>
   %15 = splat %x_ptr : tile<8x1xptr<f32>>
   %16 = addptr %15, %14 : tile<8x1xptr<f32>>
   %17 = expand_dims %0 {axis = 0} : tile<1x4xi32>
-  %18 = broadcast %16 {shape = (8, 4), can_reorder = False} : tile<8x4xptr<f32>>
-  %19 = broadcast %17 {shape = (8, 4), can_reorder = False} : tile<8x4xi32>
+  %18 = broadcast %16 {shape = (8, 4)} : tile<8x4xptr<f32>>
+  %19 = broadcast %17 {shape = (8, 4)} : tile<8x4xi32>
   %20 = addptr %18, %19 : tile<8x4xptr<f32>>
   %21 = permute %11 {order = (1, 0)} : tile<8x4xf32>
-  store %20, %21 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %20, %21
   return
 }"""
 
@@ -279,8 +279,8 @@ kernel @pointer_arith(%x_ptr: ptr<f32>, %y_ptr: ptr<f32>, %n: i32) {
   %3 = addptr %y_ptr, %0 : ptr<f32>
   %4 = constant {value = 1} : i32
   %5 = addptr %2, %4 : ptr<f32>
-  %6 = load %5 {has_mask = False, has_other = False, cache_modifier = '', eviction_policy = '', volatile = False} : f32
-  store %3, %6 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  %6 = load %5 : f32
+  store %3, %6
   return
 }"""
 
@@ -302,12 +302,12 @@ kernel @with_assert(%x_ptr: ptr<i32>, %n: i32) {
   %2 = constant {value = 100} : i32
   %3 = lt %n, %2 : i1
   device_assert %3 {message = 'n < 100'}
-  store %x_ptr, %n {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %n
   return
 }"""
     assert compile_ir(with_assert, sig, debug=False) == """\
 kernel @with_assert(%x_ptr: ptr<i32>, %n: i32) {
-  store %x_ptr, %n {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %n
   return
 }"""
 
@@ -339,7 +339,7 @@ kernel @bool_ops(%x_ptr: ptr<i1>, %n: i32) {
   %12 = and %9, %11 : i1
   %13 = and %7, %12 : i1
   %14 = bitcast %x_ptr : ptr<i8>
-  %15 = cast %13 {rounding = 'rtne'} : i8
-  store %14, %15 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  %15 = cast %13 : i8
+  store %14, %15
   return
 }"""

@@ -33,14 +33,14 @@ kernel @for_carried(%x_ptr: ptr<f32>, %y_ptr: ptr<i32>, %n: i32) {
   %3 = constant {value = 4} : i32
   %4, %5 = for %2, %n, %3, %0, %1 : i32, i32, i32, f32, i32 -> f32, i32 {
   ^(%6: i32, %7: f32, %8: i32):
-    %9 = cast %6 {rounding = 'rtne'} : f32
+    %9 = cast %6 : f32
     %10 = add %7, %9 : f32
     %11 = constant {value = 1} : i32
     %12 = add %8, %11 : i32
     yield %10, %12
   }
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
-  store %y_ptr, %5 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
+  store %y_ptr, %5
   return
 }"""
 
@@ -67,14 +67,14 @@ kernel @for_tl_range(%x_ptr: ptr<f32>, %n: i32) {
     %9 = arange {start = 0, end = 16} : tile<16xi32>
     %10 = splat %8 : tile<16xptr<f32>>
     %11 = addptr %10, %9 : tile<16xptr<f32>>
-    %12 = load %11 {has_mask = False, has_other = False, cache_modifier = '', eviction_policy = '', volatile = False} : tile<16xf32>
+    %12 = load %11 : tile<16xf32>
     %13 = add %5, %12 : tile<16xf32>
     yield %13
   }
   %14 = arange {start = 0, end = 16} : tile<16xi32>
   %15 = splat %x_ptr : tile<16xptr<f32>>
   %16 = addptr %15, %14 : tile<16xptr<f32>>
-  store %16, %3 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %16, %3
   return
 }"""
 
@@ -102,7 +102,7 @@ kernel @for_negative_step(%x_ptr: ptr<i32>) {
     %9 = add %6, %8 : i32
     yield %9
   }
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
   return
 }"""
 
@@ -123,7 +123,7 @@ kernel @static_unroll(%x_ptr: ptr<i32>) {
   %2 = add %0, %1 : i32
   %3 = constant {value = 40} : i32
   %4 = add %2, %3 : i32
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
   return
 }"""
 
@@ -150,7 +150,7 @@ kernel @while_loop(%x_ptr: ptr<i32>, %n: i32) {
     %6 = mul %4, %5 : i32
     yield %6
   }
-  store %x_ptr, %1 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %1
   return
 }"""
 
@@ -172,7 +172,7 @@ kernel @early_return(%x_ptr: ptr<i32>, %n: i32) {
     yield
   } {
     %2 = addptr %x_ptr, %0 : ptr<i32>
-    store %2, %0 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+    store %2, %0
     yield
   }
   return
@@ -206,8 +206,8 @@ kernel @nested_call(%x_ptr: ptr<i32>, %y_ptr: ptr<i32>, %n: i32) {
   %8 = constant {value = 2} : i32
   %9 = mul %7, %8 : i32
   %10 = add %1, %6 : i32
-  store %x_ptr, %10 {has_mask = False, cache_modifier = '', eviction_policy = ''}
-  store %y_ptr, %5 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %10
+  store %y_ptr, %5
   return
 }"""
 
@@ -229,12 +229,12 @@ kernel @combine_reduce(%x_ptr: ptr<f32>) {
   %0 = arange {start = 0, end = 8} : tile<8xi32>
   %1 = splat %x_ptr : tile<8xptr<f32>>
   %2 = addptr %1, %0 : tile<8xptr<f32>>
-  %3 = load %2 {has_mask = False, has_other = False, cache_modifier = '', eviction_policy = '', volatile = False} : tile<8xf32>
+  %3 = load %2 : tile<8xf32>
   %4 = reduce %3 {axis = 0} : tile<8xf32> -> f32 {
   ^(%5: f32, %6: f32):
     %7 = add %5, %6 : f32
     yield %7
   }
-  store %x_ptr, %4 {has_mask = False, cache_modifier = '', eviction_policy = ''}
+  store %x_ptr, %4
   return
 }"""

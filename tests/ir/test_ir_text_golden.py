@@ -21,16 +21,14 @@ EXPECTED = textwrap.dedent("""\
       %7 = lt %5, %6 : tile<128xi1>
       %8 = splat %x_ptr : tile<128xptr<f32>>
       %9 = addptr %8, %5 : tile<128xptr<f32>>
-      %10 = load %9, %7 {has_mask = True, has_other = False, cache_modifier = '', \
-eviction_policy = '', volatile = False} : tile<128xf32>
+      %10 = load %9, %7 {has_mask = True} : tile<128xf32>
       %11 = splat %y_ptr : tile<128xptr<f32>>
       %12 = addptr %11, %5 : tile<128xptr<f32>>
-      %13 = load %12, %7 {has_mask = True, has_other = False, cache_modifier = '', \
-eviction_policy = '', volatile = False} : tile<128xf32>
+      %13 = load %12, %7 {has_mask = True} : tile<128xf32>
       %14 = add %10, %13 : tile<128xf32>
       %15 = splat %out_ptr : tile<128xptr<f32>>
       %16 = addptr %15, %5 : tile<128xptr<f32>>
-      store %16, %14, %7 {has_mask = True, cache_modifier = '', eviction_policy = ''}
+      store %16, %14, %7 {has_mask = True}
       return
     }""")
 

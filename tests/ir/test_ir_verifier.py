@@ -311,7 +311,7 @@ def test_reduce_yield_and_axis():
         }
         """, r"'yield' in a region of 'reduce' yields \(f32, f32\), but the scalar element types")
     fails("""\
-        %0 = scan %v {axis = 1, reverse = False} : tile<128xf32> -> tile<128xf32> {
+        %0 = scan %v {axis = 1} : tile<128xf32> -> tile<128xf32> {
         ^(%1: f32, %2: f32):
           yield %1
         }

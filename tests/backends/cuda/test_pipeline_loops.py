@@ -156,7 +156,9 @@ def test_loads_feeding_dots_become_rings(stages):
     assert ops(k).count(Op.ASYNC_COPY) == 2 * stages  # S-1 prologue groups + the loop's
     assert ops(k).count(Op.ASYNC_COMMIT) == stages
     assert Op.LOAD not in [i.op for loop in k.walk() if loop.op is Op.FOR for i in loop.regions[0].instrs]
-    assert f"async_wait {{pending = {stages - 2}}}" in text and "async_wait {pending = 0}" in text
+    waits = [ln.strip() for ln in text.splitlines() if "async_wait" in ln]
+    assert (f"async_wait {{pending = {stages - 2}}}" if stages > 2 else "async_wait") in waits
+    assert "async_wait" in waits  # the drain after the loop: pending = 0, the default
 
 
 def test_what_is_left_alone():
