@@ -39,6 +39,7 @@ from .. import config
 from ..config import knobs
 from ..errors import KernelArgumentError
 from . import specialization as S
+from . import tracebacks
 from .kernel import normalize_grid
 
 
@@ -231,8 +232,14 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})",
         "    return _tg_kernel",
     ]
+    # The whole body re-raises errors trimmed of tegula's frames, and the function is
+    # located at the kernel's `def` line (see `tracebacks`): a failing launch shows the
+    # user's call line, their `def`, and the located message. try costs nothing in 3.11+.
+    body = [body[0], "    try:", *("    " + line for line in body[1:]),
+            "    except BaseException as _tg_e:", "        raise _tg_strip(_tg_e)"]
+    ns["_tg_strip"] = tracebacks.strip_internal_frames
     code = "\n".join(body) + "\n"
-    exec(compile(code, f"<tegula launcher of {jitfn.__name__}>", "exec"), ns)
+    tracebacks.located_code(code, tracebacks.def_site(jitfn), ns)
     run = ns[fname]
     run.__tegula_source__ = code
     return run

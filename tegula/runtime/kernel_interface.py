@@ -7,6 +7,7 @@ wrapped in any stack of decorators is launched, warmed up and introspected the s
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 
@@ -21,9 +22,9 @@ class KernelInterface:
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        # A closure rather than functools.partial: the launch path is hot, and a plain
-        # closure with keyword splatting is the cheapest callable CPython offers here.
-        def launcher(*args: Any, **kwargs: Any) -> Any:
-            return self.run(*args, grid=grid, warmup=False, **kwargs)
+        # Through the located entry of the kernel (see `tracebacks`): a failing launch
+        # shows the user's frames only. A C-level partial adds no frame of its own.
+        from .tracebacks import located_entry
 
-        return launcher
+        return partial(located_entry(self, getattr(self, "__name__", "launch")), self.run,
+                       grid=grid, warmup=False)
