@@ -33,6 +33,7 @@ from .cache import Content, FileCache, compile_key
 from .kernel import CompiledKernel, KernelMetadata
 from .options import CompileOptions
 from .source import ASTSource, IRSource
+from .tracebacks import strip_internal_frames
 
 __all__ = ["ASTSource", "CompiledKernel", "IRSource", "StageIO", "compile"]
 
@@ -134,6 +135,15 @@ def compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget] = 
     `options` is a dict of launch options (`num_warps`, `num_stages`, `num_ctas`,
     `maxnreg`, `debug`, ...; unknown keys are ignored, as in Triton) or CompileOptions.
     `device` is the device the returned kernel launches on (default: the current one)."""
+    try:
+        return _compile(src, target, options, device)
+    except BaseException as e:
+        # a public entry point: the error reaches the user without the frames below
+        raise strip_internal_frames(e)
+
+
+def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
+             options: Union[None, Mapping[str, Any], CompileOptions], device: Optional[int]) -> CompiledKernel:
     if isinstance(src, str):
         src = IRSource(src)
     if target is None:
