@@ -38,8 +38,8 @@ from typing import Any, Callable, Sequence
 from .. import config
 from ..config import knobs
 from ..errors import KernelArgumentError
-from . import specialization as S
 from . import launch_hooks, tracebacks
+from . import specialization as S
 from .kernel import normalize_grid
 
 
