@@ -134,6 +134,16 @@ def uninstall() -> None:
             del sys.modules[name]
 
 
+def _install_in_children() -> None:
+    """Make Python processes this one starts run under compat too (pytest-xdist workers,
+    multiprocessing): `_compat_site/sitecustomize.py` installs it at their start-up, and
+    tegula's own directory comes with it on PYTHONPATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "_compat_site"), os.path.dirname(here)]
+    old = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+
+
 _USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
 
 
@@ -143,6 +153,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 0 if argv else 2
     install()
+    _install_in_children()
     if argv[0] == "-m":
         if len(argv) < 2:
             print(_USAGE, file=sys.stderr)
