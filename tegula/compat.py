@@ -179,8 +179,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-# `x.is_cuda`, `.cuda()`, `device="cuda"` / `"cuda:0"`, `torch.cuda.…`
-_ASKS_FOR_CUDA = re.compile(r"""is_cuda|\.cuda\(|["']cuda(:\d+)?["']|torch\.cuda""")
+# `x.is_cuda`, `.cuda()`, `device="cuda"` / `"cuda:0"`, `torch.cuda.…`, and a compiled
+# kernel's register counts (None off the GPU: occupancy arithmetic on them is GPU-only)
+_ASKS_FOR_CUDA = re.compile(r"""is_cuda|\.cuda\(|["']cuda(:\d+)?["']|torch\.cuda|\bn_regs\b|\bn_spills\b""")
 
 
 @contextlib.contextmanager
