@@ -150,4 +150,7 @@ class public_entry:
         if obj is None:
             return self.method
         entry = located_entry(obj, getattr(obj, "__name__", self.__name__))
-        return partial(entry, self.method.__get__(obj, cls))
+        bound = self.method.__get__(obj, cls)
+        call = partial(entry, bound)
+        call.__wrapped__ = bound  # type: ignore[attr-defined]  # inspect.signature shows the method's
+        return call

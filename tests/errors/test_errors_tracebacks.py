@@ -38,9 +38,9 @@ CALLS = {
 }
 
 
-def _run(tmp_path, call: str, debug: bool = False) -> tuple[str, str]:
+def _run(tmp_path, call: str, debug: bool = False, kernel: str = KERNEL) -> tuple[str, str]:
     script = tmp_path / "user_script.py"
-    script.write_text(KERNEL + call + "\n")
+    script.write_text(kernel + call + "\n")
     env = {**os.environ, "PYTHONPATH": REPO, "TEGULA_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("TEGULA_DEBUG_FRONTEND", None)
     if debug:
@@ -68,3 +68,13 @@ def test_debug_frontend_keeps_internal_frames(tmp_path):
     _, err = _run(tmp_path, CALLS["launch"], debug=True)
     assert TEGULA_DIR + os.sep in err
     assert "error: 'factor' is not defined" in err
+
+
+def test_error_in_a_user_callback_keeps_the_users_frames_only(tmp_path):
+    # the grid callable is the user's code: its frame stays, tegula's around it go
+    call = 'scale[lambda meta: (meta["BLOK"],)](x, 16, BLOCK=16)'
+    script, err = _run(tmp_path, call, kernel=KERNEL.replace("* factor", "* 2.0"))
+    frames = [line for line in err.splitlines() if line.startswith('  File "')]
+    assert frames == [f'  File "{script}", line 15, in <module>', f'  File "{script}", line 7, in scale',
+                      f'  File "{script}", line 15, in <lambda>'], err
+    assert err.rstrip().endswith("KeyError: 'BLOK'")
