@@ -89,3 +89,21 @@ def test_misspelled_constexpr_keyword_is_named_with_a_suggestion():
     assert str(info.value) == (
         f"kernel 'stores_through' ({site}): missing 'BLOCK'; unexpected keyword argument 'BLOKC' "
         "(did you mean 'BLOCK'?). Its parameters are (x_ptr, n, BLOCK: constexpr)")
+
+
+@triton.jit
+def where_on_ints(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.where(offs % 2, 1.0, 2.0))  # W
+
+
+def test_language_warnings_name_the_kernel_line():
+    x = _x()
+    with pytest.warns(UserWarning) as record:
+        where_on_ints[(1,)](x, BLOCK=16)
+    (w,) = [r for r in record if "tl.where" in str(r.message)]
+    path, line, _ = where(where_on_ints, "# W", "tl.where").rsplit(":", 2)
+    assert (w.filename, w.lineno) == (path, int(line))
+    assert str(w.message) == ("tl.where with a non-boolean condition is deprecated and will error out in a "
+                              "future triton release. Got int32")
+    np.testing.assert_array_equal(x, np.tile([2.0, 1.0], 8).astype(np.float32))
