@@ -14,9 +14,18 @@ proton's instrumentation mode (intra-kernel cycles) and hardware counters.
 """
 from __future__ import annotations
 
-from . import viewer
+import importlib
+from typing import Any
+
 from .profile import activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
+
+
+def __getattr__(name: str) -> Any:
+    # `viewer` on first use: `python -m tegula.profiler.viewer` must find it not imported yet
+    if name == "viewer":
+        return importlib.import_module(".viewer", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["activate", "cpu_timed_scope", "deactivate", "enter_scope", "exit_scope", "finalize", "profile",
            "scope", "start", "viewer"]

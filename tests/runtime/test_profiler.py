@@ -116,6 +116,8 @@ def test_viewer_derives_rates_and_prints_the_tree(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[1].startswith("└─ ") and out.splitlines()[1].endswith(" s")
     assert out.splitlines()[2].endswith(" add_one [n=256]")
+    viewer.main(["-m", "count", str(tmp_path / "v.hatchet")])  # proton-viewer's command line
+    assert capsys.readouterr().out.splitlines()[:3] == ["0.000 ROOT", "└─ 1.000 s", "   └─ 1.000 add_one [n=256]"]
     with pytest.raises(ValueError, match="metric 'joules' is not in"):
         viewer.parse(["joules"], str(tmp_path / "v.hatchet"))
 
