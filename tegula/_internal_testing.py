@@ -126,6 +126,10 @@ def is_hip_gfx12() -> bool:
     return is_hip() and "gfx12" in get_arch()
 
 
+def is_hip_gfx1250() -> bool:
+    return is_hip() and "gfx1250" in get_arch()
+
+
 def get_hip_lds_size() -> int:
     return 160 * 1024 if is_hip_cdna4() else 64 * 1024
 
