@@ -143,7 +143,10 @@ def _install_in_children() -> None:
     multiprocessing): `_compat_site/sitecustomize.py` installs it at their start-up, and
     tegula's own directory comes with it on PYTHONPATH."""
     here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, "_compat_site"), os.path.dirname(here)]
+    paths = [os.path.join(here, "_compat_site")]
+    parent = os.path.dirname(here)
+    if os.path.basename(parent) not in ("site-packages", "dist-packages"):
+        paths.append(parent)  # a source checkout: children find tegula there (an install finds itself)
     old = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
 
