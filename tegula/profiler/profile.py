@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 from ..runtime import launch_hooks
 from ..runtime.tracebacks import is_internal
-from .session import Node, Session, Timer
+from .session import Node, Session, Timer, kernel_event_class
 
 _CONTEXTS = ("shadow", "python")
 _HOOKS = (None, "triton", "launch")
@@ -137,7 +137,7 @@ def _enter_launch(kernel: Any, grid: tuple, values: tuple, jitfn: Any) -> Any:
             node.add_metrics(metrics)
         nodes.append((s, node))
     on_gpu = getattr(getattr(kernel, "backend", None), "name", "") == "cuda"
-    return nodes, Timer(on_gpu)
+    return nodes, Timer(kernel_event_class() if on_gpu else None)
 
 
 def _exit_launch(token: Any) -> None:

@@ -15,7 +15,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from .profile import sessions as _sessions
-from .session import Node, Session, Timer, cuda_events_usable
+from .session import Node, Session, Timer, gpu_event_class
 
 _open = threading.local()  # per thread: the stack of open scopes' (session, node, timer) lists
 
@@ -36,7 +36,7 @@ def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] =
             node.add_metrics(metrics)
             s.stack().append(node)
             entries.append((s, node))
-    timer = Timer(cuda_events_usable()) if entries else None
+    timer = Timer(gpu_event_class()) if entries else None
     stack = _stack()
     stack.append((entries, timer))
     return len(stack) - 1
@@ -90,5 +90,5 @@ class cpu_timed_scope(scope):
         super().__enter__()
         entries, timer = _stack()[stack_before]
         if timer is not None and timer.events is not None:
-            _stack()[stack_before] = (entries, Timer(False))
+            _stack()[stack_before] = (entries, Timer(None))
         return self

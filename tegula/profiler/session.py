@@ -9,12 +9,13 @@ occurrences. Times are measured, never made up:
 - a kernel launched on the CPU (interpreter, CPU backend) runs synchronously, so its time
   is `perf_counter` around the launch;
 - a kernel on a CUDA device gets a pair of CUDA events recorded on the current stream
-  around the launch (torch's, when torch is present); they are read when the session is
-  deactivated or finalized, so timing never synchronizes the device per launch;
-- a scope's time is its elapsed time: CUDA events on the current stream when torch has
-  initialized CUDA (so kernels of other libraries inside it count too), else
-  `perf_counter`. A scope's time is inclusive of what ran inside it; ROOT's is the sum
-  of its children's.
+  around the launch (the active driver's: torch's when torch is present, else
+  cuda-bindings'); they are read when the session is deactivated or finalized, so
+  timing never synchronizes the device per launch;
+- a scope's time is its elapsed time: CUDA events on the current stream when a GPU is
+  in use (so kernels of other libraries inside it count too), else `perf_counter`.
+  A scope's time is inclusive of what ran inside it; ROOT's is the sum of its
+  children's.
 """
 from __future__ import annotations
 
@@ -64,27 +65,40 @@ class Node:
         return {"frame": {"name": self.name, "type": self.kind}, "metrics": metrics, "children": children}
 
 
-def cuda_events_usable() -> bool:
-    """Whether CUDA events can time the current stream (torch present, CUDA initialized)."""
+def gpu_event_class() -> Any:
+    """The CUDA event class that times the current stream, when a GPU is in use: torch's
+    when torch has initialized CUDA, else tegula's cuda-bindings one once the CUDA backend
+    has run; None on a host-only run."""
     torch = sys.modules.get("torch")
     try:
-        return bool(torch is not None and torch.cuda.is_initialized())
+        if torch is not None and torch.cuda.is_initialized():
+            return torch.cuda.Event
     except Exception:  # a torch without CUDA
-        return False
+        pass
+    cuda = sys.modules.get("tegula.backends.cuda.driver")
+    if cuda is not None and cuda.is_usable():
+        return cuda.Event
+    return None
+
+
+def kernel_event_class() -> Any:
+    """The event class for a kernel launched on the GPU (the active driver's)."""
+    from ..runtime import driver
+
+    return driver.active.get_device_interface().Event
 
 
 class Timer:
-    """Elapsed time of one interval: CUDA events on the current stream or perf_counter."""
+    """Elapsed time of one interval: CUDA events on the current stream (`event` the event
+    class) or, with None, perf_counter."""
 
     __slots__ = ("events", "t0", "ns")
 
-    def __init__(self, gpu: bool):
+    def __init__(self, event: Any = None):
         self.ns: Optional[float] = None
         self.events = None
-        if gpu:
-            import torch
-
-            self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        if event is not None:
+            self.events = (event(enable_timing=True), event(enable_timing=True))
             self.events[0].record()
         self.t0 = time.perf_counter()
 

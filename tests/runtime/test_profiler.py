@@ -156,3 +156,42 @@ def test_launch_functions_carry_the_hook_only_while_profiling(tmp_path):
     proton.finalize()
     add_one[(1,)](x, 64, BLOCK=64)
     assert "_tg_lenter" not in add_one._runner.__tegula_source__
+
+
+class _FakeCudaEvent:
+    """Stands in for torch.cuda.Event: records the host clock, reports milliseconds."""
+
+    synchronized = 0
+
+    def __init__(self, enable_timing: bool = True):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        _FakeCudaEvent.synchronized += 1
+
+    def elapsed_time(self, end) -> float:
+        return (end.t - self.t) * 1e3
+
+
+def test_device_event_times_are_read_when_the_session_pauses(tmp_path, monkeypatch):
+    import importlib
+
+    scope_module = importlib.import_module("tegula.profiler.scope")  # the module, not the class
+
+    monkeypatch.setattr(scope_module, "gpu_event_class", lambda: _FakeCudaEvent)
+    sid = proton.start(str(tmp_path / "gpu"))
+    with proton.scope("on_device"):
+        time.sleep(0.02)
+    from tegula.profiler.profile import sessions
+    (session,) = [s for s in sessions() if s.id == sid]
+    node = session.root.children[("on_device", "scope")]
+    assert "time (ns)" not in node.metrics and node.metrics["count"] == 1  # pending: not read per launch
+    synced = _FakeCudaEvent.synchronized
+    proton.deactivate(sid)
+    assert _FakeCudaEvent.synchronized == synced + 1
+    assert 0.02e9 <= node.metrics["time (ns)"] < 5e9
+    proton.finalize()
+    assert _child(_load(tmp_path / "gpu.hatchet"), "on_device")["metrics"]["time (ns)"] == node.metrics["time (ns)"]
