@@ -15,14 +15,18 @@ message naming both.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import linecache
 import os
+import re
 import runpy
 import sys
 from types import ModuleType
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 # triton name -> tegula candidates, tried in order (the first that imports wins).
 _RENAMES: dict[str, tuple[str, ...]] = {
@@ -134,6 +138,19 @@ def uninstall() -> None:
             del sys.modules[name]
 
 
+def _install_in_children() -> None:
+    """Make Python processes this one starts run under compat too (pytest-xdist workers,
+    multiprocessing): `_compat_site/sitecustomize.py` installs it at their start-up, and
+    tegula's own directory comes with it on PYTHONPATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "_compat_site")]
+    parent = os.path.dirname(here)
+    if os.path.basename(parent) not in ("site-packages", "dist-packages"):
+        paths.append(parent)  # a source checkout: children find tegula there (an install finds itself)
+    old = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+
+
 _USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
 
 
@@ -143,13 +160,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 0 if argv else 2
     install()
+    _install_in_children()
     if argv[0] == "-m":
         if len(argv) < 2:
             print(_USAGE, file=sys.stderr)
             return 2
         sys.argv = [argv[1], *argv[2:]]
         sys.path.insert(0, os.getcwd())
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        with _gpu_only_note(None):
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         return 0
     script = argv[0]
     if not os.path.exists(script):
@@ -158,8 +177,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.argv = [script, *argv[1:]]
     # As `python script.py` does: the script's directory comes first on the path.
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    runpy.run_path(script, run_name="__main__")
+    with _gpu_only_note(os.path.abspath(script)):
+        runpy.run_path(script, run_name="__main__")
     return 0
+
+
+# `x.is_cuda`, `.cuda()`, `device="cuda"` / `"cuda:0"`, `torch.cuda.…`, and a compiled
+# kernel's register counts (None off the GPU: occupancy arithmetic on them is GPU-only)
+_ASKS_FOR_CUDA = re.compile(r"""is_cuda|\.cuda\(|["']cuda(:\d+)?["']|torch\.cuda|\bn_regs\b|\bn_spills\b""")
+
+
+@contextlib.contextmanager
+def _gpu_only_note(script: Optional[str]) -> Iterator[None]:
+    """When the script stops at a line of its own that asks for CUDA (`device="cuda"`,
+    `assert x.is_cuda`) on a machine without a GPU in use, say so under the traceback:
+    that part of the script is GPU-only, it is not a tegula failure."""
+    try:
+        yield
+    except Exception as e:
+        tb, where = e.__traceback__, None
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename
+            if (name == script) if script else not (name.startswith("<") or _is_library(name)):
+                where = (name, tb.tb_lineno)
+            tb = tb.tb_next
+        line = linecache.getline(*where).strip() if where else ""
+        if _ASKS_FOR_CUDA.search(line) and not _gpu_in_use():
+            # at exit, so that it comes after the traceback Python prints
+            atexit.register(print, f"tegula.compat: note: {where[0]}:{where[1]} needs a CUDA GPU (`{line}`) "
+                            "and none is in use here; the script ran on the CPU up to that line", file=sys.stderr)
+        raise
+
+
+def _is_library(filename: str) -> bool:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return filename.startswith(here) or "site-packages" in filename or filename.startswith(sys.prefix)
+
+
+def _gpu_in_use() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:
+        return False
 
 
 if __name__ == "__main__":

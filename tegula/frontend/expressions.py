@@ -84,6 +84,14 @@ class ExpressionsMixin:
         if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
             raise unsupported(node, "list comprehensions with several `for` or an `if`", plural=True)
         gen = node.generators[0]
+        if _is_range_call(self, gen.iter):
+            # range() in a comprehension would otherwise report "range() can only be the
+            # iterator of a for loop", which names the wrong construct.
+            raise self.at(gen.iter, FrontendError(
+                f"list comprehensions in @jit functions can only iterate over a tuple (they are "
+                f"unrolled at compile time), not over {ast.unparse(gen.iter)}; use a for loop "
+                f"(`for {ast.unparse(gen.target)} in {ast.unparse(gen.iter)}:`), or "
+                "tl.static_range(...) in the loop to unroll it"))
         iterable = self.visit(gen.iter)
         if is_tensor(iterable):
             raise FrontendError(f"a list comprehension cannot iterate over a tensor ({describe(iterable)})")
@@ -275,3 +283,17 @@ def _tensor_index(index: Any) -> Any:
         return tuple(_tensor_index(i) for i in value)
     return value
 
+
+
+def _is_range_call(gen: Any, node: ast.expr) -> bool:
+    """Whether `node` calls range, tl.range or tl.static_range (resolved, not by name)."""
+    if not isinstance(node, ast.Call):
+        return False
+    try:
+        fn = unwrap(gen.visit(node.func))
+    except Exception:
+        return False  # visiting the iterator for real reports the problem
+    from ..language import range as tl_range
+    from ..language import static_range
+
+    return fn is range or fn is tl_range or fn is static_range

@@ -8,7 +8,6 @@ first because ADDPTR treats its offset as signed.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Optional
 
 from .. import ir
@@ -270,8 +269,8 @@ class ArithmeticMixin(SemanticBase):
     def where(self, condition: Any, x: Any, y: Any) -> tensor:
         cond = self.to_tensor(condition)
         if not cond.dtype.is_bool():
-            warnings.warn(f"tl.where with a non-boolean condition is deprecated and will error out in a "
-                          f"future triton release. Got {cond.dtype}", stacklevel=3)
+            self.warn(f"tl.where with a non-boolean condition is deprecated and will error out in a "
+                      f"future triton release. Got {cond.dtype}")
             cond = self.cast(cond, T.int1)
         x, y = python_number(unwrap_constexpr(x)), python_number(unwrap_constexpr(y))
         x_ty, y_ty = _operand_dtype(x), _operand_dtype(y)

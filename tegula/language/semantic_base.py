@@ -7,6 +7,7 @@ never moves the insertion point except to fill the regions it creates itself.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -76,6 +77,15 @@ class SemanticBase:
     @property
     def debug(self) -> bool:
         return bool(getattr(self.options, "debug", False))
+
+    def warn(self, message: str, category: type = UserWarning) -> None:
+        """Warn at the kernel line being compiled (the builder's location), not at a
+        line of tegula: the user's file:line is what a warning must name."""
+        loc = getattr(self.builder, "loc", None)
+        if loc is None or not getattr(loc, "line", 0):
+            warnings.warn(message, category, stacklevel=3)
+            return
+        warnings.warn_explicit(message, category, loc.file, loc.line)
 
     # ------------------------------------------------------------------ tensors <-> IR
     def tensor(self, handle: ir.Value, type: dtype) -> tensor:

@@ -7,7 +7,6 @@ EXPAND_DIMS, BROADCAST) because the IR's elementwise ops need identical shapes.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional, Sequence
 
 from .. import ir
@@ -142,8 +141,7 @@ class ShapeMixin(SemanticBase):
                                 type=block_type(input.dtype, list(dst_shape)))
 
     def view(self, input: tensor, dst_shape: Sequence[int]) -> tensor:
-        warnings.warn("view is deprecated, please use reshape with can_reorder being true.",
-                      DeprecationWarning, stacklevel=2)
+        self.warn("view is deprecated, please use reshape with can_reorder being true.", DeprecationWarning)
         return self.reshape(input, dst_shape, can_reorder=True)
 
     def unsplat(self, input: tensor) -> tensor:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 from .. import config
 from ..config import knobs
 from ..errors import KernelArgumentError
+from . import launch_hooks, tracebacks
 from . import specialization as S
 from .kernel import normalize_grid
 
@@ -231,8 +232,23 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})",
         "    return _tg_kernel",
     ]
+    hook = launch_hooks.current()
+    if hook is not None:
+        # a tool watches launches (see `launch_hooks`): only then are the calls written
+        ns["_tg_lenter"], ns["_tg_lexit"], ns["_tg_jitfn"] = hook[0], hook[1], jitfn
+        at = body.index(f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})")
+        body[at:at + 1] = ["    _tg_tok = _tg_lenter(_tg_kernel, _tg_grid_arg, _tg_vals, _tg_jitfn)",
+                           f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})",
+                           "    _tg_lexit(_tg_tok)"]
+    launch_hooks.built(jitfn)
+    # The whole body re-raises errors trimmed of tegula's frames, and the function is
+    # located at the kernel's `def` line (see `tracebacks`): a failing launch shows the
+    # user's call line, their `def`, and the located message. try costs nothing in 3.11+.
+    body = [body[0], "    try:", *("    " + line for line in body[1:]),
+            "    except BaseException as _tg_e:", "        raise _tg_strip(_tg_e)"]
+    ns["_tg_strip"] = tracebacks.strip_internal_frames
     code = "\n".join(body) + "\n"
-    exec(compile(code, f"<tegula launcher of {jitfn.__name__}>", "exec"), ns)
+    tracebacks.located_code(code, tracebacks.def_site(jitfn), ns)
     run = ns[fname]
     run.__tegula_source__ = code
     return run

@@ -16,6 +16,7 @@ functions below, imported lazily: tests replace them, and `import tegula` stays 
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import linecache
@@ -32,6 +33,7 @@ from .cache import Content, FileCache, compile_key
 from .kernel import CompiledKernel, KernelMetadata
 from .options import CompileOptions
 from .source import ASTSource, IRSource
+from .tracebacks import strip_internal_frames
 
 __all__ = ["ASTSource", "CompiledKernel", "IRSource", "StageIO", "compile"]
 
@@ -133,6 +135,15 @@ def compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget] = 
     `options` is a dict of launch options (`num_warps`, `num_stages`, `num_ctas`,
     `maxnreg`, `debug`, ...; unknown keys are ignored, as in Triton) or CompileOptions.
     `device` is the device the returned kernel launches on (default: the current one)."""
+    try:
+        return _compile(src, target, options, device)
+    except BaseException as e:
+        # a public entry point: the error reaches the user without the frames below
+        raise strip_internal_frames(e)
+
+
+def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
+             options: Union[None, Mapping[str, Any], CompileOptions], device: Optional[int]) -> CompiledKernel:
     if isinstance(src, str):
         src = IRSource(src)
     if target is None:
@@ -261,26 +272,44 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _note_scalar_arguments(err: CompilationError, src: ASTSource) -> None:
-    """When a pointer operation fails on an argument that was passed a scalar (a float
-    where the kernel expected a tensor), say which argument and what it was given."""
-    message = (err.message or "").lower()
-    if "pointer" not in message and "ptr" not in message:
+    """When a load, store or atomic got a non-pointer where it needs a pointer, and an
+    argument of the failing pointer operand was passed a scalar (a float where the kernel
+    expected a tensor), say which argument and what it was given. Only then: an error
+    that merely mentions pointers (a float added to a pointer) has another cause."""
+    if "expected a pointer" not in (err.message or ""):
         return
     scalars = {n: t for n, t in src.signature.items() if t != "constexpr" and not t.startswith("*")}
-    if not scalars:
-        return
-    named: list[str] = []
-    if err.loc is not None and err.loc.line > 0:
-        line = linecache.getline(err.loc.file, err.loc.line)
-        named = [n for n in dict.fromkeys(_IDENT.findall(line)) if n in scalars]
-    if not named:
-        named = [n for n in scalars if "ptr" in n.lower()]
+    named = [n for n in _pointer_operand_names(err) if n in scalars]
+    # `x_ptr + n` with x_ptr a float is a float: the argument whose type the message
+    # names is the one that was meant to be a pointer, not the int offset beside it.
+    typed = [n for n in named if re.search(rf"\b{scalars[n]}\b", err.message)]
+    named = typed or named or [n for n in scalars if "ptr" in n.lower()]
     if not named:
         return
     what = ", ".join(f"'{n}' is a scalar ({_scalar_kind(scalars[n])})" for n in named)
     note = (f"note: in this launch {what}; pass an array or tensor for an argument the kernel "
             "uses as a pointer")
     err.args = (f"{err}\n{note}",)
+
+
+def _pointer_operand_names(err: CompilationError) -> list[str]:
+    """The names in the pointer operand of the call at the error's location (the first
+    argument, or `pointer=`/`ptr=`/`base=`); every name on the line when it cannot tell."""
+    loc = err.loc
+    if loc is None or loc.line <= 0:
+        return []
+    line = linecache.getline(loc.file, loc.line)
+    end = loc.end_col if loc.end_col and loc.end_col > loc.col else len(line)
+    try:
+        node = ast.parse(line[loc.col:end].strip(), mode="eval").body
+    except SyntaxError:
+        node = None
+    if isinstance(node, ast.Call):
+        operand = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("pointer", "ptr", "base")), None)
+        if operand is not None:
+            return list(dict.fromkeys(n.id for n in ast.walk(operand) if isinstance(n, ast.Name)))
+    return list(dict.fromkeys(_IDENT.findall(line)))
 
 
 def _scalar_kind(sig: str) -> str:

@@ -10,6 +10,7 @@ and the error messages for launches that do not fit the kernel's parameters.
 """
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 import sys
@@ -27,6 +28,7 @@ from .binder import build_runner, compute_specs
 from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
+from .tracebacks import public_entry
 
 _MODULES = sys.modules
 _TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
@@ -250,10 +252,12 @@ class JITFunction(KernelInterface):
         self._bound = (grid, runner, launch)
         return launch
 
+    @public_entry
     def run(self, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         """Launch (or with `warmup=True` only compile); returns the CompiledKernel."""
         return (self._runner or self._build_runner())(grid, *args, _tg_warmup=warmup, **kwargs)
 
+    @public_entry
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
         """Compile for these arguments without launching. Dtypes (torch, numpy, tl) may
         stand in for tensors: `k.warmup(torch.float16, torch.float16, 1024, grid=(1,), BLOCK=64)`."""
@@ -386,6 +390,15 @@ class JITFunction(KernelInterface):
         missing = [p.name for p, v in zip(params, values) if v is no_arg]
         if missing:
             problems.append("missing " + ", ".join(f"'{m}'" for m in missing))
+        # A misspelled keyword is usually why a parameter is missing: name it too.
+        from .options import OTHER_TARGET_OPTIONS
+
+        known = CompileOptions.field_names() | OTHER_TARGET_OPTIONS
+        for k in opts:
+            if k not in known:
+                close = difflib.get_close_matches(k, [*(missing or self.arg_names), *known], n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                problems.append(f"unexpected keyword argument '{k}'{hint}")
         expected = ", ".join(p.describe() for p in params)
         raise KernelArgumentError(
             f"kernel '{self.__name__}' ({self.definition_site()}): {'; '.join(problems)}. "

@@ -8,6 +8,7 @@ wrapped in any stack of decorators is launched, warmed up and introspected the s
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any, Callable, Optional
 
 # torch.compile support (`tegula/torch/dynamo.py` sets these once torch is loaded):
@@ -45,16 +46,15 @@ class KernelInterface:
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        # A closure rather than functools.partial: the launch path is hot, and a plain
-        # closure with keyword splatting is the cheapest callable CPython offers here.
         tracing = _torch_tracing
         if tracing is None:
             if "torch" in _MODULES and _probe_torch():
                 return _torch_launcher(self, grid)  # type: ignore[misc]
         elif tracing():
             return _torch_launcher(self, grid)  # type: ignore[misc]
+        # Through the located entry of the kernel (see `tracebacks`): a failing launch
+        # shows the user's frames only. A C-level partial adds no frame of its own.
+        from .tracebacks import located_entry
 
-        def launcher(*args: Any, **kwargs: Any) -> Any:
-            return self.run(*args, grid=grid, warmup=False, **kwargs)
-
-        return launcher
+        return partial(located_entry(self, getattr(self, "__name__", "launch")), self.run,
+                       grid=grid, warmup=False)

@@ -134,14 +134,15 @@ def test_float_passed_for_a_pointer_names_the_argument(fake, monkeypatch, tmp_pa
     kernel_file.write_text("def k(x_ptr, n):\n    tl.store(x_ptr + n, 1.0)\n")
 
     def failing_frontend(fn, signature, constexprs, attrs, options):
-        raise CompilationError("Unsupported ptr type fp32 in `tl.store`", Loc(str(kernel_file), 2, 4, 27))
+        raise CompilationError("Unsupported ptr type fp32 in `tl.store`: expected a pointer or a tensor of "
+                               "pointers", Loc(str(kernel_file), 2, 4, 27))
 
     monkeypatch.setattr(driver, "_frontend_build", failing_frontend)
     with pytest.raises(CompilationError) as info:
         add_kernel[(1,)](1.5, np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
     text = str(info.value)
     assert text.startswith(f"{kernel_file}:2:5: error: Unsupported ptr type")
-    assert "note: in this launch 'x_ptr' is a scalar (fp32, from a Python float)" in text
+    assert "note: in this launch 'x_ptr' is a scalar (fp32, from a Python float); pass" in text
 
 
 def test_public_names():

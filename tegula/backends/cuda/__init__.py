@@ -1,5 +1,5 @@
 """The CUDA backend: tile IR → layouts → LLVM IR (NVPTX) → PTX → cubin, and the launch
-path through cuda-bindings (DESIGN.md §6).
+path through cuda-bindings (docs/design.md §6).
 
 Entry points:
 - `compile_kernel(kernel, options, target, emit=None) -> (asm, metadata)`: no GPU needed;
