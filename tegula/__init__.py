@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # `tegula.compat`
 __triton_version__ = "3.6.0"
 
-from . import language, runtime, testing
+from . import knobs, language, runtime, testing
 from .errors import CompilationError, KernelArgumentError, OutOfResources, TegulaError
 from .runtime._allocation import set_allocator
 from .runtime.args import MockTensor, TensorWrapper, reinterpret
@@ -44,5 +44,6 @@ __all__ = [
     "CompilationError", "Config", "JITFunction", "KernelArgumentError", "KernelInterface", "MockTensor",
     "OutOfResources", "TegulaError", "TensorWrapper", "TritonError", "__triton_version__", "__version__",
     "autotune", "cdiv",
-    "compile", "heuristics", "jit", "language", "next_power_of_2", "reinterpret", "runtime", "set_allocator", "testing",
+    "compile", "heuristics", "jit", "knobs", "language", "next_power_of_2", "reinterpret", "runtime",
+    "set_allocator", "testing",
 ]

@@ -34,9 +34,18 @@ _RENAMES: dict[str, tuple[str, ...]] = {
 }
 
 
+# triton package -> the tegula package standing for it and everything under it
+_PACKAGE_RENAMES: dict[str, str] = {
+    "triton.backends": "tegula.compat_surface.backends",
+}
+
+
 def _candidates(fullname: str) -> tuple[str, ...]:
     if fullname in _RENAMES:
         return _RENAMES[fullname]
+    for package, real in _PACKAGE_RENAMES.items():
+        if fullname == package or fullname.startswith(package + "."):
+            return (real + fullname[len(package):],)
     return ("tegula" + fullname[len("triton"):],)
 
 
