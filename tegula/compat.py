@@ -124,14 +124,35 @@ def _is_ours(module: ModuleType) -> bool:
     return isinstance(module, TritonModule) or getattr(module, "__name__", "").startswith("tegula")
 
 
-def install() -> None:
+def install(subprocesses: bool = False) -> None:
     """Make `import triton...` resolve to tegula in this process (idempotent). Triton
-    modules imported before this call are forgotten, so later imports get tegula."""
+    modules imported before this call are forgotten, so later imports get tegula.
+
+    `subprocesses=True` (what `python -m tegula.compat` does) extends that to the Python
+    processes this one starts, such as PyTorch Inductor's compile workers: it sets
+    `TEGULA_COMPAT=1` and puts `tegula/compat_site` (whose `sitecustomize` installs the
+    finder) first on `PYTHONPATH`."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
         if not _is_ours(sys.modules[name]):
             del sys.modules[name]
+    if subprocesses:
+        _export_to_subprocesses()
+
+
+_SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_site")
+
+
+def _export_to_subprocesses() -> None:
+    os.environ["TEGULA_COMPAT"] = "1"
+    # the directory of the `tegula` package too, so children import this tegula
+    roots = [_SITE_DIR, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    os.environ["PYTHONPATH"] = os.pathsep.join(roots + current)
+    if _SITE_DIR not in sys.path:
+        # Inductor builds its workers' PYTHONPATH from sys.path
+        sys.path.insert(1 if sys.path else 0, _SITE_DIR)
 
 
 def uninstall() -> None:
@@ -141,6 +162,11 @@ def uninstall() -> None:
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
         if _is_ours(sys.modules[name]):
             del sys.modules[name]
+    if os.environ.pop("TEGULA_COMPAT", None) is not None:
+        parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _SITE_DIR]
+        os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+        if _SITE_DIR in sys.path:
+            sys.path.remove(_SITE_DIR)
 
 
 _USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
@@ -151,7 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 0 if argv else 2
-    install()
+    install(subprocesses=True)
     if argv[0] == "-m":
         if len(argv) < 2:
             print(_USAGE, file=sys.stderr)

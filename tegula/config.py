@@ -41,6 +41,9 @@ def _knob(attr: str, name: str, alias: Optional[str], parse, default, doc: str) 
 
 _knob("interpret", "TEGULA_INTERPRET", "TRITON_INTERPRET", _bool, False,
       "Run every kernel on the numpy reference interpreter, whatever the arguments.")
+_knob("compat", "TEGULA_COMPAT", None, _bool, False,
+      "Resolve `import triton` to tegula in this process (set by `python -m tegula.compat` "
+      "for the processes it starts; read by tegula/compat_site/sitecustomize.py).")
 _knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, False,
       "Run kernels on host arrays on the compiled CPU backend (else the interpreter); "
       "off by default until the CPU backend covers the whole tile language.")

@@ -207,6 +207,37 @@ class JITFunction(KernelInterface):
     def hash(self) -> Optional[str]:
         return self._hash
 
+    @property
+    def used_global_vals(self) -> Optional[dict]:
+        """Triton's view of the globals the kernel read when its key was computed:
+        `{(name, id(namespace)): (value, namespace)}`. Assignable (PyTorch clears it
+        before pickling a kernel and puts it back after)."""
+        if "_used_global_vals" in self.__dict__:
+            return self.__dict__["_used_global_vals"]
+        return {(g.name, id(g.namespace)): (g.value, g.namespace) for g in self.used_globals}
+
+    @used_global_vals.setter
+    def used_global_vals(self, value: Optional[dict]) -> None:
+        self.__dict__["_used_global_vals"] = value
+
+    # What does not cross a process boundary: the generated launch function, locks,
+    # compiled kernels (per process and device) and the namespaces of used globals.
+    _UNPICKLED = ("_runner", "_bound", "_locks", "_locks_guard", "_kernel_cache", "used_globals",
+                  "_used_global_vals", "_hash_lock")
+
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._runner = None
+        self._bound = (None, None, None)
+        self._locks = {}
+        self._locks_guard = threading.Lock()
+        self._kernel_cache = {}
+        self.used_globals = []
+
     def definition_site(self) -> str:
         """`file:line` of the `def` (after any decorators), for messages."""
         code = self.fn.__code__
