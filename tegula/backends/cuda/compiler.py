@@ -46,10 +46,10 @@ def option(options: Any, name: str, default: Any) -> Any:
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
-            debug: bool) -> tuple[Kernel, LayoutPlan]:
-    """The GPU stage: loops pipelined (a copy of `kernel` when any is; not in debug
+            checked: bool) -> tuple[Kernel, LayoutPlan]:
+    """The GPU stage: loops pipelined (a copy of `kernel` when any is; not in checked
     mode, whose checked accesses are plain loads), then every tile value's layout."""
-    if not debug and any(ins.op is Op.DOT for ins in kernel.walk()):
+    if not checked and any(ins.op is Op.DOT for ins in kernel.walk()):
         # the pipeliner rewrites loops in place: work on a copy of the caller's kernel
         staged = clone_kernel(kernel)
         if pipeline_loops(staged, num_stages, num_warps, capability):
@@ -62,7 +62,8 @@ def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                    emit: Optional[Emit] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile `kernel` for `target`. `options` carries `num_warps`, `num_stages`,
-    `debug`, `maxnreg`, `enable_fp_fusion` (attributes or dict keys). Returns
+    `debug` (device asserts), `checked` (checked mode), `maxnreg`, `enable_fp_fusion`
+    (attributes or dict keys). Returns
     `(asm, metadata)`; `asm` has `tgir`, `llir`, `ptx` and, when ptxas is found,
     `cubin` (bytes)."""
     t0 = time.perf_counter()
@@ -70,14 +71,17 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     cap = capability_of(target)
     num_warps = int(option(options, "num_warps", 4))
     debug = bool(option(options, "debug", False)) or knobs.debug
+    # checked mode (tegula's, not Triton's debug): bounds-checked accesses, errors
+    # reported after the launch
+    checked = bool(option(options, "checked", False)) or knobs.checked
     maxnreg = option(options, "maxnreg", None)
     num_stages = int(option(options, "num_stages", 3))
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     source = kernel
     stages = num_stages
     while True:
-        kernel, plan = to_tgir(source, num_warps, stages, cap, debug)
-        lw = KernelLowering(kernel, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+        kernel, plan = to_tgir(source, num_warps, stages, cap, checked)
+        lw = KernelLowering(kernel, plan, cap, debug=debug, checked=checked, fp_fusion=fp_fusion)
         module = lw.build()
         # Rings plus the scratch the lowering needed inside their loops may exceed the
         # GPU's shared memory; a shallower pipeline then still runs (no cliff into an
