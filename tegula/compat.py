@@ -37,6 +37,7 @@ _RENAMES: dict[str, tuple[str, ...]] = {
 # triton package -> the tegula package standing for it and everything under it
 _PACKAGE_RENAMES: dict[str, str] = {
     "triton.backends": "tegula.compat_surface.backends",
+    "triton._C": "tegula.compat_surface._C",
 }
 
 
@@ -105,10 +106,19 @@ class TritonModule(ModuleType):
         object.__setattr__(self, "__file__", tegula.__file__)
 
     def __getattr__(self, name: str):
+        package = _PACKAGE_RENAMES.get("triton." + name)
+        if package is not None:  # `triton.backends` before `import triton.backends`
+            module = importlib.import_module(package)
+            object.__setattr__(self, name, module)
+            return module
         return getattr(object.__getattribute__(self, "_tegula"), name)
 
     def __setattr__(self, name: str, value) -> None:
         if name.startswith("__") and name.endswith("__"):
+            object.__setattr__(self, name, value)
+        elif "triton." + name in _PACKAGE_RENAMES and isinstance(value, ModuleType):
+            # the import system binding a renamed package (`import triton.backends`):
+            # it is Triton's name, not tegula's `tegula.backends`
             object.__setattr__(self, name, value)
         else:
             setattr(object.__getattribute__(self, "_tegula"), name, value)

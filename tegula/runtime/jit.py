@@ -25,6 +25,7 @@ from .binder import build_runner, compute_specs
 from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
+from .triton_specialization import create_specialize_impl, mangle_type, specialize_impl  # noqa: F401
 
 _TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
 # Annotation spellings that fix a parameter's type (tl dtype names and Triton's short
@@ -82,6 +83,8 @@ class KernelParam:
         self.annotation_type = "" if self.is_constexpr else _annotation_type(self.annotation)
         self.do_not_specialize = do_not_specialize
         self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+        # Triton's const pointers (`*k` types) do not exist in tegula
+        self.is_const = False
 
     @property
     def has_default(self) -> bool:

@@ -134,3 +134,20 @@ def test_torch_inductor_imports_under_compat(tmp_path):
                       "print('OK')\n")
     run = _run([str(script)], cwd=tmp_path)
     assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+
+
+def test_triton_backends_and_C_are_compat_surfaces(tmp_path):
+    """`triton.backends` (Triton's plug-in registry) and `triton._C` live in
+    tegula.compat_surface; importing them leaves tegula's own `tegula.backends` alone."""
+    script = tmp_path / "probe.py"
+    script.write_text("import triton, triton.backends, triton._C.libtriton, tegula\n"
+                      "assert tegula.backends.__name__ == 'tegula.backends'\n"
+                      "assert triton.backends.__name__ == 'tegula.compat_surface.backends'\n"
+                      "assert 'cpu' in triton.backends.backends and triton._C.libtriton.ir.context()\n"
+                      "from triton import knobs\n"
+                      "assert knobs.runtime.launch_enter_hook is not None\n"
+                      "import os\n"
+                      "assert os.environ['TEGULA_COMPAT'] == '1'  # child processes resolve triton too\n"
+                      "print('OK')\n")
+    run = _run([str(script)], cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr

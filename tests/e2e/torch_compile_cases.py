@@ -133,6 +133,29 @@ def case_user_kernel(dev):
     _close(torch.compile(f, fullgraph=True)(x), x * 3 + 1)
 
 
+def case_user_kernel_mutation_analysis(dev):
+    """PyTorch's analysis of which arguments a user kernel writes (it clones those for
+    functionalization) gets tegula's exact answer, not "every input"."""
+    import triton
+    import triton.language as tl
+    from torch._higher_order_ops.triton_kernel_wrap import identify_accessed_tensors
+
+    @triton.jit
+    def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+    t = [torch.empty(64, device=dev) for _ in range(3)]
+    kwargs = {"x_ptr": t[0], "y_ptr": t[1], "out_ptr": t[2], "n": 64, "alpha": 2.0, "BLOCK": 16}
+    accesses = identify_accessed_tensors(axpy, kwargs, {})
+    writes = sorted(d.name for d in accesses.read_writes.writes)
+    reads = sorted(d.name for d in accesses.read_writes.reads)
+    assert writes == ["out_ptr"] and reads == ["x_ptr", "y_ptr"], (writes, reads)
+
+
 def main(argv: list[str]) -> int:
     dev, names = argv[0], argv[1:]
     inductor_config.cpu_backend = "triton"

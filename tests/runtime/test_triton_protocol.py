@@ -206,3 +206,37 @@ def test_jit_function_pickles_as_inductor_prepares_it(fake):
         add_kernel.fn, add_kernel.__globals__, add_kernel.used_global_vals = saved
     assert again.arg_names == add_kernel.arg_names and again.cache_key == add_kernel.cache_key
     assert again.kernel_cache == {} and again.fn is None
+
+
+# ---------------------------------------------------------------------------- user kernels in graphs
+
+def test_specialization_helpers_and_paths():
+    from tegula._utils import find_paths_if, get_iterable_path
+    from tegula.runtime.jit import create_specialize_impl, mangle_type
+
+    spec = create_specialize_impl(BaseBackend.get_arg_specialization)
+    x = np.zeros(8, np.float32)
+    assert spec(x) == ("*fp32", "D") and spec(32) == ("i32", "D") and spec(33) == ("i32", "")
+    assert spec(1) == ("constexpr", 1) and spec(None) == ("constexpr", None) and spec(2.0) == ("fp32", None)
+    assert spec(32, specialize_value=False) == ("i32", "")
+    assert spec((x, 48)) == (("*fp32", "i32"), ("D", "D"))
+    assert mangle_type(x) == "*fp32" and mangle_type(2**40) == "i64"
+    keys = ["D", 3, ("", "D")]
+    paths = find_paths_if(keys, lambda _, v: isinstance(v, str))
+    assert paths == [(0,), (2, 0), (2, 1)] and get_iterable_path(keys, (2, 1)) == "D"
+
+
+def test_ttir_summary_states_tegulas_written_and_read_arguments():
+    from tegula.compat_surface._C.libtriton import ir
+    from tegula.compat_surface.ttir_summary import summarize
+
+    module = summarize("k", [("x", "ptr<f32>"), ("out", "ptr<f32>"), ("n", "i32")], {"out"}, {"x"})
+    seen = []
+    module.walk(lambda op: seen.append((op.get_name(), [o.id() for o in op.operands])))
+    block = module.func.get_region(0).blocks[0]
+    x, out = block.get_argument(0).id(), block.get_argument(1).id()
+    assert seen == [("tt.load", [x]), ("tt.store", [out]), ("tt.return", []), ("tt.func", []),
+                    ("builtin.module", [])]
+    assert module.verify() and module.func.get_str_attr("sym_name") == "k"
+    assert "tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>, %arg2: i32)" in str(module)
+    ir.load_dialects(ir.context())

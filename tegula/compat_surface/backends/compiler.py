@@ -111,7 +111,13 @@ class BaseBackend:
 
     @staticmethod
     def get_tensor_specialization(arg: Any, **kwargs: Any) -> str:
-        return "D" if kwargs.get("align", False) and arg.data_ptr() % 16 == 0 else ""
+        if not kwargs.get("align", False):
+            return ""
+        if hasattr(arg, "data_ptr"):
+            return "D" if arg.data_ptr() % 16 == 0 else ""
+        from ...runtime.specialization import spec_value  # numpy, CuPy, DLPack arrays
+
+        return "D" if spec_value(arg, True, True)[1] >= 16 else ""
 
     @staticmethod
     def get_tensordesc_specialization(arg: Any, **kwargs: Any) -> str:
