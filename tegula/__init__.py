@@ -21,6 +21,7 @@ from .runtime._allocation import set_allocator
 from .runtime.args import MockTensor, TensorWrapper, reinterpret
 from .runtime.autotuner import Config, autotune
 from .runtime.compiler import compile
+from .runtime.constexpr_function import constexpr_function
 from .runtime.heuristics import heuristics
 from .runtime.jit import JITFunction, jit
 from .runtime.kernel_interface import KernelInterface
@@ -43,7 +44,7 @@ def next_power_of_2(n: int) -> int:
 __all__ = [
     "CompilationError", "Config", "JITFunction", "KernelArgumentError", "KernelInterface", "MockTensor",
     "OutOfResources", "TegulaError", "TensorWrapper", "TritonError", "__triton_version__", "__version__",
-    "autotune", "cdiv",
+    "autotune", "cdiv", "constexpr_function",
     "compile", "heuristics", "jit", "knobs", "language", "next_power_of_2", "reinterpret", "runtime",
     "set_allocator", "testing",
 ]

@@ -240,3 +240,25 @@ def test_ttir_summary_states_tegulas_written_and_read_arguments():
     assert module.verify() and module.func.get_str_attr("sym_name") == "k"
     assert "tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>, %arg2: i32)" in str(module)
     ir.load_dialects(ir.context())
+
+
+def test_constexpr_function_runs_at_compile_time_and_keys_the_cache():
+    import tegula
+
+    @tegula.constexpr_function
+    def doubled(n):
+        return 2 * n
+
+    @jit
+    def fill(out_ptr, N: tl.constexpr):
+        B: tl.constexpr = doubled(N)
+        offs = tl.arange(0, B)
+        tl.store(out_ptr + offs, offs * 0 + B)
+
+    out = np.zeros(8, np.int32)
+    fill[(1,)](out, 4)
+    assert (out == 8).all() and doubled(3) == 6 and doubled.src.startswith("def doubled")
+    key = fill.cache_key
+    doubled._src = "def doubled(n):\n    return 3 * n\n"  # an edited helper changes the kernel's key
+    fill.clear_cache()
+    assert fill.cache_key != key
