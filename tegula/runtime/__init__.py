@@ -5,6 +5,7 @@ from .args import MockTensor, TensorWrapper, reinterpret
 from .autotuner import Autotuner, Config, autotune
 from .driver import driver
 from .heuristics import Heuristics, heuristics
+
 # `jit` is not re-exported: `tegula.runtime.jit` is the module, as `triton.runtime.jit`
 # is (PyTorch reads `triton.runtime.jit.ConstexprFunction`, `.create_specialize_impl`)
 from .jit import JITFunction, KernelParam
