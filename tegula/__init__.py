@@ -17,11 +17,11 @@ __triton_version__ = "3.6.0"
 
 from . import knobs, language, runtime, testing
 from .errors import CompilationError, KernelArgumentError, OutOfResources, TegulaError
+from .language.constexpr_function import constexpr_function
 from .runtime._allocation import set_allocator
 from .runtime.args import MockTensor, TensorWrapper, reinterpret
 from .runtime.autotuner import Config, autotune
 from .runtime.compiler import compile
-from .runtime.constexpr_function import constexpr_function
 from .runtime.heuristics import heuristics
 from .runtime.jit import JITFunction, jit
 from .runtime.kernel_interface import KernelInterface

@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 from ..errors import CompilationError, KernelArgumentError, TegulaError
 from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
+from ..language.constexpr_function import ConstexprFunction, constexpr_function  # noqa: F401
 from . import specialization as S
 from .args import MockTensor
 from .binder import build_runner, compute_specs
-from .constexpr_function import ConstexprFunction, constexpr_function  # noqa: F401
 from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
