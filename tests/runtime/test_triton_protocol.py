@@ -262,3 +262,25 @@ def test_constexpr_function_runs_at_compile_time_and_keys_the_cache():
     doubled._src = "def doubled(n):\n    return 3 * n\n"  # an edited helper changes the kernel's key
     fill.clear_cache()
     assert fill.cache_key != key
+
+
+def test_user_defined_triton_builtins_get_wrapped_values_and_the_semantic():
+    """Functions marked `__triton_builtin__` (PyTorch's `triton_helpers.if_mask`,
+    `constexpr_next_power_of_2`) see constexprs as constexprs and get `_builder`."""
+    seen = []
+
+    def next_pow2(n, *, _builder=None):
+        seen.append((type(n).__name__, _builder is not None))
+        return tl.constexpr(1 << (n.value - 1).bit_length())
+
+    next_pow2.__triton_builtin__ = True
+
+    @jit
+    def k(out_ptr, R: tl.constexpr):
+        N: tl.constexpr = next_pow2(R)
+        offs = tl.arange(0, N)
+        tl.store(out_ptr + offs, offs * 0 + N, mask=offs < R)
+
+    out = np.zeros(8, np.int32)
+    k[(1,)](out, 5)
+    assert seen == [("constexpr", True)] and out.tolist() == [8] * 5 + [0] * 3
