@@ -74,9 +74,11 @@ class HookChain:
 class env_knob:
     """A knob of `tegula.config` seen as a Triton knob (a data descriptor)."""
 
-    def __init__(self, attr: str, to_env: Callable[[Any], str] = str) -> None:
+    def __init__(self, attr: str, to_env: Callable[[Any], str] = str, unset_is_none: bool = False) -> None:
         self.attr = attr
         self.to_env = to_env
+        # Triton's optional-path knobs read None when unset (tegula's read "")
+        self.unset_is_none = unset_is_none
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -86,7 +88,8 @@ class env_knob:
             return self
         if self.name in obj.__dict__:
             return obj.__dict__[self.name]
-        return KNOBS[self.attr].read()
+        value = KNOBS[self.attr].read()
+        return None if self.unset_is_none and value == "" else value
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj.__dict__[self.name] = value
@@ -195,8 +198,8 @@ class runtime_knobs(base_knobs):
 
 
 class nvidia_knobs(base_knobs):
-    libdevice_path = env_knob("libdevice")
-    ptxas_path = env_knob("ptxas")
+    libdevice_path = env_knob("libdevice", unset_is_none=True)
+    ptxas_path = env_knob("ptxas", unset_is_none=True)
 
 
 class language_knobs(base_knobs):

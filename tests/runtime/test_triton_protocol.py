@@ -99,6 +99,16 @@ def test_env_knobs_read_and_set_tegula_config(monkeypatch, tmp_path):
     assert knobs.cache.dir == str(tmp_path / "t")
     monkeypatch.setenv("TEGULA_CHECKED", "1")
     assert knobs.compilation.checked is True
+    monkeypatch.delenv("TEGULA_LIBDEVICE_PATH", raising=False)
+    monkeypatch.delenv("TRITON_LIBDEVICE_PATH", raising=False)
+    assert knobs.nvidia.libdevice_path is None  # Triton: None when unset (Inductor tests `is not None`)
+    knobs.nvidia.libdevice_path = "/cuda/nvvm/libdevice/libdevice.10.bc"
+    try:
+        from tegula.config import knobs as config
+        assert config.libdevice == "/cuda/nvvm/libdevice/libdevice.10.bc"
+    finally:
+        del knobs.nvidia.libdevice_path
+    assert knobs.nvidia.libdevice_path is None
 
 
 def test_launch_hooks_run_around_jit_launches(fake, hooks):
