@@ -113,6 +113,21 @@ def case_flex_attention(dev):
     _close(torch.compile(attend)(q, k, v), reference(q, k, v), tol=2e-4 if dev == "cpu" else 2e-2)
 
 
+def case_compile_workers(dev):
+    """Inductor's compile workers (separate processes) compile the kernels and send them
+    back pickled: they must resolve `triton` to tegula, and JITFunctions and
+    CompiledKernels must cross the pickle."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    with inductor_config.patch(compile_threads=2):
+        AsyncCompile.use_process_pool()
+        AsyncCompile._ready_future.result(timeout=300)
+        assert AsyncCompile.use_process_pool(), "the worker pool did not start"
+        f = lambda x: torch.cos(x) * torch.exp(-x * x) + x.mean()  # noqa: E731
+        x = torch.randn(21, 13, device=dev)
+        _close(torch.compile(f)(x), f(x))
+
+
 def case_user_kernel(dev):
     """A @triton.jit kernel launched inside a compiled function (Dynamo wraps it)."""
     import triton
