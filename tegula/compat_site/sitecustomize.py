@@ -13,12 +13,17 @@ import sys
 
 
 def _install() -> None:
-    from tegula.config import knobs
-
-    if knobs.compat:
+    # The one place outside tegula.config that reads the variable (knob `compat`):
+    # importing tegula.config imports all of tegula, which every Python process
+    # started with this directory on its path would pay for, wanted or not.
+    if os.environ.get("TEGULA_COMPAT", "").strip().lower() not in ("1", "true", "yes", "on"):
+        return
+    try:
         from tegula import compat
-
-        compat.install(subprocesses=True)
+    except Exception as e:  # a child Python without tegula's dependencies: run without
+        print(f"tegula.compat: not resolving `import triton` to tegula here ({e})", file=sys.stderr)
+        return
+    compat.install(subprocesses=True)
 
 
 def _chain() -> None:
