@@ -128,6 +128,33 @@ def case_compile_workers(dev):
         _close(torch.compile(f)(x), f(x))
 
 
+def case_cuda_ahead_of_time(dev):
+    """The kernels Inductor generated (softmax, layer norm, a pointwise chain) also
+    compile for NVIDIA GPUs (sm_90 and sm_80) with tegula's CUDA backend, no GPU needed."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    compiled = []
+    original = triton.compile
+
+    def recording_compile(src, target=None, options=None, **kwargs):
+        compiled.append((src, options))
+        return original(src, target=target, options=options, **kwargs)
+
+    triton.compile = recording_compile
+    try:
+        torch.compile(lambda x: torch.softmax(x, -1))(torch.randn(6, 129, device=dev))
+        torch.compile(torch.nn.LayerNorm(40).to(dev))(torch.randn(3, 40, device=dev))
+        torch.compile(lambda x: torch.tanh(x) * torch.sigmoid(x + 2))(torch.randn(77, device=dev))
+    finally:
+        triton.compile = original
+    assert len(compiled) >= 3, compiled
+    for src, options in compiled:
+        for arch in (90, 80):
+            kernel = original(src, target=GPUTarget("cuda", arch, 32), options=options)
+            assert f".entry {src.name}" in kernel.asm["ptx"], (src.name, arch)
+
+
 def case_user_kernel(dev):
     """A @triton.jit kernel launched inside a compiled function (Dynamo wraps it)."""
     import triton
