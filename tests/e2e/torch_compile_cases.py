@@ -142,10 +142,11 @@ def case_cuda_ahead_of_time(dev):
         return original(src, target=target, options=options, **kwargs)
 
     triton.compile = recording_compile
-    try:
-        torch.compile(lambda x: torch.softmax(x, -1))(torch.randn(6, 129, device=dev))
-        torch.compile(torch.nn.LayerNorm(40).to(dev))(torch.randn(3, 40, device=dev))
-        torch.compile(lambda x: torch.tanh(x) * torch.sigmoid(x + 2))(torch.randn(77, device=dev))
+    try:  # compiled in this process (not in workers), not taken from a cache
+        with inductor_config.patch(compile_threads=1, force_disable_caches=True):
+            torch.compile(lambda x: torch.softmax(x, -1))(torch.randn(6, 129, device=dev))
+            torch.compile(torch.nn.LayerNorm(40).to(dev))(torch.randn(3, 40, device=dev))
+            torch.compile(lambda x: torch.tanh(x) * torch.sigmoid(x + 2))(torch.randn(77, device=dev))
     finally:
         triton.compile = original
     assert len(compiled) >= 3, compiled
