@@ -17,8 +17,9 @@ __triton_version__ = "3.6.0"
 
 import sys as _sys
 
-from . import language, runtime, testing
+from . import knobs, language, runtime, testing
 from .errors import CompilationError, KernelArgumentError, OutOfResources, TegulaError
+from .language.constexpr_function import constexpr_function
 from .runtime._allocation import set_allocator
 from .runtime.args import MockTensor, TensorWrapper, reinterpret
 from .runtime.autotuner import Config, autotune
@@ -50,6 +51,7 @@ if _sys.modules.get("torch") is not None:
 __all__ = [
     "CompilationError", "Config", "JITFunction", "KernelArgumentError", "KernelInterface", "MockTensor",
     "OutOfResources", "TegulaError", "TensorWrapper", "TritonError", "__triton_version__", "__version__",
-    "autotune", "cdiv",
-    "compile", "heuristics", "jit", "language", "next_power_of_2", "reinterpret", "runtime", "set_allocator", "testing",
+    "autotune", "cdiv", "constexpr_function",
+    "compile", "heuristics", "jit", "knobs", "language", "next_power_of_2", "reinterpret", "runtime",
+    "set_allocator", "testing",
 ]

@@ -38,9 +38,19 @@ _RENAMES: dict[str, tuple[str, ...]] = {
 }
 
 
+# triton package -> the tegula package standing for it and everything under it
+_PACKAGE_RENAMES: dict[str, str] = {
+    "triton.backends": "tegula.compat_surface.backends",
+    "triton._C": "tegula.compat_surface._C",
+}
+
+
 def _candidates(fullname: str) -> tuple[str, ...]:
     if fullname in _RENAMES:
         return _RENAMES[fullname]
+    for package, real in _PACKAGE_RENAMES.items():
+        if fullname == package or fullname.startswith(package + "."):
+            return (real + fullname[len(package):],)
     return ("tegula" + fullname[len("triton"):],)
 
 
@@ -100,10 +110,19 @@ class TritonModule(ModuleType):
         object.__setattr__(self, "__file__", tegula.__file__)
 
     def __getattr__(self, name: str):
+        package = _PACKAGE_RENAMES.get("triton." + name)
+        if package is not None:  # `triton.backends` before `import triton.backends`
+            module = importlib.import_module(package)
+            object.__setattr__(self, name, module)
+            return module
         return getattr(object.__getattribute__(self, "_tegula"), name)
 
     def __setattr__(self, name: str, value) -> None:
         if name.startswith("__") and name.endswith("__"):
+            object.__setattr__(self, name, value)
+        elif "triton." + name in _PACKAGE_RENAMES and isinstance(value, ModuleType):
+            # the import system binding a renamed package (`import triton.backends`):
+            # it is Triton's name, not tegula's `tegula.backends`
             object.__setattr__(self, name, value)
         else:
             setattr(object.__getattribute__(self, "_tegula"), name, value)
@@ -119,14 +138,35 @@ def _is_ours(module: ModuleType) -> bool:
     return isinstance(module, TritonModule) or getattr(module, "__name__", "").startswith("tegula")
 
 
-def install() -> None:
+def install(subprocesses: bool = False) -> None:
     """Make `import triton...` resolve to tegula in this process (idempotent). Triton
-    modules imported before this call are forgotten, so later imports get tegula."""
+    modules imported before this call are forgotten, so later imports get tegula.
+
+    `subprocesses=True` (what `python -m tegula.compat` does) extends that to the Python
+    processes this one starts, such as PyTorch Inductor's compile workers: it sets
+    `TEGULA_COMPAT=1` and puts `tegula/compat_site` (whose `sitecustomize` installs the
+    finder) first on `PYTHONPATH`."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
         if not _is_ours(sys.modules[name]):
             del sys.modules[name]
+    if subprocesses:
+        _export_to_subprocesses()
+
+
+_SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_site")
+
+
+def _export_to_subprocesses() -> None:
+    os.environ["TEGULA_COMPAT"] = "1"
+    # the directory of the `tegula` package too, so children import this tegula
+    roots = [_SITE_DIR, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    os.environ["PYTHONPATH"] = os.pathsep.join(roots + current)
+    if _SITE_DIR not in sys.path:
+        # Inductor builds its workers' PYTHONPATH from sys.path
+        sys.path.insert(1 if sys.path else 0, _SITE_DIR)
 
 
 def uninstall() -> None:
@@ -136,19 +176,11 @@ def uninstall() -> None:
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
         if _is_ours(sys.modules[name]):
             del sys.modules[name]
-
-
-def _install_in_children() -> None:
-    """Make Python processes this one starts run under compat too (pytest-xdist workers,
-    multiprocessing): `_compat_site/sitecustomize.py` installs it at their start-up, and
-    tegula's own directory comes with it on PYTHONPATH."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, "_compat_site")]
-    parent = os.path.dirname(here)
-    if os.path.basename(parent) not in ("site-packages", "dist-packages"):
-        paths.append(parent)  # a source checkout: children find tegula there (an install finds itself)
-    old = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+    if os.environ.pop("TEGULA_COMPAT", None) is not None:
+        parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _SITE_DIR]
+        os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+        if _SITE_DIR in sys.path:
+            sys.path.remove(_SITE_DIR)
 
 
 _USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
@@ -159,8 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 0 if argv else 2
-    install()
-    _install_in_children()
+    install(subprocesses=True)
     if argv[0] == "-m":
         if len(argv) < 2:
             print(_USAGE, file=sys.stderr)

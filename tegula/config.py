@@ -41,6 +41,9 @@ def _knob(attr: str, name: str, alias: Optional[str], parse, default, doc: str) 
 
 _knob("interpret", "TEGULA_INTERPRET", "TRITON_INTERPRET", _bool, False,
       "Run every kernel on the numpy reference interpreter, whatever the arguments.")
+_knob("compat", "TEGULA_COMPAT", None, _bool, False,
+      "Resolve `import triton` to tegula in this process (set by `python -m tegula.compat` "
+      "for the processes it starts; read by tegula/compat_site/sitecustomize.py).")
 _knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, False,
       "Run kernels on host arrays on the compiled CPU backend (else the interpreter); "
       "off by default until the CPU backend covers the whole tile language.")
@@ -52,7 +55,10 @@ _knob("cache_dir", "TEGULA_CACHE_DIR", "TRITON_CACHE_DIR", str,
       lambda: os.path.join(os.path.expanduser("~"), ".cache", "tegula"),
       "Directory of the on-disk compilation cache.")
 _knob("debug", "TEGULA_DEBUG", "TRITON_DEBUG", _bool, False,
-      "Compile every kernel in debug mode: device_assert on, bounds-checked memory.")
+      "Compile every kernel in debug mode, as Triton's debug=True: device_assert on.")
+_knob("checked", "TEGULA_CHECKED", None, _bool, False,
+      "Compile every kernel in checked mode (as launch option checked=True): compiled backends "
+      "bounds-check loads and stores and report failures after each launch (a sync per launch).")
 _knob("dump_dir", "TEGULA_DUMP_DIR", None, str, "",
       "When set, write every compilation stage's text (tir, tir_opt, ...) here.")
 _knob("override_dir", "TEGULA_OVERRIDE_DIR", None, str, "",
@@ -95,13 +101,13 @@ knobs = _Knobs()
 
 
 # ---------------------------------------------------------------- launch-path reads
-# The launch hot path needs (interpret, debug) on every call, and an environment lookup
+# The launch hot path needs (interpret, debug, checked) on every call, and an environment lookup
 # of an unset variable costs about a microsecond. Every change to the process
 # environment made from Python goes through os.putenv / os.unsetenv, which raise audit
 # events; counting them tells when the cached pair may be stale, so the hot path reads
 # the environment only after it changed.
 _env_generation = 0
-_launch_flags_cache: tuple[int, tuple[bool, bool]] = (-1, (False, False))
+_launch_flags_cache: tuple[int, tuple[bool, bool, bool]] = (-1, (False, False, False))
 
 
 def _count_environment_writes(event: str, _args: tuple) -> None:
@@ -113,13 +119,14 @@ def _count_environment_writes(event: str, _args: tuple) -> None:
 sys.addaudithook(_count_environment_writes)
 
 
-def launch_flags() -> tuple[bool, bool]:
-    """`(knobs.interpret, knobs.debug)`, re-read only after the environment changed."""
+def launch_flags() -> tuple[bool, bool, bool]:
+    """`(knobs.interpret, knobs.debug, knobs.checked)`, re-read only after the
+    environment changed."""
     global _launch_flags_cache
     generation, flags = _launch_flags_cache
     if generation != _env_generation:
         generation = _env_generation
-        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read())
+        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read(), KNOBS["checked"].read())
         _launch_flags_cache = (generation, flags)
     return flags
 

@@ -58,6 +58,8 @@ class CallsMixin:
             return self.inline(fn, args, kwargs)
         if is_builtin(fn):
             return fn.impl(self.sem, *args, **kwargs)
+        if getattr(fn, "__triton_builtin__", False):
+            return self.call_user_builtin(fn, args, kwargs)
         rule = _PY_BUILTIN_RULES.get(fn) if _hashable(fn) else None
         if rule is not None:
             return rule(self, args, kwargs)
@@ -74,6 +76,23 @@ class CallsMixin:
             return fn(*args, **kwargs)
         # Any other Python callable runs at compile time on the unwrapped values.
         return to_value(fn(*unwrap(tuple(args)), **{k: unwrap(v) for k, v in kwargs.items()}))
+
+    def call_user_builtin(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """A function marked `__triton_builtin__` (Triton's convention for builtins defined
+        outside Triton, as PyTorch's `triton_helpers` does): called with the frontend's
+        values themselves (constexprs stay wrapped) and the semantic object as
+        `_semantic` or `_builder`, whichever it takes."""
+        try:
+            params = _signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        if "_builder" in params and "_semantic" not in params:
+            extra = {"_builder": self.sem}
+        elif "_semantic" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            extra = {"_semantic": self.sem}
+        else:
+            extra = {}
+        return to_value(fn(*args, **kwargs, **extra))
 
     # ------------------------------------------------------------------ inlining
     def inline(self, jit_fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -74,7 +74,9 @@ class Scope:
 
 def _allowed_outer_value(value: Any) -> bool:
     return (value is None or is_constexpr(value) or is_dtype(value) or isinstance(value, ModuleType)
-            or is_jit(value) or is_builtin(value) or is_language_object(value))
+            or is_jit(value) or is_builtin(value) or is_language_object(value)
+            or getattr(value, "_tegula_constexpr_function", False)  # @constexpr_function
+            or getattr(value, "__triton_builtin__", False))  # builtins defined outside tegula
 
 
 class Namespace:

@@ -184,5 +184,13 @@ def __getattr__(name: str) -> Any:
     return getattr(language, name)
 
 
+def _unwrap_if_constexpr(o: Any) -> Any:
+    """Triton's helper (PyTorch's Inductor calls it inside kernels): the value of a
+    constexpr, anything else unchanged."""
+    return o.value if isinstance(o, constexpr) else o
+
+
+_constexpr_to_value = _unwrap_if_constexpr
+
 __all__ = ["Builtin", "builtin", "extern", "extern_elementwise", "is_builtin", "PropagateNan", "static_range",
            "range", "condition", "const", "constexpr"]

@@ -7,6 +7,7 @@ constexpr; on tensors it is `(x + (div - 1)) // div` with C-style division, as i
 from __future__ import annotations
 
 from .constexpr import constexpr, unwrap_constexpr
+from .constexpr_function import constexpr_function
 from .core import builtin
 from .tensor import tensor
 
@@ -105,3 +106,15 @@ def interleave(sem, a, b):
     if len(shape) == 1:
         return c
     return sem.reshape(c, shape[:-2] + [2 * shape[-2]])
+
+
+@constexpr_function
+def _log2(i: int) -> int:
+    """floor(log2(i)) of a compile-time int (Triton's helper; PyTorch's Inductor uses it
+    in its sort and scan kernels)."""
+    log2 = 0
+    n = int(i)
+    while n > 1:
+        n >>= 1
+        log2 += 1
+    return log2

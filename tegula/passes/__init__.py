@@ -15,10 +15,10 @@ from .dce import dce
 from .licm import licm
 from .manager import PASSES, PassContext, PassError, register_pass, run_pipeline
 from .pipelines import PIPELINES, register_pipeline
-from .written_args import written_arguments
+from .written_args import read_arguments, written_arguments
 
 __all__ = [
     "AxisInfo", "PASSES", "PIPELINES", "PassContext", "PassError", "axis_info",
     "canonicalize", "contiguity_order", "cse", "dce", "licm", "register_pass",
-    "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
+    "read_arguments", "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
 ]

@@ -29,6 +29,18 @@ _PASS_THROUGH = {
 
 def written_arguments(kernel: Kernel) -> set[str]:
     """Names of the pointer kernel arguments that some store may write through."""
+    return _arguments_behind(kernel, lambda ins, info: not info.pure)
+
+
+def read_arguments(kernel: Kernel) -> set[str]:
+    """Names of the pointer kernel arguments that some load or atomic may read through
+    (the same tracing as `written_arguments`, from the reading ops)."""
+    return _arguments_behind(kernel, lambda ins, info: ins.op is not Op.STORE)
+
+
+def _arguments_behind(kernel: Kernel, selects) -> set[str]:
+    """Pointer arguments the pointer operand of each memory op `selects(ins, info)`
+    accepts may derive from (all of them when one cannot be traced)."""
     args = pointer_args(kernel)
     by_value = {v: name for name, v in args}
     everything = {name for name, _ in args}
@@ -39,7 +51,7 @@ def written_arguments(kernel: Kernel) -> set[str]:
     work: list[Value] = []
     for ins in kernel.walk():
         info = OP_INFO[ins.op]
-        if info.kind is Kind.MEMORY and not info.pure and ins.operands:
+        if info.kind is Kind.MEMORY and selects(ins, info) and ins.operands:
             work.append(ins.operands[0])
 
     while work:

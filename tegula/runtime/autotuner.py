@@ -44,6 +44,9 @@ from . import autotuner_cache
 from .arg_snapshot import ArgSnapshot, is_array_like, zero_
 from .autotune_config import Config
 from .autotuner_report import TuningProgress, choose_best, print_table
+
+# Triton defines Heuristics and heuristics in triton.runtime.autotuner
+from .heuristics import Heuristics, heuristics  # noqa: F401
 from .kernel_interface import KernelInterface
 
 __all__ = ["Autotuner", "Config", "autotune"]

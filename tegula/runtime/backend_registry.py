@@ -197,7 +197,14 @@ _COMPILE_ONLY: dict[str, Any] = {}
 def backend_for_target(target: GPUTarget) -> Any:
     """The backend that compiles for `target`. Ahead-of-time compilation needs no device:
     a backend that cannot run here (no GPU) still compiles when its `compile_available()`
-    says its toolchain is present."""
+    says its toolchain is present. A host target (`GPUTarget("cpu", ...)`, what Triton's
+    CPU backend and PyTorch's Inductor ask for) is served by the compiled CPU backend
+    when it is enabled, else by the interpreter, as host arrays are at launch."""
+    if target.backend == "cpu":
+        from ..config import knobs
+
+        cpu = None if knobs.interpret else find_backend("cpu")
+        return cpu if cpu is not None else get_backend("interpreter")
     backend = find_backend(target.backend)
     if backend is not None:
         return backend

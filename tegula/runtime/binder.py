@@ -19,7 +19,9 @@ grid)`, which adds almost nothing to a direct call. The runner:
 3. looks the key (plus the knob flags and launch options) up in the in-memory cache —
    one dict lookup — and compiles on a miss (`jitfn._compile_miss`, which recomputes
    the full specs with `compute_specs`);
-4. normalizes the grid (a 3-tuple passes through untouched) and calls the compiled
+4. normalizes the grid (a 3-tuple passes through untouched) and, unless a launch hook
+   of `tegula.knobs.runtime` is set (then `CompiledKernel._launch_hooked` calls the
+   hooks around the launch), calls the compiled
    kernel's launcher with every parameter's value and those addresses
    (`launch(grid, values, *pointers)`, `pointers[i]` the `data_ptr()` of a torch tensor
    `values[i]`, else None), so a GPU launcher does not ask each tensor a second time.
@@ -36,19 +38,20 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .. import config
+from .. import knobs as knobs_module
 from ..config import knobs
 from ..errors import KernelArgumentError
 from . import launch_hooks, tracebacks
 from . import specialization as S
-from .kernel import normalize_grid
+from .kernel import current_stream, normalize_grid
 
 
-def launch_flags() -> tuple[bool, bool]:
-    """The knobs that change what a launch compiles to: (interpret, debug)."""
-    return (knobs.interpret, knobs.debug)
+def launch_flags() -> tuple[bool, bool, bool]:
+    """The knobs that change what a launch compiles to: (interpret, debug, checked)."""
+    return (knobs.interpret, knobs.debug, knobs.checked)
 
 
-def _flags_reader() -> Callable[[], tuple[bool, bool]]:
+def _flags_reader() -> Callable[[], tuple[bool, bool, bool]]:
     # Reading two knobs through `knobs` costs microseconds per launch (each environment
     # lookup of an unset variable raises and catches KeyError inside os.environ). When
     # config offers a cheaper reader of the same two values, the launch path uses it.
@@ -173,6 +176,7 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "_tg_PLAIN": _PLAIN, "_tg_cx": S.constexpr_atoms,
         "_tg_ONE": KEY_ONE, "_tg_I32": KEY_I32, "_tg_I32_DIV": KEY_I32_BY_LOW_BITS, "_tg_FP32": KEY_FP32,
         "_tg_flags": _flags_reader(), "_tg_okey": options_key,
+        "_tg_rt": knobs_module.runtime, "_tg_stream": current_stream,
         "_tg_get": jitfn._kernel_cache.get, "_tg_miss": jitfn._compile_miss,
         "_tg_MISSING": object(), "_tg_globals_changed": jitfn._globals_changed, "_tg_NA": no_arg,
         # builtins under private names: a kernel parameter may be called `len` or `tuple`
@@ -222,13 +226,17 @@ def build_runner(jitfn: Any) -> Callable[..., Any]:
         "    _tg_kernel = _tg_get(_tg_key)",
         f"    _tg_vals = {vals}",
         "    if _tg_kernel is None:",
-        "        _tg_kernel = _tg_miss(_tg_key, _tg_vals, _tg_opts)",
+        "        _tg_kernel = _tg_miss(_tg_key, _tg_vals, _tg_opts, _tg_warmup)",
         "    if _tg_warmup:",
         "        return _tg_kernel",
         "    if _tg_grid_arg.__class__ is _tg_tuple and _tg_len(_tg_grid_arg) == 1:",
         "        _tg_grid_arg = (_tg_grid_arg[0], 1, 1)",
         "    elif _tg_grid_arg.__class__ is not _tg_tuple or _tg_len(_tg_grid_arg) != 3:",
         "        _tg_grid_arg = _tg_grid(_tg_grid_arg, _tg_vals)",
+        # launch hooks (`knobs.runtime`): one attribute read when none is set
+        "    if _tg_rt.launch_hooked:",
+        f"        _tg_kernel._launch_hooked(_tg_grid_arg, _tg_vals, _tg_stream(_tg_kernel){ptrs})",
+        "        return _tg_kernel",
         f"    _tg_kernel._launch(_tg_grid_arg, _tg_vals{ptrs})",
         "    return _tg_kernel",
     ]

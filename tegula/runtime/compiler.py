@@ -187,6 +187,16 @@ def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
     return CompiledKernel(src, asm, metadata, ir=kernel, backend=backend, device=device)
 
 
+def optimized_ir(src: Union[ASTSource, IRSource],
+                 options: Union[None, Mapping[str, Any], CompileOptions] = None) -> Any:
+    """The kernel's tile IR after the target-independent passes (stage `tir_opt`),
+    without a backend: what analyses of a kernel (its written arguments) look at."""
+    if not isinstance(options, CompileOptions):
+        options = CompileOptions.from_dict(options, strict=False)
+    kernel, _asm = _front(src, options, StageIO(src.name, "analysis"))
+    return _optimize(kernel)
+
+
 def _target_defaults(options: CompileOptions, target: GPUTarget) -> CompileOptions:
     """Options whose value the target decides, as Triton's CUDA backend does: fp8 dots
     may accumulate imprecisely on sm_90 (its fp8 tensor cores keep fewer mantissa bits

@@ -7,6 +7,7 @@ names, loop targets) and resolved against its globals and closure; attribute cha
 (`mylib.helper`, `cfg.BLOCK`) are followed through modules and objects. What they
 resolve to decides what enters the key:
 - another @jit function: its own cache key (and `noinline`), recursively;
+- a `constexpr_function`: the hash of its source;
 - a `tl.constexpr`, a plain scalar/string, or a tl dtype: its name, type and value.
   These are also remembered as *used globals*, so a launch can notice that one was
   rebound after the kernel was compiled (Triton raises then; so do we).
@@ -158,6 +159,9 @@ def _key_value(path: str, value: Any, namespace: Optional[dict], chain: tuple[st
         parts.append(f"{path}=jit:{value.cache_key}:{bool(getattr(value, 'noinline', False))}")
         # A callee's globals matter to this kernel too: check them at its launches.
         used.extend(getattr(value, "used_globals", ()))
+        return
+    if getattr(value, "_tegula_constexpr_function", False):
+        parts.append(f"{path}=constexpr_function:{value.cache_key}")
         return
     if _is_keyed_value(value):
         parts.append(f"{path}={_value_text(value)}")

@@ -17,10 +17,11 @@ import sys
 import textwrap
 import threading
 from functools import partial
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 from ..errors import CompilationError, KernelArgumentError, TegulaError
 from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
+from ..language.constexpr_function import ConstexprFunction, constexpr_function  # noqa: F401
 from . import kernel_interface as _ki
 from . import specialization as S
 from .args import MockTensor
@@ -29,6 +30,7 @@ from .errors import InterpreterCompilationError, InterpreterError
 from .kernel_interface import KernelInterface
 from .options import CompileOptions
 from .tracebacks import public_entry
+from .triton_specialization import create_specialize_impl, mangle_type, specialize_impl  # noqa: F401
 
 _MODULES = sys.modules
 _TL_PREFIXES = ("tl.", "triton.language.", "tegula.language.", "language.", "core.")
@@ -87,6 +89,8 @@ class KernelParam:
         self.annotation_type = "" if self.is_constexpr else _annotation_type(self.annotation)
         self.do_not_specialize = do_not_specialize
         self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+        # Triton's const pointers (`*k` types) do not exist in tegula
+        self.is_const = False
 
     @property
     def has_default(self) -> bool:
@@ -110,6 +114,25 @@ def _index_set(values: Optional[Iterable[Union[int, str]]], names: list[str], wh
         else:
             raise KernelArgumentError(f"{what} names no parameter {v!r} (parameters: {', '.join(names)})")
     return out
+
+
+class JitFunctionInfo(NamedTuple):
+    """What JIT hooks get as `fn` (Triton's `JitFunctionInfo`)."""
+    module: str
+    name: str
+    jit_function: Any
+
+
+class _SkippedLaunch:
+    """What a launch runs when a `jit_cache_hook` declined the compile: nothing."""
+
+    def _launch(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    _launch_hooked = _launch
+
+
+_SKIPPED = _SkippedLaunch()
 
 
 class JITFunction(KernelInterface):
@@ -211,6 +234,40 @@ class JITFunction(KernelInterface):
     @property
     def hash(self) -> Optional[str]:
         return self._hash
+
+    @property
+    def used_global_vals(self) -> Optional[dict]:
+        """Triton's view of the globals the kernel read when its key was computed:
+        `{(name, id(namespace)): (value, namespace)}`. Assignable (PyTorch clears it
+        before pickling a kernel and puts it back after)."""
+        if "_used_global_vals" in self.__dict__:
+            return self.__dict__["_used_global_vals"]
+        return {(g.name, id(g.namespace)): (g.value, g.namespace) for g in self.used_globals}
+
+    @used_global_vals.setter
+    def used_global_vals(self, value: Optional[dict]) -> None:
+        self.__dict__["_used_global_vals"] = value
+
+    # What does not cross a process boundary: the generated launch function, locks,
+    # compiled kernels (per process and device) and namespaces (the function's globals,
+    # those of used globals); `fn` pickles by reference when it can (PyTorch sets it to
+    # None first, as it does `__globals__` and `used_global_vals`).
+    _UNPICKLED = ("_runner", "_bound", "_locks", "_locks_guard", "_kernel_cache", "used_globals",
+                  "_used_global_vals", "_hash_lock", "__globals__")
+
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._runner = None
+        self._bound = (None, None, None)
+        self._locks = {}
+        self._locks_guard = threading.Lock()
+        self._kernel_cache = {}
+        self.used_globals = []
+        self.__globals__ = getattr(self.fn, "__globals__", None)
 
     def definition_site(self) -> str:
         """`file:line` of the `def` (after any decorators), for messages."""
@@ -327,24 +384,25 @@ class JITFunction(KernelInterface):
                 lock = self._locks[key] = threading.Lock()
             return lock
 
-    def _compile_miss(self, key: tuple, values: tuple, opts: dict) -> Any:
+    def _compile_miss(self, key: tuple, values: tuple, opts: dict, warmup: bool = False) -> Any:
         # Compiles for different keys run in parallel (the autotuner warms configs up on
         # a thread pool); the same key compiles once.
         with self._key_lock(key):
             kernel = self._kernel_cache.get(key)
             if kernel is None:
-                kernel = self._compile(key, values, opts)
-                self._kernel_cache[key] = kernel
+                kernel = self._compile(key, values, opts, warmup)
+                if kernel is not _SKIPPED:
+                    self._kernel_cache[key] = kernel
         with self._locks_guard:
             self._locks.pop(key, None)
         return kernel
 
-    def _compile(self, key: tuple, values: tuple, opts: dict) -> Any:
+    def _compile(self, key: tuple, values: tuple, opts: dict, warmup: bool = False) -> Any:
         from . import backend_registry
         from .compiler import compile
         from .source import ASTSource
 
-        interpret, knob_debug = key[-2]
+        interpret, knob_debug, knob_checked = (tuple(key[-2]) + (False, False, False))[:3]
         specs = compute_specs(self.params, values)
         spec = S.describe_specs(self.arg_names, [p.is_constexpr for p in self.params],
                                 specs, values, self.__name__)
@@ -352,7 +410,8 @@ class JITFunction(KernelInterface):
         debug = bool((self.debug if debug is None else debug) or knob_debug)
         what = f"the launch of kernel '{self.__name__}' ({self.definition_site()})"
         try:
-            options = CompileOptions.from_dict({**opts, "debug": debug}, strict=True, what=what,
+            checked = bool(opts.get("checked") or knob_checked)
+            options = CompileOptions.from_dict({**opts, "debug": debug, "checked": checked}, strict=True, what=what,
                                                params=self.arg_names)
         except KernelArgumentError as e:
             if what in str(e):
@@ -363,13 +422,44 @@ class JITFunction(KernelInterface):
         backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)
         target = backend.current_target(device)
         src = ASTSource(self, spec.signature, spec.constexprs, spec.attrs)
+        from ..knobs import runtime as hooks
+
+        cache_hook = hooks.jit_cache_hook
+        if cache_hook is not None and self._call_hook(cache_hook, key, src, device, options, warmup):
+            return _SKIPPED
         try:
-            return compile(src, target=target, options=options, device=device)
+            kernel = compile(src, target=target, options=options, device=device)
         except CompilationError as e:
             if backend.name != "interpreter" or isinstance(e, InterpreterError):
                 raise
             # Triton's interpreter reports these as InterpreterError (see runtime.errors)
             raise InterpreterCompilationError.from_error(e) from e.__cause__
+        if hooks.jit_post_compile_hook is not None:
+            self._call_hook(hooks.jit_post_compile_hook, key, src, device, options, warmup)
+        return kernel
+
+    def _call_hook(self, hook: Callable[..., Any], key: Any, src: Any, device: Any, options: CompileOptions,
+                   is_warmup: bool) -> Any:
+        """Call a `knobs.runtime` JIT hook with Triton's keyword arguments: `key`, `repr`
+        (`name[num_warps=..., ...](param: type, ...)`), `fn` (`JitFunctionInfo`),
+        `compile` (the compile's description), `is_manual_warmup`, `already_compiled`."""
+        sig = src.signature
+        arg_reprs = ", ".join(f"{p.name}: {sig.get(p.name, 'constexpr')}" for p in self.params)
+        repr_ = (f"{self.__qualname__}[num_warps={options.num_warps}, num_ctas={options.num_ctas}, "
+                 f"num_stages={options.num_stages}, enable_fp_fusion={options.enable_fp_fusion}, "
+                 f"launch_cooperative_grid={options.launch_cooperative_grid}]({arg_reprs})")
+        info = {
+            "key": key, "signature": dict(sig), "device": device, "constants": dict(src.constexprs),
+            "num_warps": options.num_warps, "num_ctas": options.num_ctas, "num_stages": options.num_stages,
+            "enable_fp_fusion": options.enable_fp_fusion, "launch_cooperative_grid": options.launch_cooperative_grid,
+            "extern_libs": options.extern_libs or (),
+            "configs": [{(self.arg_names.index(n),): [["tt.divisibility", a.divisibility]]
+                         for n, a in src.attrs.items() if a.divisibility > 1}],
+            "specialization_data": repr((self.__qualname__, dict(sig), sorted(src.constexprs.items(), key=str))),
+            "is_warmup": is_warmup,
+        }
+        return hook(key=key, repr=repr_, fn=JitFunctionInfo(self.module, self.__qualname__, self), compile=info,
+                    is_manual_warmup=is_warmup, already_compiled=False)
 
     def _globals_changed(self) -> None:
         for g in self.used_globals:

@@ -13,6 +13,18 @@ device addresses it already read from torch tensors (`pointers[i]` for `values[i
 None elsewhere; none at all from `run`). A backend's launcher that can use them says so
 with `accepts_pointers = True`; any other launcher is called as `launch(grid, values)`
 through a thin adapter.
+
+Triton's launch protocol is there too (PyTorch's Inductor drives kernels through it):
+`_init_handles()` loads the kernel and sets `function` (the loaded launcher) and
+`module` (what keeps it loaded); `run(gridX, gridY, gridZ, stream, function,
+packed_metadata, launch_metadata, launch_enter_hook, launch_exit_hook, *params)` calls
+the enter hook with `launch_metadata`, launches `function` on `stream` (the CUDA
+launcher uses it; host backends have no streams) and calls the exit hook;
+`launch_metadata(grid, stream, *params)` is None unless a `knobs.runtime`
+launch-enter hook is set. A kernel rebuilt from its `__dict__` with `run`, `function`
+and `module` set to None (as Inductor sends compiled kernels between processes) is
+reloaded by `_init_handles()`; pickling a CompiledKernel drops the loaded state the
+same way. `run(grid, *args)` with a tuple (or callable) grid is tegula's short form.
 """
 from __future__ import annotations
 
@@ -59,11 +71,49 @@ def normalize_grid(grid: Any, bound: Callable[[], dict], kernel: str) -> tuple:
 def _without_pointers(launch: Callable[[tuple, Sequence[Any]], None]) -> Callable[..., None]:
     """A `launch(grid, values)` of a backend that takes no pointers, in the three-argument form."""
 
-    def launch_values(grid: tuple, values: Sequence[Any], *pointers: Any) -> None:
+    def launch_values(grid: tuple, values: Sequence[Any], *pointers: Any, stream: Any = None) -> None:
         launch(grid, values)
 
     launch_values.backend_launch = launch
     return launch_values
+
+
+def _without_stream(launch: Callable[..., None]) -> Callable[..., None]:
+    """A pointer-taking launcher of a backend without streams, accepting `stream=`."""
+
+    def launch_pointers(grid: tuple, values: Sequence[Any], *pointers: Any, stream: Any = None) -> None:
+        launch(grid, values, *pointers)
+
+    launch_pointers.backend_launch = launch
+    return launch_pointers
+
+
+class LazyDict:
+    """Launch metadata handed to launch hooks (Triton's `LazyDict`): `get()` evaluates
+    the functions `add`ed to it once and returns the dict."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+        self.extras: list = []
+
+    def get(self) -> dict:
+        while self.extras:
+            func, args = self.extras.pop(0)
+            self.data.update(func(*args))
+        return self.data
+
+    def add(self, func: Callable[..., dict], args: tuple) -> None:
+        self.extras.append((func, args))
+
+
+def current_stream(kernel: "CompiledKernel") -> Any:
+    """The stream a launch of `kernel` goes to when none is given (0 on the host)."""
+    if getattr(kernel.backend, "name", "") != "cuda":
+        return 0
+    from .driver import driver
+
+    device = kernel.device
+    return driver.active.get_current_stream(device if device is not None and device >= 0 else None)
 
 
 class CompiledKernel:
@@ -81,6 +131,9 @@ class CompiledKernel:
         self.ir = ir
         self.backend = backend
         self.device = device
+        self.module: Any = None
+        self.function: Any = None
+        self.metadata_group: dict[str, str] = {}
 
     # ------------------------------------------------------------------ Triton's attributes
     @property
@@ -101,22 +154,45 @@ class CompiledKernel:
     def packed_metadata(self) -> KernelMetadata:
         return self.metadata
 
-    # ------------------------------------------------------------------ launching
+    # ------------------------------------------------------------------ loading
     def _init_handles(self) -> None:
-        """Load the kernel on its device (once)."""
-        if "_launch" not in self.__dict__:
-            if self.backend is None:
-                raise KernelArgumentError(f"kernel '{self.name}' has no backend to run it")
-            launch = self.backend.load(self, self.device)
-            if not getattr(launch, "accepts_pointers", False):
-                launch = _without_pointers(launch)
-            self._launch = launch
+        """Load the kernel on its device (once; again after `function` was cleared)."""
+        if self.__dict__.get("function") is not None and "_launch" in self.__dict__:
+            return
+        if self.backend is None:
+            raise KernelArgumentError(f"kernel '{self.name}' has no backend to run it")
+        from ..knobs import runtime
 
-    def _launch(self, grid: tuple, values: Sequence[Any], *pointers: Any) -> None:
+        if runtime.kernel_load_start_hook:
+            runtime.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
+        launch = self.backend.load(self, self.device)
+        if not getattr(launch, "accepts_pointers", False):
+            launch = _without_pointers(launch)
+        elif not getattr(launch, "accepts_stream", False):
+            launch = _without_stream(launch)
+        self.module = getattr(launch, "_tegula_module", None) or self.backend
+        self.function = launch
+        if self.__dict__.get("run", False) is None:
+            del self.__dict__["run"]  # a rebuilt kernel: the class's run again
+        self._launch = launch
+        if runtime.kernel_load_end_hook:
+            runtime.kernel_load_end_hook(self.module, self.function, self.name, self.metadata_group, self.hash)
+
+    def _launch(self, grid: tuple, values: Sequence[Any], *pointers: Any, stream: Any = None) -> None:
         # Replaced by the backend's launcher on the first call (see the module docstring).
         self._init_handles()
-        self.__dict__["_launch"](grid, values, *pointers)
+        self.__dict__["_launch"](grid, values, *pointers, stream=stream)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_launch", None)
+        state.update(module=None, function=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ launching
     def _full_values(self, args: Sequence[Any]) -> Sequence[Any]:
         md = self.metadata
         if len(args) == len(md.param_names):
@@ -131,15 +207,73 @@ class CompiledKernel:
             f"({', '.join(md.arg_names)}) or all {len(md.param_names)} parameters "
             f"({', '.join(md.param_names)}); got {len(args)}")
 
-    def run(self, grid: Any, *args: Any) -> None:
+    def launch_metadata(self, grid: tuple, stream: Any, *args: Any) -> Optional[LazyDict]:
+        """What launch hooks receive: None when no launch-enter hook is set, else the
+        kernel's name, function and stream plus what its `launch_metadata=` function
+        (given to `@jit`) computes from `(grid, metadata, {param: value})`."""
+        from ..knobs import runtime
+
+        if not runtime.launch_enter_hook:
+            return None
+        self._init_handles()
+        ret = LazyDict({"name": self.name, "function": self.function, "stream": stream})
+        fn = getattr(self.src, "fn", None)
+        user = getattr(fn, "launch_metadata", None) if fn is not None else None
+        if user is None:
+            return ret
         values = self._full_values(args)
-        names = self.metadata.param_names
-        g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
-        self._launch(g, values)
+        ret.add(user, (grid, self.metadata, dict(zip(self.metadata.param_names, values))))
+        return ret
+
+    def run(self, *args: Any) -> None:
+        """Triton's protocol, `run(gridX, gridY, gridZ, stream, function, packed_metadata,
+        launch_metadata, launch_enter_hook, launch_exit_hook, *params)`, or tegula's
+        `run(grid, *args)` when the first argument is a grid tuple or callable."""
+        if not args:
+            raise KernelArgumentError(f"compiled kernel '{self.name}': run() needs a grid")
+        if isinstance(args[0], (tuple, list)) or callable(args[0]):
+            grid, params = args[0], args[1:]
+            values = self._full_values(params)
+            names = self.metadata.param_names
+            g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
+            self._launch_hooked(g, values, current_stream(self))
+            return
+        if len(args) < 9:
+            raise KernelArgumentError(
+                f"compiled kernel '{self.name}': run(gridX, gridY, gridZ, stream, function, packed_metadata, "
+                f"launch_metadata, launch_enter_hook, launch_exit_hook, *params) got {len(args)} arguments")
+        gx, gy, gz, stream, function, _packed, launch_md, enter, exit_, *params = args
+        if function is None:
+            self._init_handles()
+            function = self.function
+        values = self._full_values(params)
+        if enter:
+            enter(launch_md)
+        function((gx, gy, gz), values, stream=stream)
+        if exit_:
+            exit_(launch_md)
+
+    def _launch_hooked(self, grid: tuple, values: Sequence[Any], stream: Any, *pointers: Any) -> None:
+        """A launch with the `knobs.runtime` launch hooks around it (when any is set)."""
+        from ..knobs import runtime
+
+        if not runtime.launch_hooked:
+            self._launch(grid, values, *pointers, stream=stream)
+            return
+        md = self.launch_metadata(grid, stream, *values)
+        enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
+        if enter:
+            enter(md)
+        self._launch(grid, values, *pointers, stream=stream)
+        if exit_:
+            exit_(md)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         def runner(*args: Any, stream: Any = None) -> None:
-            self.run(grid, *args)
+            values = self._full_values(args)
+            names = self.metadata.param_names
+            g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
+            self._launch_hooked(g, values, current_stream(self) if stream is None else stream)
 
         return runner
 

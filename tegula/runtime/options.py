@@ -22,7 +22,11 @@ class CompileOptions:
     num_stages: int = 3
     num_ctas: int = 1
     maxnreg: Optional[int] = None
+    # Triton's meaning: device_assert (and tl.assume checks) compiled in
     debug: bool = False
+    # tegula's checked mode: compiled backends bounds-check every load and store and
+    # report the first failure after the launch (costs a sync per launch)
+    checked: bool = False
     enable_fp_fusion: bool = True
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
@@ -100,7 +104,7 @@ def _normalize(name: str, value: Any) -> Any:
         return tuple(sorted((str(k), str(v)) for k, v in value.items()))
     if name == "allowed_dot_input_precisions" and isinstance(value, (list, tuple)):
         return tuple(value)
-    if name == "debug":
+    if name in ("debug", "checked"):
         return bool(value)
     if name in ("num_warps", "num_stages", "num_ctas") and hasattr(value, "__index__"):
         return value.__index__()

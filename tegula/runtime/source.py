@@ -104,6 +104,19 @@ class ASTSource:
     def fn_key(self) -> str:
         return self.fn.cache_key
 
+    def make_ir(self, target: Any, options: Any, codegen_fns: Any, module_map: Any, context: Any) -> Any:
+        """Triton's entry for tools that read a kernel's TTIR through its MLIR bindings
+        (PyTorch's mutation analysis of user kernels): a TTIR-shaped summary of which
+        arguments the kernel reads and writes, from tegula's analyses of its optimized
+        IR (`compat_surface.ttir_summary`)."""
+        from ..compat_surface.ttir_summary import summarize
+        from ..passes import read_arguments, written_arguments
+        from .compiler import optimized_ir
+
+        kernel = optimized_ir(self, options)
+        args = [(n, a.type) for n, a in zip(kernel.arg_names, kernel.args)]
+        return summarize(self.name, args, written_arguments(kernel), read_arguments(kernel))
+
     def hash(self) -> str:
         """Identity of the source and its specialization (not of options or target)."""
         h = hashlib.sha256(self.fn_key().encode())

@@ -116,7 +116,10 @@ def test_submodules_resolve(name):
     from tegula import compat
 
     spec = compat.TritonAliasFinder().find_spec(name)
-    assert spec is not None and spec.loader_state.__name__ == "tegula" + name[len("triton"):]
+    # triton.backends is Triton's plug-in registry: tegula keeps it in compat_surface
+    expected = name.replace("triton.backends", "tegula.compat_surface.backends") \
+        if name.startswith("triton.backends") else "tegula" + name[len("triton"):]
+    assert spec is not None and spec.loader_state.__name__ == expected
 
 
 def test_torch_inductor_imports_under_compat(tmp_path):
@@ -128,6 +131,23 @@ def test_torch_inductor_imports_under_compat(tmp_path):
                       "assert tc.HAS_TRITON and tc.libdevice is not None\n"
                       "import triton.language as tl\n"
                       "assert tl.core.view is tl.view and tl.core.dtype is tl.dtype\n"
+                      "print('OK')\n")
+    run = _run([str(script)], cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+
+
+def test_triton_backends_and_C_are_compat_surfaces(tmp_path):
+    """`triton.backends` (Triton's plug-in registry) and `triton._C` live in
+    tegula.compat_surface; importing them leaves tegula's own `tegula.backends` alone."""
+    script = tmp_path / "probe.py"
+    script.write_text("import triton, triton.backends, triton._C.libtriton, tegula\n"
+                      "assert tegula.backends.__name__ == 'tegula.backends'\n"
+                      "assert triton.backends.__name__ == 'tegula.compat_surface.backends'\n"
+                      "assert 'cpu' in triton.backends.backends and triton._C.libtriton.ir.context()\n"
+                      "from triton import knobs\n"
+                      "assert knobs.runtime.launch_enter_hook is not None\n"
+                      "import os\n"
+                      "assert os.environ['TEGULA_COMPAT'] == '1'  # child processes resolve triton too\n"
                       "print('OK')\n")
     run = _run([str(script)], cwd=tmp_path)
     assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr

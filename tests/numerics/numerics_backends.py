@@ -133,7 +133,7 @@ def assemble_for_ci(kernel: Kernel, num_warps: int, debug: bool) -> list[str]:
     if key not in _ASSEMBLED:
         done = []
         for cap in PTX_CAPABILITIES:
-            asm, md = compile_kernel(kernel, {"num_warps": num_warps, "debug": debug}, cap)
+            asm, md = compile_kernel(kernel, {"num_warps": num_warps, "debug": debug, "checked": debug}, cap)
             assert f".target {md['arch']}" in asm["ptx"], md["arch"]
             if find_ptxas() is not None:
                 assert asm.get("cubin"), f"ptxas produced no cubin for {md['arch']}"

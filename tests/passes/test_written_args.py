@@ -98,3 +98,15 @@ def test_no_stores_no_written_arguments():
           return
         }""")
     assert written_arguments(k) == set()
+
+
+def test_read_arguments_follow_loads_and_atomics():
+    from tegula.passes import read_arguments
+
+    k = parse("""
+        kernel @k(%x: ptr<f32>, %y: ptr<f32>, %out: ptr<f32>, %n: i32) {
+          %a = load %x {} : f32
+          store %out, %a {}
+          return
+        }""")
+    assert read_arguments(k) == {"x"} and written_arguments(k) == {"out"}

@@ -121,6 +121,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Ite
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("TEGULA_DEBUG", raising=False)
     monkeypatch.delenv("TRITON_DEBUG", raising=False)
+    monkeypatch.delenv("TEGULA_CHECKED", raising=False)
     yield pipe
     _clear_module_kernels(request.module)
 

@@ -65,14 +65,14 @@ class TgirOptions:
     num_warps: int
     num_stages: int
     capability: int
-    debug: bool
+    checked: bool
 
 
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
-    """Software pipelining of the loops that feed dots (not in debug mode, whose
+    """Software pipelining of the loops that feed dots (not in checked mode, whose
     checked accesses are plain loads)."""
     o: TgirOptions = ctx.options
-    if not o.debug and any(ins.op is Op.DOT for ins in kernel.walk()):
+    if not o.checked and any(ins.op is Op.DOT for ins in kernel.walk()):
         pipeline_loops(kernel, o.num_stages, o.num_warps, o.capability)
     return kernel
 
@@ -103,11 +103,12 @@ register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts", "c
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
-            debug: bool, timings: Optional[dict[str, float]] = None) -> tuple[Kernel, LayoutPlan]:
+            checked: bool, timings: Optional[dict[str, float]] = None) -> tuple[Kernel, LayoutPlan]:
     """The GPU stage of `kernel` (a copy: the caller's kernel is left as it is) and the
-    lowering's view of it."""
-    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, debug), stage="tgir",
-                      verify=bool(knobs.verify_ir) or debug)
+    lowering's view of it. `checked`: checked mode, whose bounds-checked accesses are
+    plain loads, so nothing is pipelined."""
+    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, checked), stage="tgir",
+                      verify=bool(knobs.verify_ir) or checked)
     staged = run_pipeline(clone_kernel(kernel), "cuda_tgir", ctx)
     if timings is not None:
         timings.update(ctx.timings)
@@ -124,7 +125,8 @@ def read_tgir(text: str, num_warps: int) -> tuple[Kernel, LayoutPlan]:
 def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                    emit: Optional[Emit] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile `kernel` for `target`. `options` carries `num_warps`, `num_stages`,
-    `debug`, `maxnreg`, `enable_fp_fusion` (attributes or dict keys). Returns
+    `debug` (device asserts), `checked` (checked mode), `maxnreg`, `enable_fp_fusion`
+    (attributes or dict keys). Returns
     `(asm, metadata)`; `asm` has `tgir`, `llir`, `ptx` and, when ptxas is found,
     `cubin` (bytes)."""
     t0 = time.perf_counter()
@@ -132,13 +134,16 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     cap = capability_of(target)
     num_warps = int(option(options, "num_warps", 4))
     debug = bool(option(options, "debug", False)) or knobs.debug
+    # checked mode (tegula's, not Triton's debug): bounds-checked accesses, errors
+    # reported after the launch
+    checked = bool(option(options, "checked", False)) or knobs.checked
     maxnreg = option(options, "maxnreg", None)
     num_stages = int(option(options, "num_stages", 3))
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     stages = num_stages
     pass_timings: dict[str, float] = {}
     while True:
-        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, debug, pass_timings)
+        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings)
         # Rings plus the scratch of the ops inside their loops may exceed the GPU's
         # shared memory; a shallower pipeline then still runs (no cliff into an
         # out-of-resources launch for a config that worked unpipelined).
@@ -151,7 +156,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     if asm["tgir"] != printed:
         # an override of the GPU stage: compile what the text says
         kernel_tgir, plan = read_tgir(asm["tgir"], num_warps)
-    lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=debug, fp_fusion=fp_fusion)
+    lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=checked, fp_fusion=fp_fusion)
     module = lw.build()
     kernel = kernel_tgir
     codegen.add_module_flags(module)

@@ -168,7 +168,9 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     # One per kernel parameter, constexpr ones included (the runtime passes one for each).
     n_params = max(len(md.get("param_names") or ()), max(indices) + 1 if indices else 0)
     pointer_params = "".join(f", _p{k}=None" for k in range(n_params))
-    lines = [f"def launch(grid, values{pointer_params}, *_more):",
+    # `stream`: the stream to launch on (Triton's `CompiledKernel.run` passes one);
+    # None means the current stream of the framework in use.
+    lines = [f"def launch(grid, values{pointer_params}, *_more, stream=None):",
              "    gx, gy, gz = grid",
              "    if gx.__class__ is not int or gy.__class__ is not int or gz.__class__ is not int:",
              "        gx, gy, gz = int(gx), int(gy), int(gz)",
@@ -190,9 +192,10 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
         state = _CheckedState(md, slots[n:], [names[i] for i in pointer_args], device)
         env["_checked"] = state
         ptr_values = "".join(f"values[{indices[i]}], " for i in pointer_args)
-        lines += ["    stream = _stream(_DEV)", f"    _checked.before(stream, ({ptr_values}))"]
+        lines += ["    if stream is None:", "        stream = _stream(_DEV)",
+                  f"    _checked.before(stream, ({ptr_values}))"]
     else:
-        lines.append("    stream = _stream(_DEV)")
+        lines += ["    if stream is None:", "        stream = _stream(_DEV)"]
     lines += [f"    r = _launch(_fn, gx, gy, gz, {block}, 1, 1, {shared}, stream, _params, 0)",
               "    if r[0] != _ok:",
               "        _fail(r[0], _KIND)"]
@@ -201,6 +204,7 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     exec(compile("\n".join(lines), f"<tegula launcher {name}>", "exec"), env)
     launch = env["launch"]
     launch.accepts_pointers = True
+    launch.accepts_stream = True
     return launch
 
 

@@ -34,7 +34,8 @@ class EmulatedCudaBackend:
         from tegula.backends.cuda import compile_kernel
         from tegula.ir.printer import print_ir
 
-        debug = bool(option(options, "debug", False))
+        # the emulator's debug mode is checked mode with device asserts
+        debug = bool(option(options, "debug", False)) or bool(option(options, "checked", False))
         ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug,
                             num_stages=int(option(options, "num_stages", 3)))
         for cap in self.ptx_capabilities:

@@ -31,7 +31,7 @@ def run_case(case: Any, torch: Any, debug: bool = False, timing: bool = False) -
     dev = torch.cuda.current_device()
     cap = driver.capability(dev)
     t0 = time.perf_counter()
-    asm, md = compile_kernel(case.kernel, {"num_warps": case.num_warps, "debug": debug}, cap)
+    asm, md = compile_kernel(case.kernel, {"num_warps": case.num_warps, "debug": debug, "checked": debug}, cap)
     compile_s = time.perf_counter() - t0
     image = asm.get("cubin") or (asm["ptx"].encode() + b"\0")
     _module, fn = driver.load_function(image, md["name"], dev, int(md["shared"]))
@@ -96,7 +96,8 @@ def load_kernel(kernel: Any, num_warps: int, debug: bool, torch: Any) -> tuple[A
     dev = torch.cuda.current_device()
     key = (print_ir(kernel, locs=True), num_warps, debug, dev)
     if key not in _LOADED:
-        asm, md = compile_kernel(kernel, {"num_warps": num_warps, "debug": debug}, driver.capability(dev))
+        opts = {"num_warps": num_warps, "debug": debug, "checked": debug}
+        asm, md = compile_kernel(kernel, opts, driver.capability(dev))
         image = asm.get("cubin") or (asm["ptx"].encode() + b"\0")
         module, fn = driver.load_function(image, md["name"], dev, int(md["shared"]))
         launch = make_launcher(fn, md, md["arg_types"], dev, arg_names=list(kernel.arg_names))

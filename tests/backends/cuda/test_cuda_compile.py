@@ -105,10 +105,18 @@ def test_fp8_conversions_use_hardware_on_sm90_and_software_on_sm80():
     assert "e4m3" not in asm80["ptx"]
 
 
-def test_debug_mode_adds_bounds_checks():
-    asm, md = _ptx(ck.vector_add(), debug=True)
+def test_checked_mode_adds_bounds_checks():
+    asm, md = _ptx(ck.vector_add(), checked=True)
     assert md["checked"] and md["checked_sites"]
     assert re.search(r"atom\.[.\w]*cas\.b64", asm["ptx"])
+
+
+def test_debug_alone_is_tritons_debug_not_checked_mode():
+    """`debug=True` (what Inductor passes to every compile) turns device asserts on
+    and nothing else: no bounds checks, no error buffer, no sync after launches."""
+    asm, md = _ptx(ck.vector_add(), debug=True)
+    assert md["debug"] and not md["checked"] and not md["checked_sites"]
+    assert not re.search(r"atom\.[.\w]*cas\.b64", asm["ptx"])
 
 
 def test_ptxas_report_parsing():
@@ -131,7 +139,7 @@ def test_the_ir_tests_every_op_kernel_compiles(cap, debug):
         import ir_test_kernels
     finally:
         sys.path.pop(0)
-    asm, md = compile_kernel(ir_test_kernels.build_all_ops_kernel(), {"debug": debug}, cap)
+    asm, md = compile_kernel(ir_test_kernels.build_all_ops_kernel(), {"debug": debug, "checked": debug}, cap)
     assert ".entry all_ops(" in asm["ptx"]
     assert md["checked"] == debug
 

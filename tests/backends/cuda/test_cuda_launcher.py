@@ -146,3 +146,45 @@ def test_jit_launch_through_the_real_backend_with_a_fake_driver(fake, monkeypatc
     assert grid == (4, 1, 1) and block == (128, 1, 1)
     assert [ctypes.c_int64.from_address(s).value for s in slots[:2]] == [0x7000, 0x8000]
     assert ctypes.c_int32.from_address(slots[2]).value == 100
+
+
+def test_explicit_stream_is_honoured(fake):
+    """Triton's `CompiledKernel.run(..., stream, ...)` hands the launcher a stream: it
+    launches there, not on the framework's current stream."""
+    fake.n = 1
+    launch = L.make_launcher("FN", {"name": "k", "num_warps": 4}, ["i32"], 0, arg_names=["n"])
+    assert launch.accepts_stream
+    launch((1, 1, 1), [3], stream=0xABC)
+    assert fake.calls[-1][3] == 0xABC
+    launch((1, 1, 1), [3])
+    assert fake.calls[-1][3] == 1234, "no stream given: the current one"
+
+
+def test_compiled_kernel_run_protocol_reaches_the_launcher(fake):
+    """Inductor's launch: `bin.run(gx, gy, gz, stream, function, packed_metadata,
+    launch_metadata, enter_hook, exit_hook, *params)` on a kernel rebuilt from its
+    `__dict__` with `run`/`function`/`module` cleared, then `_init_handles()`."""
+    from tegula.backends.compiler import GPUTarget
+    from tegula.runtime.kernel import CompiledKernel, KernelMetadata
+
+    fake.n = 1
+    md = KernelMetadata(name="k", hash="h", num_warps=4, shared=0, param_names=["n", "B"], arg_names=["n"],
+                        arg_indices=[0], target=GPUTarget("cuda", 90, 32))
+
+    class Backend:
+        name = "cuda"
+
+        def load(self, compiled, device):
+            return L.make_launcher("FN", compiled.metadata, ["i32"], 0, indices=[0], arg_names=["n"])
+
+    k = CompiledKernel(None, {}, md, backend=Backend(), device=0)
+    rebuilt = CompiledKernel.__new__(CompiledKernel)
+    rebuilt.__dict__.update({**k.__dict__, "run": None, "function": None, "module": None})
+    assert rebuilt.run is None
+    rebuilt._init_handles()
+    assert rebuilt.function is not None and rebuilt.module is not None
+    seen = []
+    rebuilt.run(2, 1, 1, 0x77, rebuilt.function, rebuilt.packed_metadata, "MD", seen.append,
+                lambda m: seen.append(("exit", m)), 5, 64)
+    assert fake.calls[-1][0] == (2, 1, 1) and fake.calls[-1][3] == 0x77
+    assert seen == ["MD", ("exit", "MD")]
