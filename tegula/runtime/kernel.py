@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import KernelArgumentError
+from .arg_trees import flattener
 
 
 class KernelMetadata(SimpleNamespace):
@@ -66,6 +67,16 @@ def _without_pointers(launch: Callable[[tuple, Sequence[Any]], None]) -> Callabl
     return launch_values
 
 
+def _flattening(launch: Callable[..., None], flatten: Callable[[Sequence[Any]], list]) -> Callable[..., None]:
+    """The launcher of a kernel with tuple or descriptor parameters: the values of the
+    kernel's parameters become the values of its leaves (see `arg_trees`)."""
+
+    def launch_leaves(grid: tuple, values: Sequence[Any], *pointers: Any) -> None:
+        launch(grid, flatten(values))
+
+    return launch_leaves
+
+
 class CompiledKernel:
     """See the module docstring. Launch directly with `compiled[grid](*args)` or
     `compiled.run(grid, *args)`, where `args` are either all the kernel's parameters
@@ -108,7 +119,10 @@ class CompiledKernel:
             if self.backend is None:
                 raise KernelArgumentError(f"kernel '{self.name}' has no backend to run it")
             launch = self.backend.load(self, self.device)
-            if not getattr(launch, "accepts_pointers", False):
+            trees = getattr(self.src, "arg_trees", None)
+            if trees:
+                launch = _flattening(launch, flattener(self.src.fn.arg_names, trees))
+            elif not getattr(launch, "accepts_pointers", False):
                 launch = _without_pointers(launch)
             self._launch = launch
 
@@ -119,6 +133,12 @@ class CompiledKernel:
 
     def _full_values(self, args: Sequence[Any]) -> Sequence[Any]:
         md = self.metadata
+        if getattr(self.src, "arg_trees", None):
+            names = self.src.fn.arg_names
+            if len(args) != len(names):
+                raise KernelArgumentError(f"compiled kernel '{self.name}' takes all {len(names)} parameters "
+                                          f"({', '.join(names)}); got {len(args)}")
+            return args
         if len(args) == len(md.param_names):
             return args
         if len(args) == len(md.arg_indices):
@@ -133,7 +153,7 @@ class CompiledKernel:
 
     def run(self, grid: Any, *args: Any) -> None:
         values = self._full_values(args)
-        names = self.metadata.param_names
+        names = self.src.fn.arg_names if getattr(self.src, "arg_trees", None) else self.metadata.param_names
         g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
         self._launch(g, values)
 

@@ -1,0 +1,1 @@
+"""Host-side helpers (Triton's `triton.tools`): `tensor_descriptor.TensorDescriptor`."""
