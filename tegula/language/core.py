@@ -49,7 +49,8 @@ def builtin(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = No
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}
-    if "_semantic" in params or "_builder" in params:
+    first = next(iter(params), None)
+    if ("_semantic" in params or "_builder" in params) and first not in ("sem", "_semantic", "self"):
         return extern(fn)
     return Builtin(fn, name)
 
