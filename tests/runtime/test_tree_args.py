@@ -113,3 +113,29 @@ def test_tools_module_under_compat(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tegula.compat", str(script)], capture_output=True, text=True,
                        env=env, cwd=root)
     assert r.returncode == 0, r.stderr
+
+
+@triton.jit
+def _pair_store(out, pair):
+    tl.store(out, pair[0] * pair[1])
+
+
+def test_ast_source_takes_triton_paths_and_dotted_leaves():
+    from tegula.runtime.source import ASTSource
+
+    by_path = ASTSource(_pair_store, {"out": "*fp32", "pair": ("fp32", "constexpr")}, {(1, 1): 3})
+    by_name = ASTSource(_pair_store, {"out": "*fp32", "pair": ("fp32", "constexpr")}, {"pair.1": 3})
+    assert by_path.param_names == by_name.param_names == ["out", "pair.0", "pair.1"]
+    assert by_path.constexprs == by_name.constexprs == {"pair.1": 3}
+    assert by_path.signature == {"out": "*fp32", "pair.0": "fp32", "pair.1": "constexpr"}
+    ck = triton.compile(by_path, target=triton.backends.compiler.GPUTarget("cuda", 80, 32))
+    assert ck.metadata.arg_names == ["out", "pair.0"]
+    with pytest.raises(KernelArgumentError, match=r"lacks the type of: pair.1"):
+        ASTSource(_pair_store, {"out": "*fp32", "pair": ("fp32", "constexpr")})
+
+
+def test_compiled_kernel_run_takes_the_tuple():
+    out = np.zeros(1, np.float32)
+    ck = _pair_store[(1,)](out, (2.0, 4))
+    ck.run((1,), out, (3.0, 4))
+    assert out[0] == 12.0
