@@ -107,3 +107,31 @@ def test_an_unknown_address_is_located():
         _scale_through_table[(1,)](torch.tensor([0x1234560]), torch.tensor([4], dtype=torch.int32),
                                    torch.zeros(16), 16)
     assert info.value.loc.line == _scale_through_table.starting_line_number + 6
+
+
+@pytest.fixture
+def cpu_backend(monkeypatch):
+    from tegula.runtime import backend_registry
+
+    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
+    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    factory = backend_registry._FACTORIES["cpu"]
+    backend_registry.register_backend("cpu", factory)  # forget an earlier "unavailable"
+    _scale_through_table.clear_cache()
+    yield
+    monkeypatch.undo()
+    backend_registry.register_backend("cpu", factory)
+    _scale_through_table.clear_cache()
+
+
+def test_pointer_tables_on_the_cpu_backend(cpu_backend):
+    xs = [torch.randn(n) for n in (3, 16, 9)]
+    out = torch.zeros(3, 16)
+    sizes = torch.tensor([x.numel() for x in xs], dtype=torch.int32)
+    ck = _scale_through_table[(3,)](torch.tensor([x.data_ptr() for x in xs]), sizes, out, 16)
+    assert ck.metadata.backend == "cpu"
+    for g, x in enumerate(xs):
+        torch.testing.assert_close(out[g, :x.numel()], 2 * x)
+    with pytest.raises(OutOfBoundsError, match="no argument buffer"):
+        _scale_through_table[(1,)](torch.tensor([0x1234560]), torch.tensor([4], dtype=torch.int32), out, 16)

@@ -130,6 +130,13 @@ class CpuProgram:
         n = len(self.types)
         slots = np.zeros(max(n, 1), np.uint64)
         sizes = np.zeros(2 * max(n, 1), np.int64)  # per argument: [lo, hi) bytes from the pointer
+        if self.lowering.uses_host_ranges:
+            # then the live host arrays a pointer loaded from memory may point into
+            from ..host_arrays import HostArrayIndex
+
+            entries = HostArrayIndex().entries
+            table = np.array([[e.low, e.low + e.nbytes] for e in entries], np.int64).reshape(-1)
+            sizes = np.concatenate([sizes, np.array([len(entries)], np.int64), table])
         keep = []
         for i, (t, v) in enumerate(zip(self.types, args)):
             if isinstance(t, PointerType):

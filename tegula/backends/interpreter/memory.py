@@ -15,7 +15,8 @@ An address resolves to the buffer whose base is nearest (within ±2**39), so poi
 little before a buffer's start still name that buffer in error messages. Fake addresses
 lie above every real user-space address; a real one (a `data_ptr()` loaded from a
 pointer table) resolves to the argument buffer holding it, else to a live host array
-found by address (`host_arrays`), which becomes a buffer of the launch.
+found by address (`backends/host_arrays.py`, shared with the CPU backend), which becomes a buffer
+of the launch.
 """
 from __future__ import annotations
 
@@ -190,7 +191,7 @@ class Memory:
                 ids[hit], off[hit] = buf.index, (addr - buf.real)[hit]
         left = real & (ids < 0)
         if left.any():
-            from .host_arrays import HostArrayIndex
+            from ..host_arrays import HostArrayIndex
 
             if self._host_index is None:
                 self._host_index = HostArrayIndex()

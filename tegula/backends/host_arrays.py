@@ -1,4 +1,5 @@
-"""Host arrays found by address, for pointers the kernel did not get as arguments.
+"""Host arrays found by address, for pointers the kernel did not get as arguments
+(shared by the interpreter and the CPU backend).
 
 A pointer table (grouped GEMM, MoE) is an int64 tensor of `data_ptr()`s: the kernel
 loads real addresses and casts them to pointers. The interpreter resolves such an
