@@ -7,8 +7,8 @@ address to the live host array whose memory holds it, so the access stays
 bounds-checked against that array. Candidates are every live torch CPU tensor (their
 storages; torch tensors are tracked by the garbage collector) and the numpy arrays
 reachable from the Python stack of the launch (locals and globals of every frame, and
-one level inside their lists, tuples and dicts; numpy arrays are not tracked by the
-collector). An address in none of them stays unresolved and the access reports it.
+two levels inside their lists, tuples, dicts and objects' attributes; numpy arrays are
+not tracked by the collector). An address in none of them stays unresolved and the access reports it.
 """
 from __future__ import annotations
 
@@ -49,10 +49,7 @@ def _torch_entries() -> Iterator[HostArray]:
         return
     tensor_cls = torch.Tensor
     seen: set[int] = set()
-    with warnings.catch_warnings():
-        # isinstance() reads __class__, which some deprecated module objects warn about
-        warnings.simplefilter("ignore")
-        tensors = [obj for obj in gc.get_objects() if isinstance(obj, tensor_cls)]
+    tensors = [obj for obj in gc.get_objects() if isinstance(obj, tensor_cls)]
     for obj in tensors:
         try:
             if obj.device.type != "cpu" or obj.is_sparse:
@@ -85,11 +82,13 @@ def _stack_numpy_entries() -> Iterator[HostArray]:
             seen.add(id(value))
             for v in list(value.values())[:4096]:
                 yield from visit(v, depth - 1)
+        elif depth > 0 and isinstance(getattr(value, "__dict__", None), dict) and not isinstance(value, type):
+            yield from visit(value.__dict__, depth)  # an object's attributes (self.weights)
 
     frame = sys._getframe(1)
     while frame is not None:
-        yield from visit(dict(frame.f_locals), 2)
-        yield from visit(frame.f_globals, 2)
+        yield from visit(dict(frame.f_locals), 3)
+        yield from visit(frame.f_globals, 3)
         frame = frame.f_back
 
 
@@ -98,7 +97,10 @@ class HostArrayIndex:
     on the first address no argument buffer holds)."""
 
     def __init__(self) -> None:
-        entries = list(_torch_entries()) + list(_stack_numpy_entries())
+        with warnings.catch_warnings():
+            # isinstance() / __dict__ read attributes that some deprecated objects warn about
+            warnings.simplefilter("ignore")
+            entries = list(_torch_entries()) + list(_stack_numpy_entries())
         entries.sort(key=lambda e: (e.low, -e.nbytes))
         self.entries = entries
         self.lows = np.array([e.low for e in entries], dtype=np.int64)

@@ -135,3 +135,16 @@ def test_pointer_tables_on_the_cpu_backend(cpu_backend):
         torch.testing.assert_close(out[g, :x.numel()], 2 * x)
     with pytest.raises(OutOfBoundsError, match="no argument buffer"):
         _scale_through_table[(1,)](torch.tensor([0x1234560]), torch.tensor([4], dtype=torch.int32), out, 16)
+
+
+def test_numpy_arrays_held_by_an_object():
+    class Experts:
+        def __init__(self):
+            rng = np.random.default_rng()
+            self.weights = [rng.standard_normal(16).astype(np.float32) for _ in range(2)]
+
+    experts = Experts()
+    table = np.array([w.ctypes.data for w in experts.weights], np.int64)
+    out = np.zeros((2, 16), np.float32)
+    _scale_through_table[(2,)](table, np.array([16, 16], np.int32), out, 16)
+    np.testing.assert_allclose(out, 2 * np.stack(experts.weights))
