@@ -30,6 +30,7 @@ from .values import (
     is_jit,
     is_number,
     is_tensor,
+    is_value_tuple,
     same_structure,
     static_equal,
     unflatten,
@@ -152,7 +153,7 @@ class BranchesMixin:
     def carry_leaves(self, value: Any) -> Optional[list[Any]]:
         """The tensors that carry `value` through a region boundary (numbers become
         tensors here, at the insertion point), or None when it cannot be carried."""
-        if type(value) is tuple:
+        if is_value_tuple(value):
             leaves: list[Any] = []
             for v in value:
                 sub = self.carry_leaves(v)

@@ -26,6 +26,7 @@ from .values import (
     is_builtin,
     is_jit,
     is_tensor,
+    is_value_tuple,
     language,
     to_value,
     unwrap,
@@ -160,7 +161,7 @@ def _min_max(which: str) -> Callable[..., Any]:
         if set(kwargs) - {"propagate_nan"}:
             raise FrontendError(f"{which}() got an unexpected keyword argument")
         values = list(args)
-        if len(values) == 1 and type(values[0]) is tuple:
+        if len(values) == 1 and is_value_tuple(values[0]):
             values = list(values[0])
         if not values:
             raise FrontendError(f"{which}() expects at least one argument")
@@ -193,7 +194,7 @@ def _len(gen: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if not shape:
             raise FrontendError(f"len() of a scalar tensor ({describe(value)})")
         return constexpr(unwrap(shape[0]))
-    return constexpr(len(value if type(value) is tuple else unwrap(value)))
+    return constexpr(len(value if is_value_tuple(value) else unwrap(value)))
 
 
 def _range(gen: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -226,7 +227,7 @@ def _sequence(py_fn: Callable) -> Callable[..., Any]:
         if len(args) != 1 or kwargs:
             raise FrontendError(f"{py_fn.__name__}() takes exactly one argument here")
         value = args[0]
-        return tuple(to_value(v) for v in (value if type(value) is tuple else unwrap(value)))
+        return tuple(to_value(v) for v in (value if is_value_tuple(value) else unwrap(value)))
 
     return rule
 

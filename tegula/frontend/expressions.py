@@ -14,7 +14,7 @@ import operator
 from typing import Any
 
 from .diagnostics import FrontendError, unsupported
-from .values import constexpr, contains_tensor, describe, is_tensor, to_value, unwrap
+from .values import constexpr, contains_tensor, describe, is_tensor, is_value_tuple, to_value, unwrap
 
 # Binary operator → (method on the left operand, reflected method on the right, Python operator).
 _BINARY: dict[type, tuple[str, str, Any, str]] = {
@@ -95,7 +95,7 @@ class ExpressionsMixin:
         iterable = self.visit(gen.iter)
         if is_tensor(iterable):
             raise FrontendError(f"a list comprehension cannot iterate over a tensor ({describe(iterable)})")
-        items = iterable if type(iterable) is tuple else unwrap(iterable)
+        items = iterable if is_value_tuple(iterable) else unwrap(iterable)
         if not isinstance(items, (tuple, list, range)):
             raise FrontendError(f"a list comprehension can only iterate over a tuple, "
                                 f"not a {describe(iterable)}")
@@ -164,7 +164,7 @@ class ExpressionsMixin:
             return obj[_tensor_index(index)]
         if contains_tensor(index):
             raise FrontendError(f"a {describe(obj)} can only be indexed by constexprs, not by a tensor")
-        target = obj if type(obj) is tuple else unwrap(obj)
+        target = obj if is_value_tuple(obj) else unwrap(obj)
         return to_value(target[unwrap(index)])
 
     def visit_Slice(self, node: ast.Slice) -> slice:
@@ -274,7 +274,7 @@ def _apply(method: str, reflected: str, py_op: Any, symbol: str, lhs: Any, rhs: 
 
 def _tensor_index(index: Any) -> Any:
     """An index for `tensor[...]`: constexprs unwrapped, tensors and slices kept."""
-    if type(index) is tuple:
+    if is_value_tuple(index):
         return tuple(_tensor_index(i) for i in index)
     if is_tensor(index):
         return index

@@ -9,7 +9,7 @@ becomes a kernel argument, in parameter order, typed from `signature` and carryi
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from .. import config
 from ..errors import CompilationError
@@ -25,7 +25,8 @@ from .values import constexpr, language, to_value, unwrap
 
 
 def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
-                 arg_attrs: Mapping[str, ArgAttrs], options: Any) -> Kernel:
+                 arg_attrs: Mapping[str, ArgAttrs], options: Any,
+                 arg_trees: Optional[Mapping[str, Any]] = None) -> Kernel:
     """Generate the tile IR of the @jit function `fn` (`fn.fn` is the Python function)
     specialized by `signature` / `constexprs` / `arg_attrs`, compiled with `options`
     (`.debug` turns `assert` into device assertions). Raises `CompilationError`,
@@ -36,7 +37,7 @@ def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str,
     except SourceUnavailableError as e:
         raise CompilationError(str(e)) from None
     try:
-        return _build(src, pyfn, signature, constexprs, arg_attrs, options)
+        return _build(src, pyfn, signature, constexprs, arg_attrs, options, dict(arg_trees or {}))
     except CompilationError as e:
         if config.knobs.debug_frontend:
             raise
@@ -46,12 +47,15 @@ def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str,
 
 
 def _build(src: FunctionSource, pyfn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
-           arg_attrs: Mapping[str, ArgAttrs], options: Any) -> Kernel:
+           arg_attrs: Mapping[str, ArgAttrs], options: Any, trees: dict[str, Any]) -> Kernel:
     def_loc = src.def_loc
     try:
         params = _parameters(pyfn, src)
+        # the leaves of tuple / descriptor parameters are parameters of their own here
+        flat = [(leaf, inspect.Parameter.empty) if name in trees else (name, default)
+                for name, default in params for leaf in (_leaves(trees[name]) if name in trees else [name])]
         arg_names, arg_types = [], []
-        for name, default in params:
+        for name, default in flat:
             if name in constexprs:
                 continue
             if name not in signature:
@@ -80,8 +84,19 @@ def _build(src: FunctionSource, pyfn: Any, signature: Mapping[str, str], constex
 
     arguments: dict[str, Any] = {}
     kernel_args = dict(zip(arg_names, kernel.args))
-    for name, default in params:
+
+    def leaf_value(name: str) -> Any:
         if name in constexprs:
+            return constexpr(constexprs[name])
+        return ctx.sem.wrap(kernel_args[name])
+
+    for name, default in params:
+        if name in trees:
+            try:
+                arguments[name] = _rebuild(trees[name], leaf_value, ctx.sem)
+            except (ValueError, TypeError) as e:
+                raise CompilationError(f"parameter '{name}' of kernel '{src.name}': {e}", def_loc) from None
+        elif name in constexprs:
             arguments[name] = constexpr(constexprs[name])
         elif name in kernel_args:
             arguments[name] = ctx.sem.wrap(kernel_args[name])
@@ -97,6 +112,22 @@ def _build(src: FunctionSource, pyfn: Any, signature: Mapping[str, str], constex
     builder.loc = def_loc
     builder.create(Op.RETURN, [], result_types=[])
     return kernel
+
+
+def _leaves(tree: Any) -> list[str]:
+    return [tree] if isinstance(tree, str) else [leaf for c in tree[2] for leaf in _leaves(c)]
+
+
+def _rebuild(tree: Any, leaf_value: Any, sem: Any) -> Any:
+    """The kernel's value of a tuple / descriptor parameter, from its leaves."""
+    if isinstance(tree, str):
+        return leaf_value(tree)
+    kind, info, children = tree
+    if kind == "tensordesc":
+        block, padding = info
+        return language().host_descriptor(sem, [leaf_value(c) for c in children], block, padding)
+    values = [_rebuild(c, leaf_value, sem) for c in children]
+    return info(*values) if info is not None else language().tuple(values)
 
 
 def _parameters(pyfn: Any, src: FunctionSource) -> list[tuple[str, Any]]:

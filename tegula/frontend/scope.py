@@ -74,9 +74,14 @@ class Scope:
 
 def _allowed_outer_value(value: Any) -> bool:
     return (value is None or is_constexpr(value) or is_dtype(value) or isinstance(value, ModuleType)
-            or is_jit(value) or is_builtin(value) or is_language_object(value)
+            or is_jit(value) or is_builtin(value) or is_language_object(value) or _is_namedtuple_class(value)
             or getattr(value, "_tegula_constexpr_function", False)  # @constexpr_function
             or getattr(value, "__triton_builtin__", False))  # builtins defined outside tegula
+
+
+def _is_namedtuple_class(value: Any) -> bool:
+    # Triton lets a kernel build namedtuples (aggregates of tensors) from global classes
+    return isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
 
 
 class Namespace:

@@ -16,6 +16,7 @@ _SCALARS: dict[str, ScalarType] = {
     "fp64": SCALAR_TYPES["f64"],
     "fp8e4nv": SCALAR_TYPES["f8e4m3"], "fp8e4m3": SCALAR_TYPES["f8e4m3"],
     "fp8e5": SCALAR_TYPES["f8e5m2"], "fp8e5m2": SCALAR_TYPES["f8e5m2"],
+    "fp8e4b15": SCALAR_TYPES["f8e4b15"],
     "int1": SCALAR_TYPES["i1"], "int8": SCALAR_TYPES["i8"], "int16": SCALAR_TYPES["i16"],
     "int32": SCALAR_TYPES["i32"], "int64": SCALAR_TYPES["i64"], "uint8": SCALAR_TYPES["u8"],
     "uint16": SCALAR_TYPES["u16"], "uint32": SCALAR_TYPES["u32"], "uint64": SCALAR_TYPES["u64"],

@@ -12,7 +12,17 @@ from typing import Any
 
 from .diagnostics import FrontendError, unsupported
 from .scope import RETURN_SLOT
-from .values import constexpr, contains_tensor, describe, is_number, is_tensor, language, unwrap
+from .values import (
+    constexpr,
+    contains_tensor,
+    describe,
+    is_number,
+    is_tensor,
+    is_value_tuple,
+    language,
+    remake,
+    unwrap,
+)
 
 
 class StatementsMixin:
@@ -67,18 +77,18 @@ class StatementsMixin:
             raise unsupported(target, "starred assignment targets (`a, *b = ...`)", plural=True)
         if is_tensor(value):
             raise FrontendError(f"cannot unpack a tensor ({describe(value)}) into {len(target.elts)} names")
-        items = value if type(value) is tuple else unwrap(value)
+        items = value if is_value_tuple(value) else unwrap(value)
         if not isinstance(items, (tuple, list)):
             raise FrontendError(f"cannot unpack a {describe(value)} into {len(target.elts)} names")
         if len(items) != len(target.elts):
             raise FrontendError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
         for elt, item in zip(target.elts, items):
-            self.assign(elt, item if type(value) is tuple else constexpr(item), keep_constexpr)
+            self.assign(elt, item if is_value_tuple(value) else constexpr(item), keep_constexpr)
 
     def sanitize(self, value: Any) -> Any:
         """What a plain assignment binds: numbers become tensors (as in Triton)."""
-        if type(value) is tuple:
-            return tuple(self.sanitize(v) for v in value)
+        if is_value_tuple(value):
+            return remake(value, [self.sanitize(v) for v in value])
         if is_number(value):
             return self.sem.to_tensor(unwrap(value))
         return value

@@ -23,6 +23,8 @@ from ..language.core import range as tl_range
 from ..language.dtypes import dtype as dtype_class
 from ..language.semantic import Semantic
 from ..language.tensor import tensor as tensor_class
+from ..language.tensor_descriptors import host_descriptor
+from ..language.tuples import tuple as tuple_class
 
 _PY_SCALARS = (bool, int, float)
 
@@ -38,6 +40,8 @@ class _Language:
     static_range = static_range
     condition = condition
     Semantic = Semantic
+    tuple = tuple_class
+    host_descriptor = staticmethod(host_descriptor)
 
 
 _LANGUAGE = _Language()
@@ -79,12 +83,28 @@ def is_language_object(x: Any) -> bool:
 
 # ---------------------------------------------------------------- constexpr wrapping
 
+def is_value_tuple(x: Any) -> bool:
+    """A tuple of frontend values: a Python tuple, a `tl.tuple` or a namedtuple (a
+    constexpr holding a tuple is not one)."""
+    return isinstance(x, tuple)
+
+
+def remake(template: tuple, items: Any) -> tuple:
+    """A tuple of the same kind as `template` (plain, tl.tuple or namedtuple) of `items`."""
+    cls = type(template)
+    if cls is tuple:
+        return tuple(items)
+    if hasattr(cls, "_fields"):
+        return cls(*items)
+    return cls(items)
+
+
 def unwrap(x: Any) -> Any:
     """The Python value of a constexpr (recursively for tuples); anything else as is."""
     if is_constexpr(x):
         return x.value
-    if type(x) is tuple:
-        return tuple(unwrap(v) for v in x)
+    if is_value_tuple(x):
+        return remake(x, [unwrap(v) for v in x])
     return x
 
 
@@ -97,8 +117,8 @@ def to_value(x: Any) -> Any:
     scalars, strings and None become constexprs; tuples are converted element-wise."""
     if x is None or isinstance(x, (*_PY_SCALARS, str)):
         return constexpr(x)
-    if type(x) is tuple:
-        return tuple(to_value(v) for v in x)
+    if is_value_tuple(x):
+        return remake(x, [to_value(v) for v in x])
     return x
 
 
@@ -116,7 +136,7 @@ def is_aggregate(x: Any) -> bool:
 def contains_tensor(x: Any) -> bool:
     if is_tensor(x) or is_aggregate(x):
         return True
-    return type(x) is tuple and any(contains_tensor(v) for v in x)
+    return is_value_tuple(x) and any(contains_tensor(v) for v in x)
 
 
 # ---------------------------------------------------------------- tensors and IR values
@@ -127,7 +147,7 @@ def ir_type(t: Any) -> Type:
 
 def flatten(x: Any) -> list[Any]:
     """The tensors of a tensor or (nested) tuple of tensors, in order."""
-    if type(x) is tuple:
+    if is_value_tuple(x):
         return [leaf for v in x for leaf in flatten(v)]
     if is_aggregate(x):
         return list(x.leaves())
@@ -136,8 +156,8 @@ def flatten(x: Any) -> list[Any]:
 
 def unflatten(template: Any, leaves: Iterator[Any]) -> Any:
     """Rebuild the structure of `template` from `leaves` (the inverse of `flatten`)."""
-    if type(template) is tuple:
-        return tuple(unflatten(v, leaves) for v in template)
+    if is_value_tuple(template):
+        return remake(template, [unflatten(v, leaves) for v in template])
     if is_aggregate(template):
         return template.rebuild(leaves)
     return next(leaves)
@@ -146,10 +166,16 @@ def unflatten(template: Any, leaves: Iterator[Any]) -> Any:
 def same_structure(a: Any, b: Any) -> bool:
     if is_aggregate(a) or is_aggregate(b):
         return type(a) is type(b) and a.static_key() == b.static_key()
-    if type(a) is tuple or type(b) is tuple:
-        return (type(a) is tuple and type(b) is tuple and len(a) == len(b)
+    if is_value_tuple(a) or is_value_tuple(b):
+        return (is_value_tuple(a) and is_value_tuple(b) and len(a) == len(b) and _same_kind(a, b)
                 and all(same_structure(x, y) for x, y in zip(a, b)))
     return True
+
+
+def _same_kind(a: tuple, b: tuple) -> bool:
+    # a plain tuple and a tl.tuple merge; a namedtuple only with its own class
+    na, nb = hasattr(type(a), "_fields"), hasattr(type(b), "_fields")
+    return type(a) is type(b) if na or nb else True
 
 
 def static_equal(a: Any, b: Any) -> bool:
@@ -171,7 +197,7 @@ def describe(x: Any) -> str:
     """A short description of a value's type for error messages."""
     if is_tensor(x):
         return str(ir_type(x))
-    if type(x) is tuple:
+    if is_value_tuple(x):
         return "(" + ", ".join(describe(v) for v in x) + ("," if len(x) == 1 else "") + ")"
     v = unwrap(x)
     if v is None:

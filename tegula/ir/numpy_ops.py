@@ -28,7 +28,7 @@ _STORAGE = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
-    "f8e4m3": np.float32, "f8e5m2": np.float32,
+    "f8e4m3": np.float32, "f8e5m2": np.float32, "f8e4b15": np.float32,
 }
 
 
@@ -94,6 +94,8 @@ def _fp8_table(exp_bits: int, man_bits: int, bias: int, fn: bool) -> np.ndarray:
 FP8_DECODE = {
     "f8e4m3": _fp8_table(4, 3, 7, fn=True),
     "f8e5m2": _fp8_table(5, 2, 15, fn=False),
+    # Triton's fp8e4b15: e4m3 with exponent bias 15, no infinity, NaN = S.1111.111
+    "f8e4b15": _fp8_table(4, 3, 15, fn=True),
 }
 
 
@@ -104,7 +106,7 @@ def _fp8_encoder(name: str):
     order = np.argsort(pos_vals)
     pos_codes, pos_vals = pos_codes[order], pos_vals[order]
     max_finite = pos_vals[-1]
-    nan_code = 0x7F if name == "f8e4m3" else 0x7E
+    nan_code = 0x7F if name in ("f8e4m3", "f8e4b15") else 0x7E
 
     def encode(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)

@@ -133,6 +133,9 @@ class Op(enum.Enum):
     DEVICE_PRINT = "device_print"
     DEVICE_ASSERT = "device_assert"
     DEBUG_BARRIER = "debug_barrier"
+    # programmatic dependent launch (`tl.extra.cuda.gdc_wait` / `gdc_launch_dependents`)
+    GDC_WAIT = "gdc_wait"
+    GDC_LAUNCH_DEPENDENTS = "gdc_launch_dependents"
     ASSUME = "assume"
     HINT = "hint"
 
@@ -380,6 +383,10 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.DEVICE_PRINT: OpInfo(Kind.META, VARIADIC, results=0, attrs=A.PrintAttrs, pure=False, result=_none),
     Op.DEVICE_ASSERT: OpInfo(Kind.META, 1, results=0, attrs=A.AssertAttrs, pure=False, result=_none),
     Op.DEBUG_BARRIER: OpInfo(Kind.META, 0, results=0, pure=False, result=_none),
+    # gdc_wait: wait until the grids this one depends on have completed and their memory
+    # is visible; gdc_launch_dependents: let dependent grids start (a scheduling hint)
+    Op.GDC_WAIT: OpInfo(Kind.META, 0, results=0, pure=False, result=_none),
+    Op.GDC_LAUNCH_DEPENDENTS: OpInfo(Kind.META, 0, results=0, pure=False, result=_none),
     Op.ASSUME: OpInfo(Kind.META, 1, results=0, pure=False, result=_none),
     Op.HINT: OpInfo(Kind.META, 1, attrs=A.HintAttrs, result=_same),
 }

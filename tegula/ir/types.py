@@ -17,7 +17,7 @@ from typing import Any, Union
 
 @dataclass(frozen=True)
 class ScalarType:
-    """A scalar dtype: `i1 i8..i64 u8..u64 f8e4m3 f8e5m2 f16 bf16 f32 f64`."""
+    """A scalar dtype: `i1 i8..i64 u8..u64 f8e4m3 f8e5m2 f8e4b15 f16 bf16 f32 f64`."""
 
     name: str
 
@@ -64,7 +64,7 @@ class ScalarType:
 _SCALAR_BITS = {
     "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64,
     "u8": 8, "u16": 16, "u32": 32, "u64": 64,
-    "f8e4m3": 8, "f8e5m2": 8, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+    "f8e4m3": 8, "f8e5m2": 8, "f8e4b15": 8, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
 }
 
 I1, I8, I16, I32, I64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))

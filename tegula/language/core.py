@@ -41,9 +41,17 @@ class Builtin:
 
 
 def builtin(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None):
-    """Decorator: `@builtin` or `@builtin(name="max")` over `def f(sem, *args, **kwargs)`."""
+    """Decorator: `@builtin` or `@builtin(name="max")` over `def f(sem, *args, **kwargs)`,
+    or over Triton's form `def f(*args, _semantic=None)` (the semantic by keyword)."""
     if fn is None:
         return functools.partial(builtin, name=name)
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    first = next(iter(params), None)
+    if ("_semantic" in params or "_builder" in params) and first not in ("sem", "_semantic", "self"):
+        return extern(fn)
     return Builtin(fn, name)
 
 

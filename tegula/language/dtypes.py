@@ -4,8 +4,8 @@ Names, string forms and predicates follow Triton (`str(tl.float32) == "fp32"`,
 `tl.int1.is_int_unsigned()`, `repr(tl.float16) == "triton.language.float16"`); dtypes
 compare and hash by name, so they can be used as constexpr values and dict keys.
 `to_ir()` / `from_ir()` convert to and from `tegula.ir` types. The fp8 variants that the
-IR has no type for (`fp8e4b15`, `fp8e4b8`, `fp8e5b16`) exist as names, but using them in
-a kernel raises a clear error.
+IR has no type for (`fp8e4b8`, `fp8e5b16`, AMD's) exist as names, but using them in a
+kernel raises a clear error.
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ _FP_INFO = {
 _TO_IR_NAME = {
     "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "fp8e5": "f8e5m2", "fp8e4nv": "f8e4m3", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
+    "fp8e5": "f8e5m2", "fp8e4nv": "f8e4m3", "fp8e4b15": "f8e4b15",
+    "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
 }
 _FROM_IR_NAME = {v: k for k, v in _TO_IR_NAME.items()}
 

@@ -6,7 +6,9 @@ warp shuffles and shared-memory atomics; doing so here is a later optimisation).
 - `gather(src, index, axis)`: out[..., i, ...] = src[..., index[..., i, ...], ...]. The
   one element each output picks is summed with zeros in an integer image of its bits,
   so floats come back bit for bit (-0.0 and NaN payloads included). An index outside
-  [0, src.shape[axis]) gives 0 (Triton leaves it undefined).
+  [0, src.shape[axis]) gives 0 (Triton leaves it undefined). When index size x source
+  length would exceed the element limit, the source is cut along the axis into pieces
+  whose comparisons fit (every shape Triton accepts compiles).
 - `histogram(input, num_bins, mask=None)`: int32 counts of each value 0..num_bins-1 in
   a 1-D integer tensor; values outside the bins and masked-off elements are not
   counted.
@@ -20,10 +22,26 @@ from .semantic_arith import optional_tensor
 from .tensor import tensor
 
 
-def _range_along(sem, n: int, axis: int, rank: int) -> tensor:
-    """arange(0, n) shaped [1, ..., n (at `axis`), ..., 1]."""
-    r = sem.arange(0, n)
+def _range_along(sem, n: int, axis: int, rank: int, start: int = 0) -> tensor:
+    """arange(start, start + n) shaped [1, ..., n (at `axis`), ..., 1]."""
+    r = sem.arange(start, start + n)
     return sem.reshape(r, [1] * axis + [n] + [1] * (rank - 1 - axis)) if rank > 1 else r
+
+
+def _halves(sem, t: tensor, axis: int) -> tuple[tensor, tensor]:
+    """`t` cut in two along `axis` (first and second half), with reshape, permute, split."""
+    shape = list(sem.shape_of(t))
+    r = sem.reshape(t, shape[:axis] + [2, shape[axis] // 2] + shape[axis + 1:])
+    r = sem.permute(r, [d for d in range(len(shape) + 1) if d != axis] + [axis])
+    return sem.split(r)
+
+
+def _pieces(sem, t: tensor, axis: int, count: int) -> list[tensor]:
+    """`t` cut into `count` (a power of two) equal pieces along `axis`, in order."""
+    pieces = [t]
+    while len(pieces) < count:
+        pieces = [h for p in pieces for h in _halves(sem, p, axis)]
+    return pieces
 
 
 @builtin
@@ -49,12 +67,24 @@ def gather(sem, src, index, axis):
     # bools travel as 0/1 bytes, everything else as the unsigned int of its width
     image_type = T.uint8 if elem == T.int1 else T.get_int_dtype(elem.primitive_bitwidth, False)
     image = sem.cast(src, image_type) if elem == T.int1 else sem.bitcast(src, image_type)
-    # (.., out position at `axis`, source position at `axis` + 1, ..)
-    src_e = sem.expand_dims(image, axis)
+    # The comparison tile is (index shape) x (source positions): cut the source along
+    # `axis` into pieces small enough for it to stay within the element limit; each
+    # output element is found in exactly one piece, so the pieces' results are OR-ed.
+    n_index = 1
+    for d in ishape:
+        n_index *= d
+    chunk = shape[axis]
+    while chunk > 1 and n_index * chunk > T.TRITON_MAX_TENSOR_NUMEL:
+        chunk //= 2
     idx_e = sem.expand_dims(index, axis + 1)
-    hit = sem.equal(idx_e, _range_along(sem, shape[axis], axis + 1, rank + 1))
-    picked = sem.where(hit, src_e, sem.zero_like(src_e))
-    out = sem.cast(tl_sum.impl(sem, picked, axis + 1), image_type)
+    out = None
+    for k, piece in enumerate(_pieces(sem, image, axis, shape[axis] // chunk)):
+        # (.., out position at `axis`, source position at `axis` + 1, ..)
+        src_e = sem.expand_dims(piece, axis)
+        hit = sem.equal(idx_e, _range_along(sem, chunk, axis + 1, rank + 1, k * chunk))
+        picked = sem.where(hit, src_e, sem.zero_like(src_e))
+        part = sem.cast(tl_sum.impl(sem, picked, axis + 1), image_type)
+        out = part if out is None else sem.or_(out, part)
     return sem.cast(out, T.int1) if elem == T.int1 else sem.bitcast(out, elem)
 
 

@@ -8,8 +8,10 @@ the block-pointer machinery (`block_pointers.pointers_and_mask`): a load reads t
 block at `offsets` with every dimension bounds-checked and out-of-range elements
 padded (`padding_option` "zero" or "nan"), a store or reduction writes only the
 in-range part, as a TMA transfer clips. TMA itself is the tensor-core issue's work.
-Host-side descriptors (`triton.tools.tensor_descriptor.TensorDescriptor` as a kernel
-argument) are not supported yet.
+A host-side descriptor (`triton.tools.tensor_descriptor.TensorDescriptor` as a kernel
+argument) is passed as its base, shape and strides (`runtime.arg_trees`) and becomes the
+same `tensor_descriptor` in the kernel (`host_descriptor`), with its block shape and
+padding as compile-time values.
 """
 from __future__ import annotations
 
@@ -172,6 +174,15 @@ def load_tensor_descriptor(sem, desc, offsets):
 def store_tensor_descriptor(sem, desc, offsets, value):
     """`desc.store(offsets, value)`."""
     return _descriptor(desc).store(offsets, value)
+
+
+def host_descriptor(sem, leaves: list, block_shape: tuple, padding: str) -> tensor_descriptor:
+    """The kernel's view of a host TensorDescriptor argument: `leaves` are its base,
+    shape (i32) and strides (i64; the last the constexpr 1)."""
+    n = len(block_shape)
+    base, shape, strides = leaves[0], leaves[1:1 + n], leaves[1 + n:]
+    return tensor_descriptor(base, _scalars(sem, shape, T.int32, "shape"), _scalars(sem, strides, T.int64, "strides"),
+                             tuple(int(b) for b in block_shape), padding)
 
 
 def _descriptor(desc: Any) -> tensor_descriptor:

@@ -156,7 +156,8 @@ def _slow_spec(jitfn: Any, p: Any) -> Callable[[Any], tuple]:
             raise KernelArgumentError(
                 f"argument '{p.name}' of kernel '{jitfn.__name__}' ({jitfn.definition_site()}) is a "
                 f"{S.describe_value(value)}, which a kernel cannot take{why}. Kernel arguments are "
-                "arrays or tensors (for pointers), ints, floats, bools, None, and constexpr values") from None
+                "arrays or tensors (for pointers), ints, floats, bools, None, constexpr values, tuples of "
+                "these and TensorDescriptors") from None
 
     return slow
 

@@ -40,10 +40,11 @@ __all__ = ["ASTSource", "CompiledKernel", "IRSource", "StageIO", "compile"]
 
 # ---------------------------------------------------------------------------- the other layers
 
-def _frontend_build(fn: Any, signature: dict, constexprs: dict, attrs: dict, options: Any) -> Any:
+def _frontend_build(fn: Any, signature: dict, constexprs: dict, attrs: dict, options: Any,
+                    arg_trees: Optional[dict] = None) -> Any:
     from ..frontend import build_kernel
 
-    return build_kernel(fn, signature, constexprs, attrs, options)
+    return build_kernel(fn, signature, constexprs, attrs, options, arg_trees=arg_trees)
 
 
 def _print_ir(kernel: Any) -> str:
@@ -218,7 +219,10 @@ def _front(src: Union[ASTSource, IRSource], options: CompileOptions,
         # A .tir_opt file is still run through the passes: they are idempotent.
         return _parse_ir(src.text), ({"tir": src.text} if src.stage == "tir" else {})
     try:
-        kernel = _frontend_build(src.fn, dict(src.signature), dict(src.constexprs), dict(src.attrs), options)
+        trees = getattr(src, "arg_trees", None)
+        extra = (trees,) if trees else ()  # tuple / descriptor parameters (runtime.arg_trees)
+        kernel = _frontend_build(src.fn, dict(src.signature), dict(src.constexprs), dict(src.attrs), options,
+                                 *extra)
     except CompilationError as err:
         _note_scalar_arguments(err, src)
         raise

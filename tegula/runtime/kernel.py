@@ -32,6 +32,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import KernelArgumentError
+from .arg_trees import flattener
 
 
 class KernelMetadata(SimpleNamespace):
@@ -116,6 +117,21 @@ def current_stream(kernel: "CompiledKernel") -> Any:
     return driver.active.get_current_stream(device if device is not None and device >= 0 else None)
 
 
+def _flattening(launch: Callable[..., None], flatten: Callable[[Sequence[Any]], list]) -> Callable[..., None]:
+    """The launcher of a kernel with tuple or descriptor parameters: the values of the
+    kernel's parameters become the values of its leaves (see `arg_trees`)."""
+    takes_stream = getattr(launch, "accepts_stream", False)
+
+    def launch_leaves(grid: tuple, values: Sequence[Any], *pointers: Any, stream: Any = None) -> None:
+        if takes_stream:
+            launch(grid, flatten(values), stream=stream)
+        else:
+            launch(grid, flatten(values))
+
+    launch_leaves.backend_launch = launch
+    return launch_leaves
+
+
 class CompiledKernel:
     """See the module docstring. Launch directly with `compiled[grid](*args)` or
     `compiled.run(grid, *args)`, where `args` are either all the kernel's parameters
@@ -166,7 +182,10 @@ class CompiledKernel:
         if runtime.kernel_load_start_hook:
             runtime.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
         launch = self.backend.load(self, self.device)
-        if not getattr(launch, "accepts_pointers", False):
+        trees = getattr(self.src, "arg_trees", None)
+        if trees:
+            launch = _flattening(launch, flattener(self.src.fn.arg_names, trees))
+        elif not getattr(launch, "accepts_pointers", False):
             launch = _without_pointers(launch)
         elif not getattr(launch, "accepts_stream", False):
             launch = _without_stream(launch)
@@ -195,6 +214,12 @@ class CompiledKernel:
     # ------------------------------------------------------------------ launching
     def _full_values(self, args: Sequence[Any]) -> Sequence[Any]:
         md = self.metadata
+        if getattr(self.src, "arg_trees", None):
+            names = self.src.fn.arg_names
+            if len(args) != len(names):
+                raise KernelArgumentError(f"compiled kernel '{self.name}' takes all {len(names)} parameters "
+                                          f"({', '.join(names)}); got {len(args)}")
+            return args
         if len(args) == len(md.param_names):
             return args
         if len(args) == len(md.arg_indices):
@@ -222,8 +247,15 @@ class CompiledKernel:
         if user is None:
             return ret
         values = self._full_values(args)
-        ret.add(user, (grid, self.metadata, dict(zip(self.metadata.param_names, values))))
+        ret.add(user, (grid, self.metadata, dict(zip(self._value_names(), values))))
         return ret
+
+    def _value_names(self) -> Sequence[str]:
+        """The names of the values `run` takes (the kernel's parameters; tuple and
+        descriptor parameters whole, not their leaves)."""
+        if getattr(self.src, "arg_trees", None):
+            return self.src.fn.arg_names
+        return self.metadata.param_names
 
     def run(self, *args: Any) -> None:
         """Triton's protocol, `run(gridX, gridY, gridZ, stream, function, packed_metadata,
@@ -234,7 +266,7 @@ class CompiledKernel:
         if isinstance(args[0], (tuple, list)) or callable(args[0]):
             grid, params = args[0], args[1:]
             values = self._full_values(params)
-            names = self.metadata.param_names
+            names = self._value_names()
             g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
             self._launch_hooked(g, values, current_stream(self))
             return

@@ -14,12 +14,15 @@ from typing import Any, Mapping, Optional
 
 from ..errors import KernelArgumentError
 from ..ir.core import ArgAttrs
+from .arg_trees import expand_type, is_tree_type, tree_text
 from .cache import stable_repr
 
 
 def _param_name(key: Any, names: list[str], what: str) -> str:
     if isinstance(key, tuple) and len(key) == 1:
         key = key[0]
+    elif isinstance(key, tuple) and key and all(isinstance(k, int) for k in key) and 0 <= key[0] < len(names):
+        key = ".".join([names[key[0]], *map(str, key[1:])])  # Triton's path of a tuple leaf
     if isinstance(key, int) and not isinstance(key, bool):
         if 0 <= key < len(names):
             return names[key]
@@ -63,8 +66,11 @@ def _attrs(value: Any, name: str) -> ArgAttrs:
 
 
 class ASTSource:
-    """A @jit function specialized by `signature` (param → `*fp32`, `i32`, `constexpr`, ...),
-    `constexprs` (param → value) and `attrs` (param → ArgAttrs or Triton's form)."""
+    """A @jit function specialized by `signature` (param → `*fp32`, `i32`, `constexpr`, ...,
+    or for a tuple parameter a nested tuple of those, for a host tensor descriptor
+    `tensordesc<fp16[64, 64]>`), `constexprs` (param or leaf → value) and `attrs` (param or
+    leaf → ArgAttrs or Triton's form). Leaves of tuple parameters are named by their
+    path, `t.1.0`, or keyed by Triton's index paths `(i, 1, 0)` (see `arg_trees`)."""
 
     def __init__(self, fn: Any, signature: Mapping[Any, Any], constexprs: Optional[Mapping[Any, Any]] = None,
                  attrs: Optional[Mapping[Any, Any]] = None):
@@ -73,35 +79,53 @@ class ASTSource:
         self.fn = fn
         self.name: str = fn.__name__
         names = list(fn.arg_names)
-        self.param_names = names
-        sig = {n: _type_text(t) for n, t in _by_name(signature, names, "signature").items()}
-        cx = {n: _unwrap(v) for n, v in _by_name(constexprs, names, "constexprs").items()}
-        raw_attrs = _by_name(attrs, names, "attrs")
+        raw_sig = _by_name(signature, names, "signature")
+        # tuple / descriptor parameters expand into leaves, each a parameter of its own
+        self.arg_trees: dict[str, Any] = {}
+        leaf_types: dict[str, list[tuple[str, str]]] = {}
+        for n, t in raw_sig.items():
+            if is_tree_type(t):
+                self.arg_trees[n], leaf_types[n] = expand_type(n, t)
+        all_names = names + [leaf for leaves in leaf_types.values() for leaf, _ in leaves]
+        sig = {n: _type_text(t) for n, t in raw_sig.items() if n not in self.arg_trees}
+        for leaves in leaf_types.values():
+            sig.update((leaf, _type_text(t)) for leaf, t in leaves)
+        cx = {n: _unwrap(v) for n, v in _by_name(constexprs, all_names, "constexprs").items()}
+        raw_attrs = _by_name(attrs, all_names, "attrs")
+        self.param_names: list[str] = []
         self.signature: dict[str, str] = {}
         self.constexprs: dict[str, Any] = {}
         self.attrs: dict[str, ArgAttrs] = {}
         missing = []
         for p in fn.params:
-            n = p.name
-            declared = sig.get(n)
-            if n in cx or declared == "constexpr" or (declared is None and p.is_constexpr):
-                if n in cx:
-                    self.constexprs[n] = cx[n]
-                elif p.has_default:
-                    self.constexprs[n] = _unwrap(p.default)
+            entries = ([(leaf, False, False, None) for leaf, _ in leaf_types[p.name]] if p.name in self.arg_trees
+                       else [(p.name, p.is_constexpr, p.has_default, p.default)])
+            for n, is_cx, has_default, default in entries:
+                self.param_names.append(n)
+                declared = sig.get(n)
+                if n in cx or declared == "constexpr" or (declared is None and is_cx):
+                    if n in cx:
+                        self.constexprs[n] = cx[n]
+                    elif has_default:
+                        self.constexprs[n] = _unwrap(default)
+                    elif self.arg_trees.get(n.rsplit(".", 1)[0], ("",))[0] == "tensordesc":
+                        self.constexprs[n] = 1  # a host descriptor's last stride
+                    else:
+                        missing.append(f"{n} (a constexpr: give its value in constexprs)")
+                        continue
+                    self.signature[n] = "constexpr"
+                elif declared is None:
+                    missing.append(n)
                 else:
-                    missing.append(f"{n} (a constexpr: give its value in constexprs)")
-                    continue
-                self.signature[n] = "constexpr"
-            elif declared is None:
-                missing.append(n)
-            else:
-                self.signature[n] = declared
-                self.attrs[n] = _attrs(raw_attrs.get(n, 1), n)
+                    self.signature[n] = declared
+                    self.attrs[n] = _attrs(raw_attrs.get(n, 1), n)
         if missing:
             raise KernelArgumentError(f"ASTSource for '{self.name}' lacks the type of: {', '.join(missing)}")
 
     def fn_key(self) -> str:
+        if self.arg_trees:
+            trees = ";".join(f"{n}={tree_text(t)}" for n, t in self.arg_trees.items())
+            return f"{self.fn.cache_key}|trees:{trees}"
         return self.fn.cache_key
 
     def make_ir(self, target: Any, options: Any, codegen_fns: Any, module_map: Any, context: Any) -> Any:

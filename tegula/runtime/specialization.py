@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..errors import KernelArgumentError
 from ..ir.core import ArgAttrs
+from .arg_trees import is_tree_spec, leaf_specs, leaf_values, signature_of
 
 CPU_DEVICE = -1
 NEUTRAL_DEVICE = -2
@@ -237,6 +238,18 @@ def _spec_jit(x: Any, specialize: bool, align: bool) -> tuple:
     return ("constexpr", x, type(x))
 
 
+def _spec_tuple(x: Any, specialize: bool, align: bool) -> tuple:
+    from .arg_trees import spec_tuple
+
+    return spec_tuple(x, specialize, align, spec_value)
+
+
+def _spec_descriptor(x: Any, specialize: bool, align: bool) -> tuple:
+    from .arg_trees import spec_descriptor
+
+    return spec_descriptor(x, specialize, align, spec_value)
+
+
 _PLAIN = (int, bool, float, str, type(None))
 
 
@@ -285,6 +298,10 @@ def _find_handler(cls: type) -> Callable[[Any, bool, bool], tuple]:
         handler = _spec_float
     elif getattr(cls, "_tegula_jit", False):
         handler = _spec_jit
+    elif issubclass(cls, tuple):
+        handler = _spec_tuple
+    elif getattr(cls, "_tegula_host_descriptor", False):
+        handler = _spec_descriptor
     elif cls.__name__ == "constexpr" and cls.__module__.startswith(("tegula.", "triton.")):
         handler = _spec_constexpr_obj
     elif hasattr(cls, "__cuda_array_interface__"):
@@ -357,14 +374,20 @@ def describe_specs(names: Sequence[str], is_constexpr: Sequence[bool], specs: Se
     attrs: dict[str, ArgAttrs] = {}
     devices: dict[int, str] = {}
     for name, cx, spec, value in zip(names, is_constexpr, specs, values):
-        kind = spec[0]
-        signature[name] = kind
-        if kind == "constexpr":
-            constexprs[name] = _constexpr_value(cx, spec, value)
-            continue
-        attrs[name] = ArgAttrs(divisibility=spec[1])
-        if kind[0] == "*" and spec[2] != NEUTRAL_DEVICE:
-            devices.setdefault(spec[2], name)
+        if is_tree_spec(spec):  # a tuple or descriptor: one entry per leaf (see arg_trees)
+            signature[name] = signature_of(spec)
+            leaves = zip(leaf_specs(name, spec), leaf_values(value))
+        else:
+            signature[name] = spec[0]
+            leaves = [((name, spec), value)]
+        for (leaf, spec), value in leaves:
+            kind = spec[0]
+            if kind == "constexpr":
+                constexprs[leaf] = _constexpr_value(cx, spec, value)
+                continue
+            attrs[leaf] = ArgAttrs(divisibility=spec[1])
+            if kind[0] == "*" and spec[2] != NEUTRAL_DEVICE:
+                devices.setdefault(spec[2], leaf)
     if len(devices) > 1:
         where = ", ".join(f"'{n}' on {device_label(d)}" for d, n in devices.items())
         raise KernelArgumentError(

@@ -42,6 +42,33 @@ def test_gather_along_each_axis(on, dtype, axis):
     np.testing.assert_array_equal(on.back(out).view(f"u{src.itemsize}"), want.view(f"u{src.itemsize}"))
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather_cut_into_pieces_under_the_element_limit(on, axis, monkeypatch):
+    # a lower limit makes small tiles take the path large ones take at 2**20 elements
+    from tegula.language import dtypes
+
+    monkeypatch.setattr(dtypes, "TRITON_MAX_TENSOR_NUMEL", 1024)
+    rng = np.random.default_rng()
+    r, c = 16, 8
+    src = rng.standard_normal((r, c)).astype(np.float32)
+    ir, ic = (32, c) if axis == 0 else (r, 32)
+    idx = rng.integers(0, src.shape[axis], (ir, ic)).astype(np.int32)
+    out = on(np.zeros((ir, ic), np.float32))
+    gather_kernel[(1,)](on(src), on(idx), out, R=r, C=c, IR=ir, IC=ic, AXIS=axis)
+    np.testing.assert_array_equal(on.back(out), np.take_along_axis(src, idx, axis))
+
+
+def test_gather_of_triton_s_large_shape_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TEGULA_INTERPRET", "1")
+    gather_kernel.clear_cache()
+    rng = np.random.default_rng()
+    src = rng.standard_normal((128, 64)).astype(np.float32)
+    idx = rng.integers(0, 128, (256, 64)).astype(np.int32)
+    out = np.zeros((256, 64), np.float32)
+    gather_kernel[(1,)](src, idx, out, R=128, C=64, IR=256, IC=64, AXIS=0)
+    np.testing.assert_array_equal(out, np.take_along_axis(src, idx, 0))
+
+
 @tegula.jit
 def histogram_kernel(x_ptr, out_ptr, n, N: tl.constexpr, BINS: tl.constexpr):
     offs = tl.arange(0, N)

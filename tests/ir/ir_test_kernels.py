@@ -185,6 +185,8 @@ def build_all_ops_kernel() -> Kernel:
     b.create(Op.IF, [flag], result_types=[], regions=[Block(), Block()])
     with b.at_end_of(b.block.instrs[-1].regions[0]):
         b.create(Op.DEBUG_BARRIER, [])
+        b.create(Op.GDC_WAIT, [])
+        b.create(Op.GDC_LAUNCH_DEPENDENTS, [])
         b.yield_([])
     with b.at_end_of(b.block.instrs[-1].regions[1]):
         b.yield_([])

@@ -55,8 +55,10 @@ def test_to_ir_and_from_ir_round_trip():
     assert p.to_ir() == ir.PointerType(ir.I8) and dtypes.from_ir(p.to_ir()) == p
     b = tl.block_type(tl.pointer_type(tl.float32), [4, 2])
     assert b.to_ir() == ir.TileType((4, 2), ir.PointerType(ir.F32)) and dtypes.from_ir(b.to_ir()) == b
-    with pytest.raises(TypeError, match="fp8e4b15"):
-        tl.float8e4b15.to_ir()
+    assert tl.float8e4b15.to_ir() == ir.ScalarType("f8e4b15") and dtypes.from_ir(ir.ScalarType("f8e4b15")) == \
+        tl.float8e4b15
+    with pytest.raises(TypeError, match="fp8e4b8"):
+        tl.float8e4b8.to_ir()
 
 
 def test_str_to_ty_signatures():

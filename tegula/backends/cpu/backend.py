@@ -130,6 +130,13 @@ class CpuProgram:
         n = len(self.types)
         slots = np.zeros(max(n, 1), np.uint64)
         sizes = np.zeros(2 * max(n, 1), np.int64)  # per argument: [lo, hi) bytes from the pointer
+        if self.lowering.uses_host_ranges:
+            # then the live host arrays a pointer loaded from memory may point into
+            from ..host_arrays import HostArrayIndex
+
+            entries = HostArrayIndex().entries
+            table = np.array([[e.low, e.low + e.nbytes] for e in entries], np.int64).reshape(-1)
+            sizes = np.concatenate([sizes, np.array([len(entries)], np.int64), table])
         keep = []
         for i, (t, v) in enumerate(zip(self.types, args)):
             if isinstance(t, PointerType):
@@ -150,13 +157,15 @@ class CpuProgram:
                 if dt is not None:
                     bits = np.array([v], dt).view({8: np.uint64, 4: np.uint32, 2: np.uint16}[np.dtype(dt).itemsize])
                     slots[i] = int(bits[0])
+                elif t.is_fp8:
+                    from ...ir.numpy_ops import FP8_ENCODE
+
+                    slots[i] = int(FP8_ENCODE[t.name](np.array([v]))[0])
                 else:
                     import ml_dtypes
 
-                    dt = {"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
-                          "f8e5m2": ml_dtypes.float8_e5m2}[t.name]
-                    arr = np.array([v], dt)
-                    slots[i] = int(arr.view(np.uint16 if arr.itemsize == 2 else np.uint8)[0])
+                    arr = np.array([v], ml_dtypes.bfloat16)
+                    slots[i] = int(arr.view(np.uint16)[0])
             else:
                 slots[i] = int(v) & ((1 << 64) - 1)
         return slots, sizes, keep

@@ -113,6 +113,11 @@ class CpuLowering(MoreOps):
         word = lambda k: self.alloca_b.load(self.alloca_b.gep(sizes, [ir.Constant(I64, k)],  # noqa: E731
                                                               source_etype=I64), typ=I64)
         self.bounds = {i: (word(2 * i), word(2 * i + 1)) for i in self.ptr_args}
+        # after them: the count of live host arrays and their [lo, hi) addresses, for
+        # pointers loaded from memory (pointer tables); filled only when
+        # `uses_host_ranges` (see CpuProgram._pack)
+        self.sizes_arg = sizes
+        self.uses_host_ranges = False
         self.nprog = (nx, ny, nz)
         # for (lin = start; lin < end; ++lin) { pid = unravel(lin); body }
         lin_slot = self.alloca_b.alloca(I64)
@@ -337,6 +342,7 @@ class CpuLowering(MoreOps):
                 lo, hi = self.bounds[k]
                 inside = b.and_(b.icmp_signed(">=", o, lo), b.icmp_signed("<=", b.add(o, end), hi))
                 bad = b.and_(bad, b.not_(inside))
+            bad = self._outside_host_arrays(bad, addr, end)
         with b.if_then(bad, likely=False):
             n = b.load(s["n"])
             with b.if_then(b.icmp_signed("<", n, ir.Constant(I64, ERR_LIST))):
@@ -345,6 +351,34 @@ class CpuLowering(MoreOps):
                 b.store(i if i is not None else ir.Constant(I64, 0), s["first"])
             b.store(b.add(n, ir.Constant(I64, 1)), s["n"])
         return b.not_(bad)
+
+    def _outside_host_arrays(self, bad: ir.Value, addr: ir.Value, end: ir.Value) -> ir.Value:
+        """`bad` and the address lies in none of the launch's live host arrays (a
+        runtime loop over the table after the argument bounds in `sizes`)."""
+        self.uses_host_ranges = True
+        b = self.b
+        base = 2 * max(len(self.kernel.args), 1)
+        word = lambda k: b.load(b.gep(self.sizes_arg, [k], source_etype=I64), typ=I64)  # noqa: E731
+        slot = self.alloca_b.alloca(ir.IntType(1))
+        b.store(bad, slot)
+        count = word(ir.Constant(I64, base))
+        pre = b.block
+        head, body, after = (self.fn.append_basic_block(n) for n in ("host.loop", "host.body", "host.end"))
+        b.cbranch(b.and_(bad, b.icmp_signed(">", count, ir.Constant(I64, 0))), head, after)
+        b.position_at_end(head)
+        j = b.phi(I64)
+        j.add_incoming(ir.Constant(I64, 0), pre)
+        b.branch(body)
+        b.position_at_end(body)
+        k = b.add(ir.Constant(I64, base + 1), b.mul(j, ir.Constant(I64, 2)))
+        lo, hi = word(k), word(b.add(k, ir.Constant(I64, 1)))
+        inside = b.and_(b.icmp_signed(">=", addr, lo), b.icmp_signed("<=", b.add(addr, end), hi))
+        b.store(b.and_(b.load(slot), b.not_(inside)), slot)
+        nxt = b.add(j, ir.Constant(I64, 1))
+        j.add_incoming(nxt, body)
+        b.cbranch(b.and_(b.load(slot), b.icmp_signed("<", nxt, count)), head, after)
+        b.position_at_end(after)
+        return b.load(slot)
 
     def _end_checks(self, chk: Optional[dict]) -> None:
         if chk is None:
@@ -709,6 +743,12 @@ class CpuLowering(MoreOps):
 
     def op_debug_barrier(self, ins: Instr) -> None:
         pass  # one program runs on one thread: there is nothing to wait for
+
+    def op_gdc_wait(self, ins: Instr) -> None:
+        pass  # a launch starts after the previous one has completed
+
+    def op_gdc_launch_dependents(self, ins: Instr) -> None:
+        pass
 
 
 def lower(kernel: Kernel, checked: bool = True, debug: bool = False) -> tuple[ir.Module, CpuLowering]:

@@ -182,7 +182,7 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
             lines += [f"    if _p{idx} is None:",
                       f"        _p{idx} = _ptr(values[{idx}], {names[i]!r}, _KIND)",
                       f"    _s{i}.value = _p{idx}"]
-        elif t in ("f16", "bf16", "f8e4m3", "f8e5m2"):
+        elif t in ("f16", "bf16", "f8e4m3", "f8e5m2", "f8e4b15"):
             lines.append(f"    _s{i}.value = _narrow(values[{idx}], {t!r})")
         else:
             lines.append(f"    _s{i}.value = values[{idx}]")

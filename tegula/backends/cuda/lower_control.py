@@ -204,6 +204,14 @@ def lower_barrier(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.barrier(lw.b)
 
 
+@handles(Op.GDC_WAIT, Op.GDC_LAUNCH_DEPENDENTS)
+def lower_grid_dependency_control(lw: "KernelLowering", ins: Instr) -> None:
+    """`griddepcontrol.wait` / `.launch_dependents` (PTX 7.8, sm_90); below sm_90 there
+    is no programmatic dependent launch and a grid starts after its predecessor ends."""
+    if lw.capability >= 90:
+        lw.dev.griddepcontrol(lw.b, "wait" if ins.op is Op.GDC_WAIT else "launch_dependents")
+
+
 @handles(Op.ASSUME)
 def lower_assume(lw: "KernelLowering", ins: Instr) -> None:
     t = lw.tile(ins.operands[0])

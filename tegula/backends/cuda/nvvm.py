@@ -48,7 +48,7 @@ class NVPTXDevice:
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
-                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail")
+                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -64,6 +64,10 @@ class NVPTXDevice:
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""
         return call(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+
+    def griddepcontrol(self, b: ir.IRBuilder, action: str) -> None:
+        """`griddepcontrol.wait` or `griddepcontrol.launch_dependents` (sm_90)."""
+        inline_asm(b, VOID, [], f"griddepcontrol.{action};", "~{memory}", side_effect=True)
 
     def barrier(self, b: ir.IRBuilder) -> None:
         """`bar.sync 0`: all threads of the CTA; orders shared-memory accesses."""

@@ -128,7 +128,8 @@ def _no_buffer_fault(kind: str, memory: Memory, p: Ptr, active: np.ndarray) -> A
     shown = ", ".join(hex(int(a) & 0xFFFFFFFFFFFFFFFF) for a in addrs[:_SHOW])
     return AccessFault("nobuffer", f"{kind} through a pointer that points into no argument buffer "
                                    f"(addresses [{shown}{', ...' if addrs.size > _SHOW else ''}])"
-                                   f"{_first_index(bad)}")
+                                   f"{_first_index(bad)}; no live host array (torch CPU tensor, or numpy "
+                                   "array reachable from the caller) holds them either")
 
 
 def _active(mask: Optional[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:

@@ -8,11 +8,15 @@ int64 offset array and, in the common case, one `Buffer` for the whole tile; a t
 whose elements point into different buffers (after a `select` or `int_to_ptr`) keeps
 an int32 array of buffer indices instead (-1: no buffer).
 
-`ptr_to_int` needs addresses. Buffer k gets the fake base address (k + 1) * 2**40 plus
-its real address modulo 16, so integer round trips work, addresses of different
+`ptr_to_int` needs addresses. Buffer k gets the fake base address 2**52 + (k + 1) * 2**40
+plus its real address modulo 16, so integer round trips work, addresses of different
 buffers never collide, and alignment arithmetic (`addr % 16`) gives the real answer.
 An address resolves to the buffer whose base is nearest (within ±2**39), so pointers a
-little before a buffer's start still name that buffer in error messages.
+little before a buffer's start still name that buffer in error messages. Fake addresses
+lie above every real user-space address; a real one (a `data_ptr()` loaded from a
+pointer table) resolves to the argument buffer holding it, else to a live host array
+found by address (`backends/host_arrays.py`, shared with the CPU backend), which becomes a buffer
+of the launch.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from ...errors import KernelArgumentError
 
 _WINDOW_BITS = 40
 _HALF_WINDOW = 1 << (_WINDOW_BITS - 1)
+_FAKE_ORIGIN = 1 << 52  # above the 48-bit user address space
 
 
 class _RawBytes:
@@ -41,7 +46,7 @@ class Buffer:
     """The bytes of one pointer argument. `origin` is the byte offset, within the
     buffer, of the array's element [0, ..., 0] — where the argument pointer points."""
 
-    __slots__ = ("index", "name", "mem", "nbytes", "base", "origin", "writeable", "_typed")
+    __slots__ = ("index", "name", "mem", "nbytes", "base", "real", "origin", "writeable", "_typed")
 
     def __init__(self, index: int, name: str, mem: np.ndarray, address: int, origin: int,
                  writeable: bool):
@@ -49,7 +54,8 @@ class Buffer:
         self.name = name
         self.mem = mem
         self.nbytes = int(mem.shape[0])
-        self.base = ((index + 1) << _WINDOW_BITS) + (address & 15)
+        self.base = _FAKE_ORIGIN + ((index + 1) << _WINDOW_BITS) + (address & 15)
+        self.real = address  # the real address of the first byte
         self.origin = origin
         self.writeable = writeable
         self._typed: dict[np.dtype, tuple[np.ndarray, int, int]] = {}
@@ -124,6 +130,8 @@ class Memory:
     def __init__(self) -> None:
         self.buffers: list[Buffer] = []
         self._bases: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._host_index: Any = None  # host_arrays.HostArrayIndex, built on first need
+        self._host_buffers: dict[int, Buffer] = {}
 
     @property
     def bases(self) -> np.ndarray:
@@ -164,10 +172,42 @@ class Memory:
     def resolve(self, addr: Any) -> Ptr:
         """Integer addresses → pointer value (the inverse of `address`)."""
         addr = np.asarray(addr).astype(np.int64)
-        k = ((addr + _HALF_WINDOW) >> _WINDOW_BITS) - 1
-        ids = np.where((k >= 0) & (k < len(self.buffers)), k, -1).astype(np.int32)
+        k = ((addr - _FAKE_ORIGIN + _HALF_WINDOW) >> _WINDOW_BITS) - 1
+        ids = np.where((addr >= _FAKE_ORIGIN - _HALF_WINDOW) & (k >= 0) & (k < len(self.buffers)),
+                       k, -1).astype(np.int32)
         off = addr - self.bases[ids + 1]
+        real = (ids < 0) & (addr > 0) & (addr < _FAKE_ORIGIN - _HALF_WINDOW)
+        if real.any():
+            ids, off = self._resolve_real(addr, ids, off, real)
         return normalize(self, Ptr(ids, off if off.ndim else np.int64(off)))
+
+    def _resolve_real(self, addr: np.ndarray, ids: np.ndarray, off: np.ndarray,
+                      real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Real addresses → (buffer, offset): an argument's buffer, else a live host array."""
+        ids, off = np.array(ids), np.array(off)
+        for buf in self.buffers:
+            hit = real & (ids < 0) & (addr >= buf.real) & (addr < buf.real + buf.nbytes)
+            if hit.any():
+                ids[hit], off[hit] = buf.index, (addr - buf.real)[hit]
+        left = real & (ids < 0)
+        if left.any():
+            from ..host_arrays import HostArrayIndex
+
+            if self._host_index is None:
+                self._host_index = HostArrayIndex()
+            for a in np.unique(addr[left]):
+                entry = self._host_index.find(int(a))
+                if entry is None:
+                    continue
+                buf = self._host_buffers.get(entry.low)
+                if buf is None:
+                    mem = np.asarray(_RawBytes(entry.low, entry.nbytes, not entry.writeable, entry.owner))
+                    buf = Buffer(len(self.buffers), entry.name, mem, entry.low, 0, entry.writeable)
+                    self.buffers.append(buf)
+                    self._host_buffers[entry.low] = buf
+                hit = left & (addr == a)
+                ids[hit], off[hit] = buf.index, (addr - buf.real)[hit]
+        return ids, off
 
     def buffer_ids(self, p: Ptr, shape: tuple[int, ...]) -> np.ndarray:
         """The buffer index of every element of `p` (shape `shape`)."""

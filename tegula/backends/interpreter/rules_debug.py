@@ -131,3 +131,9 @@ def hint(ins: Instr, c: Compiler) -> Step:
 @rule(Op.DEBUG_BARRIER)
 def debug_barrier(ins: Instr, c: Compiler) -> Step:
     return None
+
+
+@rule(Op.GDC_WAIT, Op.GDC_LAUNCH_DEPENDENTS)
+def grid_dependency_control(ins: Instr, c: Compiler) -> Step:
+    # launches run one after another here: the previous grid has always completed
+    return None

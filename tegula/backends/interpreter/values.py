@@ -24,7 +24,7 @@ from ...ir.types import ElementType, PointerType, ScalarType
 
 _MEMORY_OVERRIDES = {
     "i1": np.dtype(np.uint8), "bf16": np.dtype(np.uint16),
-    "f8e4m3": np.dtype(np.uint8), "f8e5m2": np.dtype(np.uint8),
+    "f8e4m3": np.dtype(np.uint8), "f8e5m2": np.dtype(np.uint8), "f8e4b15": np.dtype(np.uint8),
 }
 _ADDRESS = np.dtype(np.uint64)
 

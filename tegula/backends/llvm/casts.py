@@ -31,6 +31,7 @@ _FLOAT_WIDTH = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
 FP8_FORMATS = {
     "f8e4m3": (4, 3, 7, 0x7E, 0x7F),
     "f8e5m2": (5, 2, 15, 0x7B, 0x7E),
+    "f8e4b15": (4, 3, 15, 0x7E, 0x7F),  # Triton's fp8e4b15 (no PTX type: always this code)
 }
 
 
@@ -144,7 +145,7 @@ def fp8_to_f32(b: ir.IRBuilder, v: ir.Value, fmt: str) -> ir.Value:
     scale = ir.Constant(LF32, 2.0 ** (1 - bias - m_bits))
     sub = b.bitcast(b.fmul(b.uitofp(m, LF32), scale), I32)
     bits = b.select(b.icmp_unsigned("==", e, c(0)), sub, normal)
-    if fmt == "f8e4m3":
+    if fmt in ("f8e4m3", "f8e4b15"):
         is_nan = b.icmp_unsigned("==", b.and_(x, c(0x7F)), c(0x7F))
         bits = b.select(is_nan, c(0x7FC00000), bits)
     else:

@@ -41,7 +41,7 @@ VOID = ir.VoidType()
 _SCALARS = {
     "i1": I1, "i8": I8, "i16": I16, "i32": I32, "i64": I64,
     "u8": I8, "u16": I16, "u32": I32, "u64": I64,
-    "f8e4m3": I8, "f8e5m2": I8, "f16": F16, "bf16": BF16, "f32": F32, "f64": F64,
+    "f8e4m3": I8, "f8e5m2": I8, "f8e4b15": I8, "f16": F16, "bf16": BF16, "f32": F32, "f64": F64,
 }
 
 ElementType = Union[ScalarType, PointerType]

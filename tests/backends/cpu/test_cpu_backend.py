@@ -12,9 +12,17 @@ from tegula.errors import OutOfBoundsError
 
 @pytest.fixture
 def cpu(monkeypatch):
+    from tegula.runtime import backend_registry
+
     monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
     monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    # an earlier host launch without the knob left "cpu" cached as unavailable
+    factory = backend_registry._FACTORIES["cpu"]
+    backend_registry.register_backend("cpu", factory)
+    yield
+    monkeypatch.undo()
+    backend_registry.register_backend("cpu", factory)
 
 
 @tegula.jit
@@ -96,7 +104,7 @@ def test_out_of_bounds_load_is_the_interpreters_error(cpu):
     msg = str(info.value)
     assert "out-of-bounds load through pointer argument 'x'" in msg
     assert "buffer of 100 elements" in msg and "[100, 101, 102" in msg
-    assert "test_cpu_backend.py:24:" in msg and "program id" in msg
+    assert f"test_cpu_backend.py:{axpy.starting_line_number + 4}:" in msg and "program id" in msg
 
 
 def test_out_of_bounds_store_names_the_output(cpu):
@@ -179,3 +187,22 @@ def test_atomics_are_atomic_across_concurrent_programs(cpu, monkeypatch):
     t = np.zeros(1, np.float32)
     float_total[(triton_cdiv(n, 64),)](v, t, n, B=64)
     assert abs(float(t[0]) - float(v.astype(np.float64).sum())) < 1e-3 * n ** 0.5
+
+
+@tegula.jit
+def desc_axpy(pair, x_desc, o_desc, BM: tl.constexpr, BN: tl.constexpr):
+    a, (b, _unused) = pair
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    o_desc.store([m, n], a * x_desc.load([m, n]) + b)
+
+
+def test_tuple_and_host_descriptor_arguments(cpu):
+    from tegula.tools.tensor_descriptor import TensorDescriptor
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal((21, 36)).astype(np.float32)[:, :30]
+    o = np.zeros((21, 36), np.float32)
+    desc_axpy[(2, 1)](((2.0, (0.5, None))), TensorDescriptor.from_tensor(x, [16, 32]),
+                      TensorDescriptor(o, [21, 30], [36, 1], [16, 32]), 16, 32)
+    np.testing.assert_allclose(o[:, :30], 2 * x + 0.5, rtol=1e-6)
+    assert (o[:, 30:] == 0).all()

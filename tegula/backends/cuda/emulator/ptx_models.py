@@ -116,6 +116,9 @@ class PtxModels:
     def cp_async_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None
 
+    def griddepcontrol(self: "HostDevice", b: ir.IRBuilder, action: str) -> None:
+        return None  # the emulator runs one grid at a time: its predecessor has completed
+
     def cp_async_wait(self: "HostDevice", b: ir.IRBuilder, pending: int) -> None:
         return None
 
