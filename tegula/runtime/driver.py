@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import sys
 import time
 from typing import Any, Callable, Optional
 
@@ -133,7 +134,15 @@ class CudaDriver(DriverBase):
     @classmethod
     def is_active(cls) -> bool:
         dev = _device_driver("cuda")
-        return dev is not None and bool(dev.is_usable())
+        if dev is None:
+            return False
+        # torch's answer first, as Triton's driver does: it needs no CUDA context, so it
+        # also holds in a process forked from one that initialised CUDA (PyTorch
+        # Inductor's compile workers), where a driver call would fail
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return True
+        return bool(dev.is_usable())
 
     def __init__(self) -> None:
         dev = _device_driver("cuda")

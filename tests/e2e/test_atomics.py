@@ -135,9 +135,9 @@ def oob_atomic_kernel(x_ptr, n, BLOCK: tl.constexpr):
 
 def test_out_of_bounds_atomic_is_reported(on):
     x = on(np.zeros(8, np.float32))
-    oob_atomic_kernel[(1,)](x, 8, BLOCK=16, debug=True)  # in bounds: no report
+    oob_atomic_kernel[(1,)](x, 8, BLOCK=16, checked=True)  # in bounds: no report
     np.testing.assert_array_equal(on.back(x), np.ones(8))
     with pytest.raises(OutOfBoundsError) as info:
-        oob_atomic_kernel[(1,)](x, 12, BLOCK=16, debug=True)
+        oob_atomic_kernel[(1,)](x, 12, BLOCK=16, checked=True)
     assert info.value.loc.line == oob_atomic_kernel.starting_line_number + 3
     assert "out-of-bounds atomic" in str(info.value)
