@@ -179,9 +179,9 @@ def case_user_kernel(dev):
 def case_user_kernel_mutation_analysis(dev):
     """PyTorch's analysis of which arguments a user kernel writes (it clones those for
     functionalization) gets tegula's exact answer, not "every input"."""
+    import torch._higher_order_ops.triton_kernel_wrap as wrap
     import triton
     import triton.language as tl
-    import torch._higher_order_ops.triton_kernel_wrap as wrap
 
     @triton.jit
     def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
