@@ -47,7 +47,7 @@ from .autotuner_report import TuningProgress, choose_best, print_table
 
 # Triton defines Heuristics and heuristics in triton.runtime.autotuner
 from .heuristics import Heuristics, heuristics  # noqa: F401
-from .kernel_interface import KernelInterface
+from .kernel_interface import KernelInterface, register_kernel
 
 __all__ = ["Autotuner", "Config", "autotune"]
 
@@ -142,6 +142,7 @@ class Autotuner(KernelInterface):
                  prune_configs_by: Optional[dict[str, Any]] = None, warmup: Optional[float] = None,
                  rep: Optional[float] = None, use_cuda_graph: bool = False,
                  do_bench: Optional[Callable[..., Any]] = None, cache_results: bool = False) -> None:
+        register_kernel(self)
         self.configs = list(configs) if configs else [Config({}, num_warps=4, num_stages=3, num_ctas=1)]
         self.keys = [key] if isinstance(key, str) else list(key)
         self.cache: dict[tuple, Config] = {}

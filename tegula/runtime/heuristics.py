@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .kernel_interface import KernelInterface
+from .kernel_interface import KernelInterface, register_kernel
 
 
 class Heuristics(KernelInterface):
@@ -20,6 +20,7 @@ class Heuristics(KernelInterface):
 
     def __init__(self, fn: Any, arg_names: list[str],
                  values: dict[str, Callable[[dict[str, Any]], Any]]) -> None:
+        register_kernel(self)
         self.fn = fn
         self.values = values
         self.arg_names = arg_names

@@ -147,6 +147,7 @@ class JITFunction(KernelInterface):
                  repr: Optional[Callable] = None, launch_metadata: Optional[Callable] = None):
         if not callable(fn) or not hasattr(fn, "__code__"):
             raise TypeError(f"@jit needs a Python function, got {type(fn).__name__}")
+        _ki.register_kernel(self)
         self.fn = fn
         self.module = fn.__module__
         self.version = version
@@ -253,7 +254,7 @@ class JITFunction(KernelInterface):
     # those of used globals); `fn` pickles by reference when it can (PyTorch sets it to
     # None first, as it does `__globals__` and `used_global_vals`).
     _UNPICKLED = ("_runner", "_bound", "_locks", "_locks_guard", "_kernel_cache", "used_globals",
-                  "_used_global_vals", "_hash_lock", "__globals__")
+                  "_used_global_vals", "_hash_lock", "__globals__", "_tegula_key")
 
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
@@ -261,6 +262,7 @@ class JITFunction(KernelInterface):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        _ki.register_kernel(self)
         self._runner = None
         self._bound = (None, None, None)
         self._locks = {}

@@ -7,7 +7,9 @@ wrapped in any stack of decorators is launched, warmed up and introspected the s
 """
 from __future__ import annotations
 
+import itertools
 import sys
+import weakref
 from functools import partial
 from typing import Any, Callable, Optional
 
@@ -34,6 +36,23 @@ def _probe_torch() -> bool:
 
 _probe_torch._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
+# Kernels by a plain-int identity (`_tegula_key`): what torch.compile's tracing hands to
+# the functions it runs at trace time, which take only constants on some torch versions
+_BY_KEY: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_NEXT_KEY = itertools.count(1)
+
+
+def register_kernel(kernel: Any) -> None:
+    """Give `kernel` its `_tegula_key` (a new one in every process)."""
+    key = next(_NEXT_KEY)
+    kernel._tegula_key = key
+    _BY_KEY[key] = kernel
+
+
+def kernel_by_key(key: int) -> Any:
+    """The kernel registered under `key` (see `register_kernel`)."""
+    return _BY_KEY[key]
+
 
 class KernelInterface:
     """Mixin: `self[grid]` is a launcher that calls `self.run(..., grid=grid, warmup=False)`."""
@@ -44,6 +63,11 @@ class KernelInterface:
     def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         """Compile for these arguments without launching; returns the compiled kernel(s)."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def __setstate__(self, state: dict) -> None:
+        # an unpickled kernel gets this process's identity (see `register_kernel`)
+        self.__dict__.update(state)
+        register_kernel(self)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         tracing = _torch_tracing

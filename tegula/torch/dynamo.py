@@ -24,7 +24,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..language.dtypes import dtype as _tl_dtype
+from ..language.dtypes import str_to_ty
 from ..runtime.args import TensorWrapper
+from ..runtime.kernel_interface import kernel_by_key
 from . import launch_ops
 
 _routing = 0
@@ -64,13 +67,33 @@ def _plain(value: Any) -> bool:
     return value is None or type(value) in (bool, int, float, str)
 
 
-def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
-    """What a launch of `kernel` with `nargs` positional arguments and these keywords
+# a tl dtype handed to `_op_name` as a constant: (this mark, its name)
+_DTYPE_MARK = "\x00tegula.dtype"
+
+
+def _constant_form(v: Any) -> Any:
+    """A constexpr object as the trace-time functions take it: some torch versions pass
+    them constants only, so a tl dtype goes by its name (see `_decode`)."""
+    if type(v) is _tl_dtype:
+        return (_DTYPE_MARK, v.name)
+    return v
+
+
+def _decode(v: Any) -> Any:
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == _DTYPE_MARK:
+        return str_to_ty(v[1])
+    return v
+
+
+def _plan(key: int, nargs: int, kwnames: tuple) -> tuple:
+    """What a launch of the kernel registered under `key` (`_tegula_key`) with `nargs`
+    positional arguments and these keywords
     needs: (what, parameters, option names, configs). `what` is "heuristics" for a
     `@heuristics` kernel (its values are computed in traced code, then its `fn`
     launched), else "launch". Each parameter is (name, is_constexpr, positional index or
     -1, whether it is given or has a default, default); the options are the keywords that
     are not parameters; configs are an autotuner's `Config.all_kwargs()` as sorted pairs."""
+    kernel = kernel_by_key(key)
     if hasattr(kernel, "values") and hasattr(kernel, "fn") and not hasattr(kernel, "configs"):
         return "heuristics", (), (), ()
     base = launch_ops.base_jit_function(kernel)
@@ -89,12 +112,15 @@ def _plan(kernel: Any, nargs: int, kwnames: tuple) -> tuple:
     return "launch", plan, tuple(k for k in kwnames if k not in names), configs
 
 
-def _op_name(kernel: Any, desc: tuple, options: tuple, configs: tuple, *objects: Any) -> str:
+def _op_name(key: int, desc: tuple, options: tuple, configs: tuple, *objects: Any) -> str:
     """The name of the launch's op in `torch.ops.tegula` (registered on first use). A
     string, because Dynamo guards a constant result by value: the op itself is then
     looked up by name in traced code, where Dynamo knows `torch.ops`. Constexpr values
     that are not plain Python values (a tl dtype, a tuple) come as `objects`, referred to
-    from `desc` as ("o", index): Dynamo hands over objects only as whole arguments."""
+    from `desc` as ("o", index): Dynamo hands over objects only as whole arguments (tl
+    dtypes by name, `_constant_form`). The kernel comes as its `_tegula_key`."""
+    kernel = kernel_by_key(key)
+    objects = tuple(_decode(o) for o in objects)
     desc = tuple(("c", objects[d[1]]) if d[0] == "o" else ("w", objects[d[1]]) if d[0] == "w" else d
                  for d in desc)
     return launch_ops.op_for(kernel, desc, options, configs).__name__.split(".")[0]
@@ -124,7 +150,7 @@ def _specialize(v: int) -> int:
 
 def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
     """Launch through the kernel's op (traced by Dynamo; see the module docstring)."""
-    what, plan, option_names, configs = _plan(kernel, len(args), tuple(kwargs))
+    what, plan, option_names, configs = _plan(kernel._tegula_key, len(args), tuple(kwargs))
     if what == "heuristics":
         named = dict(zip(kernel.arg_names, args))
         named.update(kwargs)
@@ -152,7 +178,7 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         elif isinstance(v, TensorWrapper) and isinstance(v.base, torch.Tensor):
             # tegula.reinterpret(x, dtype): the op takes x and re-wraps it
             desc.append(("w", len(objects)))
-            objects.append(v.dtype)
+            objects.append(_constant_form(v.dtype))
             runtime.append(v.base)
         elif constexpr or v is None:
             if isinstance(v, int) and not isinstance(v, bool):
@@ -161,7 +187,7 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
                 desc.append(("c", v))
             else:
                 desc.append(("o", len(objects)))
-                objects.append(v)
+                objects.append(_constant_form(v))
         elif isinstance(v, bool):
             desc.append(("b",))
             runtime.append(v)
@@ -173,12 +199,13 @@ def launch_as_op(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
             runtime.append(v)
         else:
             desc.append(("o", len(objects)))
-            objects.append(v)
+            objects.append(_constant_form(v))
     options = []
     for k in option_names:
         meta[k] = kwargs[k]
         options.append((k, kwargs[k]))
-    op = getattr(torch.ops.tegula, _op_name(kernel, tuple(desc), tuple(sorted(options)), configs, *objects)).default
+    name = _op_name(kernel._tegula_key, tuple(desc), tuple(sorted(options)), configs, *objects)
+    op = getattr(torch.ops.tegula, name).default
     if configs and callable(grid):
         grids = []
         for config in configs:
