@@ -23,7 +23,8 @@ from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeEr
 from ...ir.types import PointerType, ScalarType, element_of
 from ..compiler import GPUTarget
 from ..llvm import host_jit
-from .lower import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, lower
+from .lower import lower
+from .tiles import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)

@@ -59,7 +59,7 @@ class MoreOps:
         return out
 
     def op_permute(self, ins: Instr) -> None:
-        src = self.env[id(ins.operands[0])]
+        src = self.tile(ins.operands[0])
         order = ins.attrs.order
         inv = [0] * len(order)
         for r, o in enumerate(order):
@@ -70,7 +70,7 @@ class MoreOps:
                                                                    src.shape))
 
     def op_join(self, ins: Instr) -> None:
-        a, c = (self.env[id(o)] for o in ins.operands)
+        a, c = (self.tile(o) for o in ins.operands)
         a = self._as_tile(ins.operands[0], a)
         c = self._as_tile(ins.operands[1], c)
         b = self.b
@@ -99,7 +99,7 @@ class MoreOps:
         return t
 
     def op_split(self, ins: Instr) -> None:
-        src = self.env[id(ins.operands[0])]
+        src = self.tile(ins.operands[0])
         b = self.b
         for k, r in enumerate(ins.results):
             if not shape_of(r.type):
@@ -120,7 +120,7 @@ class MoreOps:
     def op_dot(self, ins: Instr) -> None:
         b = self.b
         a_v, b_v, acc_v = ins.operands[:3]
-        A, B, C = (self.env[id(v)] for v in (a_v, b_v, acc_v))
+        A, B, C = (self.tile(v) for v in (a_v, b_v, acc_v))
         ea, eacc = element_of(a_v.type), element_of(acc_v.type)
         shape_a, shape_b = tuple(shape_of(a_v.type)), tuple(shape_of(b_v.type))
         batch = shape_a[0] if len(shape_a) == 3 else 1
@@ -207,8 +207,8 @@ class MoreOps:
 
                 def gather(j):
                     idx = b.add(base, b.mul(pos(j), ir.Constant(I64, inner)))
-                    for s, t in zip(srcs, scratch):
-                        b.store(b.load(self.elem_ptr(s, idx), typ=s.elem), at(t, j))
+                    for o, t in zip(ins.operands, scratch):
+                        b.store(self.get(o, idx), at(t, j))
                 self.loop(n, gather)
                 d = 1
                 while d < n:

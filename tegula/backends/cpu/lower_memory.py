@@ -1,0 +1,259 @@
+"""The CPU lowering of loads and stores with their bounds checks, and of the located
+runtime errors (a mixin of `lower.CpuLowering`).
+
+A tile access first tries the fast path: one pass over the tile finds whether every
+element is active and whether the offsets' range lies inside the pointer's buffer, then
+a branch-free loop does the accesses (vectorized by LLVM). Otherwise, or for scalar and
+atomic accesses, each element is checked on its own, as the interpreter does.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import llvmlite.ir as ir
+
+from ...ir.core import Instr, Value
+from ...ir.types import PointerType, element_of, shape_of
+from ..llvm.types import I8, I32, I64, constant, llvm_type, memory_type
+from .tiles import ERR_EXTRA, ERR_FLAG, ERR_LIST, ERR_PID, ERR_SITE, Site, Tile, elem_bytes, numel
+
+_bytes, _numel = elem_bytes, numel
+
+
+class MemoryOps:
+    """Methods of CpuLowering (see `lower.py` for `self.b`, `self.loop`, tiles)."""
+
+    # ---- memory -----------------------------------------------------------------------
+    # A checked access counts its active elements and collects the out-of-bounds ones
+    # (the first few byte offsets, how many, the first tile index) in per-program stack
+    # slots, skipping them; after the whole tile access, any bad element stops the
+    # program and fills the launch's error record, so the message lists the offsets as
+    # the interpreter's does.
+    def _begin_checks(self, ins: Instr, kind: str, ptr_v: Value) -> Optional[dict]:
+        if not self.checked:
+            return None
+        # the argument the pointer derives from, when the IR says; else (pointers
+        # selected between buffers, or loaded from memory) any argument buffer will do
+        origin = self.origin.get(id(ptr_v))
+        if not hasattr(self, "bad_slots"):
+            ab = self.alloca_b
+            self.bad_slots = {"n": ab.alloca(I64), "active": ab.alloca(I64), "first": ab.alloca(I64),
+                              "list": ab.alloca(ir.ArrayType(I64, ERR_LIST))}
+        b = self.b
+        b.store(ir.Constant(I64, 0), self.bad_slots["n"])
+        b.store(ir.Constant(I64, 0), self.bad_slots["active"])
+        pointee = element_of(ptr_v.type).pointee
+        site = Site(kind, ins, origin, str(pointee), _bytes(pointee), tuple(shape_of(ptr_v.type)))
+        self.sites.append(site)
+        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if origin is not None else None
+        return {"site": len(self.sites) - 1, "origin": origin, "base": base, "nbytes": site.elem_bytes}
+
+    def _in_bounds(self, chk: Optional[dict], p: ir.Value, i: Optional[ir.Value]) -> Optional[ir.Value]:
+        """Count the element and return an i1 `in bounds` (None when unchecked); a bad
+        element's offset is recorded."""
+        if chk is None:
+            return None
+        b = self.b
+        s = self.bad_slots
+        b.store(b.add(b.load(s["active"]), ir.Constant(I64, 1)), s["active"])
+        addr = b.ptrtoint(p, I64)
+        end = ir.Constant(I64, chk["nbytes"])
+        if chk["origin"] is not None:
+            off = b.sub(addr, chk["base"])
+            lo, hi = self.bounds[chk["origin"]]
+            bad = b.or_(b.icmp_signed("<", off, lo), b.icmp_signed(">", b.add(off, end), hi))
+        else:
+            off = addr  # the message shows addresses
+            bad = ir.Constant(ir.IntType(1), 1)
+            for k in self.ptr_args:
+                o = b.sub(addr, b.ptrtoint(self.env[id(self.kernel.args[k])], I64))
+                lo, hi = self.bounds[k]
+                inside = b.and_(b.icmp_signed(">=", o, lo), b.icmp_signed("<=", b.add(o, end), hi))
+                bad = b.and_(bad, b.not_(inside))
+        with b.if_then(bad, likely=False):
+            n = b.load(s["n"])
+            with b.if_then(b.icmp_signed("<", n, ir.Constant(I64, ERR_LIST))):
+                b.store(off, b.gep(s["list"], [ir.Constant(I64, 0), n], inbounds=True))
+            with b.if_then(b.icmp_signed("==", n, ir.Constant(I64, 0))):
+                b.store(i if i is not None else ir.Constant(I64, 0), s["first"])
+            b.store(b.add(n, ir.Constant(I64, 1)), s["n"])
+        return b.not_(bad)
+
+    def _end_checks(self, chk: Optional[dict]) -> None:
+        if chk is None:
+            return
+        b = self.b
+        s = self.bad_slots
+        n = b.load(s["n"])
+        fail_bb = self.fn.append_basic_block("oob")
+        ok_bb = self.fn.append_basic_block("ok")
+        b.cbranch(b.icmp_signed(">", n, ir.Constant(I64, 0)), fail_bb, ok_bb)
+        b.position_at_end(fail_bb)
+        extra = [n, b.load(s["active"]), b.load(s["first"])]
+        extra += [b.load(b.gep(s["list"], [ir.Constant(I64, 0), ir.Constant(I64, k)], inbounds=True))
+                  for k in range(ERR_LIST)]
+        self.record_error(chk["site"], extra)
+        b.position_at_end(ok_bb)
+
+    def record_error(self, site: int, extra: list) -> None:
+        """Fill the error record (first error wins) and return 1 from the entry."""
+        b = self.b
+        word = lambda k: b.gep(self.err, [ir.Constant(I64, k)], source_etype=I64)  # noqa: E731
+        old = b.cmpxchg(word(ERR_FLAG), ir.Constant(I64, 0), ir.Constant(I64, 1), "seq_cst", "seq_cst")
+        first = b.extract_value(old, 1)
+        with b.if_then(first):
+            b.store(ir.Constant(I64, site), word(ERR_SITE))
+            for k in range(3):
+                b.store(b.zext(self.pid[k], I64), word(ERR_PID + k))
+            for k, v in enumerate(extra):
+                b.store(v, word(ERR_EXTRA + k))
+        b.ret(ir.Constant(I32, 1))
+
+    def runtime_error(self, ins: Instr, cond: ir.Value, kind: str, message: str,
+                      extra: Optional[list] = None, shape: tuple = ()) -> None:
+        """Stop the program with a located error when `cond` (i1) holds; `extra` values
+        go to the error record."""
+        b = self.b
+        self.sites.append(Site(kind, ins, None, message, 1, shape))
+        fail_bb = self.fn.append_basic_block("error")
+        ok_bb = self.fn.append_basic_block("ok")
+        b.cbranch(cond, fail_bb, ok_bb)
+        b.position_at_end(fail_bb)
+        self.record_error(len(self.sites) - 1, list(extra or []))
+        b.position_at_end(ok_bb)
+
+    def _guarded(self, active: Optional[ir.Value], access, fallback: Optional[ir.Value]) -> Optional[ir.Value]:
+        """access() when `active` (or unconditionally when None); a load's value is
+        `fallback` where not active."""
+        if active is None:
+            return access()
+        b = self.b
+        pre = b.block
+        yes = self.fn.append_basic_block("acc")
+        join = self.fn.append_basic_block("acc.join")
+        b.cbranch(active, yes, join)
+        b.position_at_end(yes)
+        v = access()
+        yes_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        if fallback is None:
+            return None
+        phi = b.phi(fallback.type)
+        phi.add_incoming(v, yes_end)
+        phi.add_incoming(fallback, pre)
+        return phi
+
+    def _access(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
+                do) -> None:
+        """The loop of a load or store; `do(p, i)` accesses one element."""
+        if kind != "atomic" and shape_of(ptr_v.type):
+            self._access_tile(ins, kind, ptr_v, mask_v, fallback_v, do)
+            return
+        self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
+
+    def _access_tile(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
+                     fallback_v: Optional[Value], do) -> None:
+        """A tile load/store with the checks hoisted: one vectorizable pass finds whether
+        every element is active and the offsets' range lies inside the buffer; then a
+        branch-free loop does the accesses. Otherwise the per-element loop runs."""
+        b = self.b
+        n = _numel(ptr_v.type)
+        origin = self.origin.get(id(ptr_v))
+        need_range = self.checked
+        if need_range and origin is None:
+            self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
+            return
+        ab = self.alloca_b
+        all_slot, lo_slot, hi_slot = ab.alloca(I8), ab.alloca(I64), ab.alloca(I64)
+        b.store(ir.Constant(I8, 1), all_slot)
+        b.store(ir.Constant(I64, 2**63 - 1), lo_slot)
+        b.store(ir.Constant(I64, -2**63), hi_slot)
+        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if need_range else None
+
+        def scan(i):
+            if mask_v is not None:
+                b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
+            if need_range:
+                off = b.sub(b.ptrtoint(self.get(ptr_v, i), I64), base)
+                lo, hi = b.load(lo_slot), b.load(hi_slot)
+                b.store(b.select(b.icmp_signed("<", off, lo), off, lo), lo_slot)
+                b.store(b.select(b.icmp_signed(">", off, hi), off, hi), hi_slot)
+        if mask_v is not None or need_range:
+            self.loop(n, scan)
+        fast = b.icmp_unsigned("!=", b.load(all_slot), ir.Constant(I8, 0))
+        if need_range:
+            blo, bhi = self.bounds[origin]
+            nbytes = _bytes(element_of(ptr_v.type).pointee)
+            inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
+                            b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
+            fast = b.and_(fast, inside)
+        result = self.new_tile(ins.result.type) if kind == "load" else None
+        with b.if_else(fast) as (then, otherwise):
+            with then:
+                def plain(i):
+                    v = do(self.get(ptr_v, i), i)
+                    if result is not None:
+                        b.store(v, self.elem_ptr(result, i))
+                self.loop(n, plain)
+            with otherwise:
+                self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
+        if result is not None:
+            self.env[id(ins.result)] = result
+
+    def _access_slow(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
+                     fallback_v: Optional[Value], do, into: Optional["Tile"] = None) -> None:
+        pointee = element_of(ptr_v.type).pointee
+        rty = llvm_type(pointee)
+        chk = self._begin_checks(ins, kind, ptr_v)
+        is_load = kind in ("load", "atomic")  # both give a value per element
+
+        def one(i):
+            p = self.get(ptr_v, i)
+            if is_load:
+                zero = constant(pointee, 0) if not isinstance(pointee, PointerType) else ir.Constant(rty, None)
+                fallback = self.get(fallback_v, i) if fallback_v is not None else zero
+            else:
+                fallback = None
+            m = self.get(mask_v, i) if mask_v is not None else None
+
+            def checked():
+                ok = self._in_bounds(chk, p, i)
+                return self._guarded(ok, lambda: do(p, i), fallback)
+            return self._guarded(m, checked, fallback)
+        if into is not None:
+            self.loop(_numel(ptr_v.type), lambda i: self.b.store(one(i), self.elem_ptr(into, i)))
+            self.env[id(ins.result)] = into
+        elif is_load and ins.results:
+            self.scalar_or_tile(ins, one)
+        elif not shape_of(ptr_v.type):
+            one(None)
+        else:
+            self.loop(_numel(ptr_v.type), one)
+        self._end_checks(chk)
+
+    def op_load(self, ins: Instr) -> None:
+        attrs = ins.attrs
+        ptr_v = ins.operands[0]
+        mask_v = ins.operands[1] if attrs and attrs.has_mask else None
+        other_v = ins.operands[2] if attrs and attrs.has_other else None
+        pointee = element_of(ptr_v.type).pointee
+        mty, rty = memory_type(pointee), llvm_type(pointee)
+
+        def do(p, i):
+            v = self.b.load(p, typ=mty)
+            return self.b.trunc(v, rty) if mty != rty else v
+        self._access(ins, "load", ptr_v, mask_v, other_v, do)
+
+    def op_store(self, ins: Instr) -> None:
+        attrs = ins.attrs
+        ptr_v, val_v = ins.operands[0], ins.operands[1]
+        mask_v = ins.operands[2] if attrs and attrs.has_mask else None
+        pointee = element_of(ptr_v.type).pointee
+        mty, rty = memory_type(pointee), llvm_type(pointee)
+
+        def do(p, i):
+            v = self.get(val_v, i)
+            self.b.store(self.b.zext(v, mty) if mty != rty else v, p)
+        self._access(ins, "store", ptr_v, mask_v, None, do)
+
