@@ -73,8 +73,22 @@ def bench(fn, reps=5):
     return best
 
 
-def set_checks(on: bool):
-    os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1" if on else "0"
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved(fns: dict, rounds: int) -> dict:
+    """Median time of each function over `rounds` rounds that run every function once in
+    turn, so that the load of a shared machine hits all of them alike."""
+    for fn in fns.values():
+        fn()  # warm: compile, caches, allocator
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            times[k].append(timed(fn))
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def interpreted(fn):
@@ -84,6 +98,16 @@ def interpreted(fn):
             fn()
         finally:
             del os.environ["TEGULA_INTERPRET"]
+    return run
+
+
+def checks(on: bool, fn):
+    def run():
+        os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1" if on else "0"
+        try:
+            fn()
+        finally:
+            os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1"
     return run
 
 
@@ -122,20 +146,21 @@ def main() -> None:
     mm = lambda: matmul_kernel[(S // 64, S // 64)](A, Bm, C, S, S, S, BM=64, BN=64, BK=32)  # noqa: E731
     rows.append((f"matmul fp32 {S}^3", mm, lambda: np.matmul(A, Bm), lambda: TA @ TBm, "numpy", 1))
 
-    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores; best of 5 (interpreter: 1 run)")
+    rounds = 5 if quick else 15
+    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores; medians of {rounds} interleaved rounds "
+          f"(interpreter: 1 run)")
     print(f"{'kernel':28s} {'cpu checked':>12s} {'cpu unchecked':>14s} {'interp':>10s} {'numpy':>9s} {'torch':>9s}"
           f"  {'interp/cpu':>10s} {'numpy/cpu':>9s} {'torch/cpu':>9s}  goal")
     goals = {"vector add fp32 2^24": ("numpy", 1.0), "softmax fp32 4096x1024": ("torch", 1.0),
              "layer norm fp32 4096x1024": ("torch", 1.0)}
+    nan = float("nan")
     for name, fn, np_fn, torch_fn, _base, _ in rows:
-        set_checks(True)
-        t_on = bench(fn)
-        set_checks(False)
-        t_off = bench(fn)
-        set_checks(True)
-        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else float("nan")
-        t_np = bench(np_fn) if np_fn else float("nan")
-        t_torch = bench(torch_fn)
+        fns = {"on": checks(True, fn), "off": checks(False, fn), "torch": torch_fn}
+        if np_fn:
+            fns["numpy"] = np_fn
+        t = interleaved(fns, rounds)
+        t_on, t_off, t_np, t_torch = t["on"], t["off"], t.get("numpy", nan), t["torch"]
+        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else nan
         goal = goals.get(name, ("numpy", 0.5))
         ref = t_np if goal[0] == "numpy" else t_torch
         print(f"{name:28s} {t_on * 1e3:10.2f}ms {t_off * 1e3:12.2f}ms {t_int * 1e3:8.0f}ms {t_np * 1e3:7.2f}ms "

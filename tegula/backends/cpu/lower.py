@@ -21,12 +21,14 @@ from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
+from ...passes.axis_analysis import axis_info
 from ..llvm import host_jit
-from ..llvm.scalar_ops import ScalarTarget, lower_op
+from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
+from .vector_math import CpuScalarTarget
 
 _numel = numel
 
@@ -66,7 +68,7 @@ class CpuLowering(MemoryOps, MoreOps):
         self.checked = checked
         self.debug = debug
         self.prints = any(i.op is Op.DEVICE_PRINT for i in kernel.walk())
-        self.target = ScalarTarget()
+        self.target = CpuScalarTarget()
         self.module = ir.Module(name=kernel.name)
         self.module.triple = host_jit.llvm_triple()
         self.env: dict[int, Any] = {}
@@ -76,6 +78,7 @@ class CpuLowering(MemoryOps, MoreOps):
         self.origin: dict[int, Optional[int]] = {}
         self.memo: dict[tuple, tuple] = {}
         self.single_use = _single_uses(kernel.body)
+        self.axis = axis_info(kernel)
 
     # ---- module structure -------------------------------------------------------------
     def build(self) -> ir.Module:

@@ -152,11 +152,22 @@ class MemoryOps:
             return
         self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
 
+    def _row_length(self, ptr_v: Value) -> int:
+        """N when the axis analysis proves each row of the pointer tile (its last
+        dimension, N long) to be N consecutive elements, else 1."""
+        shape = tuple(shape_of(ptr_v.type))
+        info = self.axis.get(ptr_v)
+        if info is None or not shape or shape[-1] <= 1 or info.contiguity[-1] < shape[-1]:
+            return 1
+        return shape[-1]
+
     def _access_tile(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
                      fallback_v: Optional[Value], do) -> None:
         """A tile load/store with the checks hoisted: one vectorizable pass finds whether
-        every element is active and the offsets' range lies inside the buffer; then a
-        branch-free loop does the accesses. Otherwise the per-element loop runs."""
+        every element is active, one per row the offsets' range (with rows proven
+        contiguous, from each row's first and last element: a row of N elements is
+        [p, p + N)); then a branch-free loop does the accesses, vectors along the rows.
+        Otherwise the per-element loop runs."""
         b = self.b
         n = _numel(ptr_v.type)
         origin = self.origin.get(id(ptr_v))
@@ -164,6 +175,11 @@ class MemoryOps:
         if need_range and origin is None:
             self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
             return
+        row = self._row_length(ptr_v)
+        rows = n // row
+        pointee = element_of(ptr_v.type).pointee
+        mty = memory_type(pointee)
+        nbytes = _bytes(pointee)
         ab = self.alloca_b
         all_slot, lo_slot, hi_slot = ab.alloca(I8), ab.alloca(I64), ab.alloca(I64)
         b.store(ir.Constant(I8, 1), all_slot)
@@ -171,31 +187,54 @@ class MemoryOps:
         b.store(ir.Constant(I64, -2**63), hi_slot)
         base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if need_range else None
 
-        def scan(i):
-            if mask_v is not None:
-                b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
-            if need_range:
-                off = b.sub(b.ptrtoint(self.get(ptr_v, i), I64), base)
-                lo, hi = b.load(lo_slot), b.load(hi_slot)
-                b.store(b.select(b.icmp_signed("<", off, lo), off, lo), lo_slot)
-                b.store(b.select(b.icmp_signed(">", off, hi), off, hi), hi_slot)
-        if mask_v is not None or need_range:
-            self.loop(n, scan)
+        def scan_mask(i):
+            b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
+        if mask_v is not None:
+            self.loop(n, scan_mask)
+
+        def scan_rows(r):
+            first = b.mul(r, ir.Constant(I64, row)) if row > 1 else r
+            off = b.sub(b.ptrtoint(self.get(ptr_v, first), I64), base)
+            lo, hi = b.load(lo_slot), b.load(hi_slot)
+            b.store(b.select(b.icmp_signed("<", off, lo), off, lo), lo_slot)
+            end = off
+            if row > 1:
+                # the row's last element where contiguity puts it (an i32 offset that
+                # wrapped inside the row does not): else the per-element path
+                last = b.sub(b.ptrtoint(self.get(ptr_v, b.add(first, ir.Constant(I64, row - 1))), I64), base)
+                end = b.add(off, ir.Constant(I64, (row - 1) * nbytes))
+                same = b.icmp_unsigned("==", last, end)
+                b.store(b.and_(b.load(all_slot), b.zext(same, I8)), all_slot)
+            b.store(b.select(b.icmp_signed(">", end, hi), end, hi), hi_slot)
+        if need_range:
+            self.loop(rows, scan_rows)
         fast = b.icmp_unsigned("!=", b.load(all_slot), ir.Constant(I8, 0))
         if need_range:
             blo, bhi = self.bounds[origin]
-            nbytes = _bytes(element_of(ptr_v.type).pointee)
             inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
                             b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
             fast = b.and_(fast, inside)
         result = self.new_tile(ins.result.type) if kind == "load" else None
         with b.if_else(fast) as (then, otherwise):
             with then:
-                def plain(i):
-                    v = do(self.get(ptr_v, i), i)
-                    if result is not None:
-                        b.store(v, self.elem_ptr(result, i))
-                self.loop(n, plain)
+                if row > 1:
+                    def per_row(r):
+                        first = b.mul(r, ir.Constant(I64, row))
+                        p0 = self.get(ptr_v, first)
+
+                        def along(j):
+                            i = b.add(first, j)
+                            v = do(b.gep(p0, [j], source_etype=mty, inbounds=True), i)
+                            if result is not None:
+                                b.store(v, self.elem_ptr(result, i))
+                        self.loop(row, along)
+                    self.loop(rows, per_row)
+                else:
+                    def plain(i):
+                        v = do(self.get(ptr_v, i), i)
+                        if result is not None:
+                            b.store(v, self.elem_ptr(result, i))
+                    self.loop(n, plain)
             with otherwise:
                 self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
         if result is not None:
