@@ -25,6 +25,7 @@ from ...passes.axis_analysis import axis_info
 from ..llvm import host_jit
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type
+from .lower_dot import DotOps
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
@@ -62,7 +63,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, MoreOps):
+class CpuLowering(MemoryOps, DotOps, MoreOps):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked

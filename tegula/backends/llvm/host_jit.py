@@ -33,6 +33,18 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+@functools.lru_cache(maxsize=None)
+def simd_bytes() -> int:
+    """The width of the host's widest SIMD registers LLVM may use (64 with AVX-512F,
+    32 with AVX, else 16)."""
+    feats = set(host_cpu()[1].split(","))
+    if "+avx512f" in feats:
+        return 64
+    if "+avx" in feats:
+        return 32
+    return 16
+
+
 def llvm_triple() -> str:
     """The LLVM triple of this process (the host)."""
     return llvm.get_process_triple()
