@@ -28,6 +28,7 @@ from ..llvm.types import I8, I32, I64, constant, llvm_type
 from .lower_dot import DotOps
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
+from .lower_reduce import ReduceOps
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
 from .vector_math import CpuScalarTarget
 
@@ -63,7 +64,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, DotOps, MoreOps):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -339,71 +340,6 @@ class CpuLowering(MemoryOps, DotOps, MoreOps):
                     src_i = b.add(src_i, b.mul(k, ir.Constant(I64, strides[d])))
             return self.get(src_v, src_i)
         self.fused(ins, fill)
-
-    # ---- reductions -------------------------------------------------------------------
-    def combine(self, region: Block, acc: list, xs: list) -> list:
-        for a, v in zip(region.args, acc + xs):
-            self.env[id(a)] = v
-        for ins in region.instrs:
-            if ins.op is Op.YIELD:
-                return [self.get(o) for o in ins.operands]
-            if shape_of(ins.results[0].type) if ins.results else False:
-                raise self.fail(ins, "tile values inside a combine function")
-            self.instr(ins)
-        raise self.fail(region.instrs[-1] if region.instrs else None, "combine region without yield")
-
-    def op_reduce(self, ins: Instr) -> None:
-        """A tree over the axis pairing adjacent elements, level by level, as the
-        interpreter does (so float results round identically)."""
-        axis = ins.attrs.axis
-        srcs = [self.env[id(o)] for o in ins.operands]
-        shape = tuple(shape_of(ins.operands[0].type))
-        n = shape[axis]
-        outer = 1
-        for d in shape[:axis]:
-            outer *= d
-        inner = 1
-        for d in shape[axis + 1:]:
-            inner *= d
-        outs = [self.new_tile(r.type) if shape_of(r.type) else self.alloca_b.alloca(llvm_type(element_of(r.type)))
-                for r in ins.results]
-        region = ins.regions[0]
-        b = self.b
-        scratch = [self.alloca_b.alloca(ir.ArrayType(s.elem, n)) for s in srcs]
-        at = lambda buf, k: b.gep(buf, [ir.Constant(I64, 0), k], inbounds=True)  # noqa: E731
-
-        def per_outer(io):
-            def per_inner(ii):
-                base = b.add(b.mul(io, ir.Constant(I64, n * inner)), ii)
-
-                def gather(j):
-                    idx = b.add(base, b.mul(j, ir.Constant(I64, inner)))
-                    for o, t in zip(ins.operands, scratch):
-                        b.store(self.get(o, idx), at(t, j))
-                self.loop(n, gather)
-                m = n
-                while m > 1:
-                    half = m // 2
-
-                    def level(k):
-                        two = b.mul(k, ir.Constant(I64, 2))
-                        acc = [b.load(at(t, two)) for t in scratch]
-                        xs = [b.load(at(t, b.add(two, ir.Constant(I64, 1)))) for t in scratch]
-                        for t, v in zip(scratch, self.combine(region, acc, xs)):
-                            b.store(v, at(t, k))
-                    self.loop(half, level)
-                    if m % 2:
-                        for t in scratch:
-                            b.store(b.load(at(t, ir.Constant(I64, m - 1))), at(t, ir.Constant(I64, half)))
-                    m = half + m % 2
-                out_i = b.add(b.mul(io, ir.Constant(I64, inner)), ii)
-                for o, t in zip(outs, scratch):
-                    v = b.load(at(t, ir.Constant(I64, 0)))
-                    b.store(v, self.elem_ptr(o, out_i) if isinstance(o, Tile) else o)
-            self.loop(inner, per_inner)
-        self.loop(outer, per_outer)
-        for r, o in zip(ins.results, outs):
-            self.env[id(r)] = o if isinstance(o, Tile) else b.load(o)
 
     # ---- control flow -----------------------------------------------------------------
     def _slots(self, values: list[Value]) -> list:
