@@ -96,7 +96,10 @@ class CpuProgram:
     """A kernel JIT-compiled for the host; `run(grid, args)` runs it on numpy arrays and
     Python scalars, `launcher(metadata)` is the runtime's launch function."""
 
+    compiled = 0  # programs made in this process (tests check their kernels ran here)
+
     def __init__(self, kernel: Any, checked: bool = True, debug: bool = False):
+        CpuProgram.compiled += 1
         module, self.lowering = lower(kernel, checked=checked, debug=debug)
         self.kernel = kernel
         self.llir = str(module)
