@@ -11,6 +11,7 @@ access stops the launch with an `OutOfBoundsError` worded as the interpreter's.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,11 +21,11 @@ import numpy as np
 
 from ...config import knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
-from ...ir.types import PointerType, ScalarType, element_of
+from ...ir.types import PointerType, ScalarType, element_of, parse_type
 from ..compiler import GPUTarget
 from ..llvm import host_jit
 from .lower import lower
-from .tiles import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS
+from .tiles import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, Site
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)
@@ -49,30 +50,43 @@ _UNCHECKED = "+unchecked"
 
 
 def _target() -> GPUTarget:
-    # the bounds-check knob changes the code, so it is part of the target (and thus
-    # of every cache key): toggling it never reuses a kernel compiled the other way
-    cpu, _features = host_jit.host_cpu()
-    return GPUTarget("cpu", cpu + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
+    # the object code is for this CPU and its features (both in the target, so in every
+    # cache key: a cache shared by machines never hands one another's code); the
+    # bounds-check knob changes the code too, so toggling it never reuses a kernel
+    # compiled the other way
+    cpu, features = host_jit.host_cpu()
+    tag = hashlib.sha256(features.encode()).hexdigest()[:10]
+    return GPUTarget("cpu", f"{cpu}-{tag}" + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
 
 
 def _checked(target: Any) -> bool:
     return not str(getattr(target, "arch", "")).endswith(_UNCHECKED)
 
 
-def _kernel_ir(compiled: Any) -> Any:
-    kernel = compiled.ir
-    if kernel is None:
-        from ...ir.parser import parse_ir
+def _target_machine() -> Any:
+    return host_jit.target_machine(opt=3)
 
-        kernel = parse_ir(compiled.asm["tir_opt"])
-    return kernel
+
+def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
+    """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
+    metadata a launch needs without the IR (error sites, argument types, prints)."""
+    module, lw = lower(kernel, checked=checked, debug=debug)
+    llir = str(module)
+    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly)
+    stages = {"llir": llir, "obj": obj}
+    if assembly:
+        stages["asm"] = asm
+    md = {"shared": 0, "cpu_entry": kernel.name + ".range", "cpu_prints": lw.prints,
+          "cpu_arg_types": [str(element_of(a.type)) for a in kernel.args],
+          "cpu_arg_names": list(kernel.arg_names),
+          "cpu_sites": [site.to_json() for site in lw.sites]}
+    return stages, md
 
 
 class CpuBackend:
     name = "cpu"
-    binary_stage = None
-    # the JIT reads LLVM IR; object-code caching is not done yet
-    disk_cacheable = False
+    binary_stage = "obj"
+    disk_cacheable = True
 
     def available(self) -> tuple[bool, str]:
         if not knobs.cpu_backend:
@@ -83,29 +97,39 @@ class CpuBackend:
         return _target()
 
     def compile(self, kernel: Any, options: Any, target: GPUTarget, io: Any) -> tuple[dict, dict]:
-        module, _lw = lower(kernel, checked=_checked(target), debug=bool(options.debug))
-        return {"llir": str(module)}, {"shared": 0}
+        return compile_kernel(kernel, _checked(target), bool(options.debug))
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
-        program = CpuProgram(_kernel_ir(compiled), _checked(md.target), bool(md.debug))
-        return program.launcher(compiled.metadata)
+        program = CpuProgram.from_object(compiled.asm["obj"], md.__dict__)
+        return program.launcher(md)
 
 
 class CpuProgram:
-    """A kernel JIT-compiled for the host; `run(grid, args)` runs it on numpy arrays and
+    """A kernel compiled for the host; `run(grid, args)` runs it on numpy arrays and
     Python scalars, `launcher(metadata)` is the runtime's launch function."""
 
     compiled = 0  # programs made in this process (tests check their kernels ran here)
 
     def __init__(self, kernel: Any, checked: bool = True, debug: bool = False):
+        stages, md = compile_kernel(kernel, checked, debug, assembly=False)
+        self.llir = stages["llir"]
+        self._setup(stages["obj"], md)
+
+    @classmethod
+    def from_object(cls, obj: bytes, md: dict) -> "CpuProgram":
+        self = cls.__new__(cls)
+        self._setup(obj, md)
+        return self
+
+    def _setup(self, obj: bytes, md: dict) -> None:
         CpuProgram.compiled += 1
-        module, self.lowering = lower(kernel, checked=checked, debug=debug)
-        self.kernel = kernel
-        self.llir = str(module)
-        self.engine = host_jit.jit(self.llir, host_jit.target_machine(opt=3), 3)
-        self.fn = _ENTRY(self.engine.get_function_address(kernel.name + ".range"))
-        self.types = [element_of(a.type) for a in kernel.args]
+        self.engine = host_jit.load_object(obj, _target_machine())
+        self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
+        self.types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]
+        self.arg_names = list(md["cpu_arg_names"])
+        self.sites = [Site.from_json(x) for x in md["cpu_sites"]]
+        self.prints = bool(md["cpu_prints"])
 
     def launcher(self, md: Any):
         from ...runtime.args import HostArgs
@@ -188,16 +212,16 @@ class CpuProgram:
                        for k in range(chunks)]
             for f in futures:
                 f.result()
-        if self.lowering.prints:
+        if self.prints:
             host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
         failed = np.flatnonzero(err[:, 0])
         if failed.size:
             raise self._error(err[failed[0]], args)
 
     def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
-        site = self.lowering.sites[int(err[ERR_SITE])]
+        site = self.sites[int(err[ERR_SITE])]
         pid = tuple(int(x) for x in err[ERR_PID:ERR_PID + 3])
-        loc = site.ins.loc if site.ins.loc is not None and site.ins.loc.line > 0 else None
+        loc = site.loc if site.loc is not None and site.loc.line > 0 else None
         if site.kind == "assert":
             return DeviceAssertionError(site.type_name, loc=loc, pid=pid)
         if site.kind == "assert_tile":
@@ -218,7 +242,7 @@ class CpuProgram:
             return OutOfBoundsError(f"{site.kind} through a pointer that points into no argument buffer "
                                     f"(addresses [{shown}{', ...' if n_bad > ERR_LIST else ''}]){where}",
                                     loc=loc, pid=pid)
-        name = self.kernel.arg_names[arg] if arg < len(self.kernel.arg_names) else f"#{arg}"
+        name = self.arg_names[arg] if arg < len(self.arg_names) else f"#{arg}"
         buf = args[arg]
         size = site.elem_bytes
         count = buf.nbytes // size if isinstance(buf, np.ndarray) else 0

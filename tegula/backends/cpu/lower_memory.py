@@ -43,7 +43,7 @@ class MemoryOps:
         b.store(ir.Constant(I64, 0), self.bad_slots["n"])
         b.store(ir.Constant(I64, 0), self.bad_slots["active"])
         pointee = element_of(ptr_v.type).pointee
-        site = Site(kind, ins, origin, str(pointee), _bytes(pointee), tuple(shape_of(ptr_v.type)))
+        site = Site(kind, ins.loc, origin, str(pointee), _bytes(pointee), tuple(shape_of(ptr_v.type)))
         self.sites.append(site)
         base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if origin is not None else None
         return {"site": len(self.sites) - 1, "origin": origin, "base": base, "nbytes": site.elem_bytes}
@@ -114,7 +114,7 @@ class MemoryOps:
         """Stop the program with a located error when `cond` (i1) holds; `extra` values
         go to the error record."""
         b = self.b
-        self.sites.append(Site(kind, ins, None, message, 1, shape))
+        self.sites.append(Site(kind, ins.loc, None, message, 1, shape))
         fail_bb = self.fn.append_basic_block("error")
         ok_bb = self.fn.append_basic_block("ok")
         b.cbranch(cond, fail_bb, ok_bb)

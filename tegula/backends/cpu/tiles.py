@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import llvmlite.ir as ir
 
-from ...ir.core import Instr
+from ...ir.core import Loc
 from ...ir.types import PointerType, element_of, shape_of
 from ..llvm.types import llvm_type
 
@@ -63,9 +63,19 @@ class Lazy:
 
 
 class Site:
-    """A checked memory access: what the error message needs."""
+    """A checked memory access or runtime check: what its error message needs (kept in
+    the kernel's metadata as JSON, so a kernel loaded from the disk cache reports it)."""
 
-    def __init__(self, kind: str, ins: Instr, arg: Optional[int], type_name: str, elem_bytes: int,
+    def __init__(self, kind: str, loc: Optional[Loc], arg: Optional[int], type_name: str, elem_bytes: int,
                  shape: tuple):
-        self.kind, self.ins, self.arg, self.type_name = kind, ins, arg, type_name
-        self.elem_bytes, self.shape = elem_bytes, shape
+        self.kind, self.loc, self.arg, self.type_name = kind, loc, arg, type_name
+        self.elem_bytes, self.shape = elem_bytes, tuple(shape)
+
+    def to_json(self) -> list:
+        loc = None if self.loc is None else [self.loc.file, self.loc.line, self.loc.col, self.loc.end_col]
+        return [self.kind, loc, self.arg, self.type_name, self.elem_bytes, list(self.shape)]
+
+    @classmethod
+    def from_json(cls, x: list) -> "Site":
+        kind, loc, arg, type_name, elem_bytes, shape = x
+        return cls(kind, None if loc is None else Loc(*loc), arg, type_name, elem_bytes, tuple(shape))

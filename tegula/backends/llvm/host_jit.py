@@ -83,6 +83,28 @@ def jit(llir: str, tm: Any, level: int = 2) -> Any:
     return engine
 
 
+def compile_object(llir: str, tm: Any, level: int = 2, assembly: bool = True) -> tuple[bytes, str]:
+    """Parse, verify and optimize `llir` once; return its object code for `tm` and
+    (when `assembly`) its assembly text."""
+    init_native()
+    mod = llvm.parse_assembly(llir)
+    mod.verify()
+    optimize(mod, tm, level)
+    asm = tm.emit_assembly(mod) if assembly else ""
+    return bytes(tm.emit_object(mod)), asm
+
+
+def load_object(obj: bytes, tm: Any) -> Any:
+    """An MCJIT engine holding the object code `obj` (from `compile_object` with a
+    target machine equal to `tm`), finalized: keep it alive while its code runs."""
+    init_native()
+    empty = llvm.parse_assembly(f'target triple = "{llvm_triple()}"')
+    engine = llvm.create_mcjit_compiler(empty, tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(obj)))
+    engine.finalize_object()
+    return engine
+
+
 def define_truncsfbf2(module: ir.Module) -> None:
     """f32 → bf16 rounding (nearest even; NaN stays NaN): the runtime function LLVM
     calls for it on x86, which the JIT could not resolve otherwise."""

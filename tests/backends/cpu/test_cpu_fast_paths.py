@@ -93,3 +93,29 @@ def test_contiguous_rows_and_out_of_bounds_at_the_end(cpu):
 
 def triton_cdiv(a, b):
     return (a + b - 1) // b
+
+
+@tegula.jit
+def scale(x, o, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(o + offs, tl.load(x + offs) * 2.0, mask=offs < n)
+
+
+def test_object_code_in_the_disk_cache_and_asm_stages(cpu, monkeypatch, tmp_path):
+    """The CPU stages are llir, host asm and object code; a second process (here: a new
+    JIT function) loads the object code from the disk cache, without the IR, and still
+    reports an out-of-bounds access with the kernel's line."""
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path))
+    x = np.arange(100, dtype=np.float32)
+    o = np.zeros_like(x)
+    first = tegula.jit(scale.fn)
+    k = first.warmup(x, o, 100, B=64, grid=(2,))
+    assert {"llir", "asm", "obj"} <= set(k.asm) and isinstance(k.asm["obj"], bytes)
+    assert k.metadata.target.backend == "cpu"
+    again = tegula.jit(scale.fn)
+    again[(1,)](x, o, 100, B=64)
+    loaded = next(iter(again.kernel_cache.values()))
+    assert loaded.ir is None and loaded.asm["obj"] == k.asm["obj"]
+    np.testing.assert_array_equal(o[:64], x[:64] * 2)
+    with pytest.raises(OutOfBoundsError, match=r"test_cpu_fast_paths.py:\d+"):
+        again[(2,)](x, o, 100, B=64)
