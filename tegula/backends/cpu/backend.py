@@ -72,7 +72,9 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
     metadata a launch needs without the IR (error sites, argument types, prints)."""
     module, lw = lower(kernel, checked=checked, debug=debug)
     llir = str(module)
-    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly)
+    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
+    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
+    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
     stages = {"llir": llir, "obj": obj}
     if assembly:
         stages["asm"] = asm

@@ -61,12 +61,16 @@ def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any
     return target.create_target_machine(opt=opt, features=features, jit=True)
 
 
-def optimize(mod: Any, tm: Any, level: int = 2) -> None:
-    """Run LLVM's default module pipeline at `level` on the parsed module `mod`."""
+def optimize(mod: Any, tm: Any, level: int = 2, unroll: bool = True) -> None:
+    """Run LLVM's default module pipeline at `level` on the parsed module `mod`
+    (`unroll=False`: no loop unrolling, which mostly grows code and compile time when
+    the vectorizer already widened and interleaved the loop)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     if level >= 2:
         pto.loop_vectorization = True
         pto.slp_vectorization = True
+    if not unroll:
+        pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
@@ -83,13 +87,14 @@ def jit(llir: str, tm: Any, level: int = 2) -> Any:
     return engine
 
 
-def compile_object(llir: str, tm: Any, level: int = 2, assembly: bool = True) -> tuple[bytes, str]:
+def compile_object(llir: str, tm: Any, level: int = 2, assembly: bool = True,
+                   unroll: bool = True) -> tuple[bytes, str]:
     """Parse, verify and optimize `llir` once; return its object code for `tm` and
     (when `assembly`) its assembly text."""
     init_native()
     mod = llvm.parse_assembly(llir)
     mod.verify()
-    optimize(mod, tm, level)
+    optimize(mod, tm, level, unroll)
     asm = tm.emit_assembly(mod) if assembly else ""
     return bytes(tm.emit_object(mod)), asm
 
