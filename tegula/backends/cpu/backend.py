@@ -10,6 +10,7 @@ access stops the launch with an `OutOfBoundsError` worded as the interpreter's.
 """
 from __future__ import annotations
 
+import array
 import ctypes
 import hashlib
 import os
@@ -21,7 +22,7 @@ import numpy as np
 
 from ...config import knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
-from ...ir.types import PointerType, ScalarType, element_of, parse_type
+from ...ir.types import PointerType, element_of, parse_type
 from ..compiler import GPUTarget
 from ..llvm import host_jit
 from .lower import lower
@@ -33,9 +34,12 @@ _POOL_LOCK = threading.Lock()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
+_CORES = os.cpu_count() or 1
+
+
 def threads() -> int:
     n = int(knobs.cpu_threads or 0)
-    return n if n > 0 else (os.cpu_count() or 1)
+    return n if n > 0 else _CORES
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
@@ -47,6 +51,7 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 _UNCHECKED = "+unchecked"
+_POINTER = object()  # the argument kind of pointers in CpuProgram.types
 
 
 def _target() -> GPUTarget:
@@ -128,7 +133,8 @@ class CpuProgram:
         CpuProgram.compiled += 1
         self.engine = host_jit.load_object(obj, _target_machine())
         self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
-        self.types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]
+        types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]
+        self.types = [_POINTER if isinstance(t, PointerType) else t for t in types]
         self.arg_names = list(md["cpu_arg_names"])
         self.sites = [Site.from_json(x) for x in md["cpu_sites"]]
         self.prints = bool(md["cpu_prints"])
@@ -156,25 +162,26 @@ class CpuProgram:
                 wb()
         return launch
 
-    def _pack(self, args: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, list]:
-        n = len(self.types)
-        slots = np.zeros(max(n, 1), np.uint64)
-        sizes = np.zeros(2 * max(n, 1), np.int64)  # per argument: [lo, hi) bytes from the pointer
-        keep = []
+    def _pack(self, args: Sequence[Any]) -> tuple[array.array, array.array]:
+        """The argument slots (8 bytes each) and each pointer's byte range [lo, hi)."""
+        n = max(len(self.types), 1)
+        slots = [0] * n
+        sizes = [0] * (2 * n)
         for i, (t, v) in enumerate(zip(self.types, args)):
-            if isinstance(t, PointerType):
+            if t is _POINTER:
                 if v is None:
                     continue
                 if isinstance(v, np.ndarray):
-                    slots[i] = v.ctypes.data
-                    lo = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) if v.size else 0
-                    hi = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize if v.size else 0
-                    sizes[2 * i], sizes[2 * i + 1] = lo, hi
-                    keep.append(v)
+                    slots[i] = v.__array_interface__["data"][0]
+                    if v.flags.c_contiguous:
+                        sizes[2 * i + 1] = v.nbytes
+                    elif v.size:
+                        # a view with negative strides reaches below its first element
+                        sizes[2 * i] = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides))
+                        sizes[2 * i + 1] = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize
                 else:
                     slots[i] = int(v)
                 continue
-            assert isinstance(t, ScalarType)
             if t.is_float:
                 dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}.get(t.name)
                 if dt is not None:
@@ -189,7 +196,7 @@ class CpuProgram:
                     slots[i] = int(arr.view(np.uint16 if arr.itemsize == 2 else np.uint8)[0])
             else:
                 slots[i] = int(v) & ((1 << 64) - 1)
-        return slots, sizes, keep
+        return array.array("Q", slots), array.array("q", sizes)
 
     def run(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run the grid (up to 3 sizes) on converted arguments (numpy arrays, scalars)."""
@@ -197,15 +204,16 @@ class CpuProgram:
         total = gx * gy * gz
         if total == 0:
             return
-        slots, sizes, _keep = self._pack(args)
-        a, s = slots.ctypes.data, sizes.ctypes.data
+        # `args` keeps the arrays alive until the call returns
+        slots, sizes = self._pack(args)
+        a, s = slots.buffer_info()[0], sizes.buffer_info()[0]
         n = min(threads(), total)
         # a few chunks per thread balance uneven programs without much call overhead;
         # each chunk has its own error record and runs its programs in order, so the
         # error reported is the one of the lowest failing program id, as the interpreter's
         chunks = 1 if n <= 1 else min(total, n * 4)
-        err = np.zeros((chunks, ERR_WORDS), np.int64)
-        e0, stride = err.ctypes.data, ERR_WORDS * 8
+        err = array.array("q", bytes(8 * ERR_WORDS * chunks))
+        e0, stride = err.buffer_info()[0], ERR_WORDS * 8
         if chunks == 1:
             self.fn(a, s, 0, total, gx, gy, gz, e0)
         else:
@@ -216,9 +224,9 @@ class CpuProgram:
                 f.result()
         if self.prints:
             host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
-        failed = np.flatnonzero(err[:, 0])
-        if failed.size:
-            raise self._error(err[failed[0]], args)
+        for k in range(chunks):
+            if err[k * ERR_WORDS]:
+                raise self._error(err[k * ERR_WORDS:(k + 1) * ERR_WORDS], args)
 
     def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
         site = self.sites[int(err[ERR_SITE])]
