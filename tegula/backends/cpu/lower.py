@@ -42,6 +42,14 @@ _CHEAP = frozenset({Op.NEG, Op.NOT, Op.ABS, Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.O
                     Op.SELECT, Op.CAST, Op.BITCAST, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.CEIL, Op.FLOOR})
 
 
+def _blocks(body: Block):
+    """`body` and every block nested in it."""
+    yield body
+    for ins in body.instrs:
+        for region in ins.regions:
+            yield from _blocks(region)
+
+
 def _single_uses(body: Block) -> dict[int, bool]:
     """id(value) -> True for the results used exactly once, by an instruction of the
     block that defines them (not from a nested loop body, which would recompute them)."""
@@ -80,6 +88,8 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         self.origin: dict[int, Optional[int]] = {}
         self.memo: dict[tuple, tuple] = {}
         self.single_use = _single_uses(kernel.body)
+        self.parent_block = {id(ins): id(blk) for blk in _blocks(kernel.body) for ins in blk.instrs}
+        self.mask_scans: dict[tuple, ir.Value] = {}
         self.axis = axis_info(kernel)
 
     # ---- module structure -------------------------------------------------------------

@@ -187,10 +187,23 @@ class MemoryOps:
         b.store(ir.Constant(I64, -2**63), hi_slot)
         base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if need_range else None
 
-        def scan_mask(i):
-            b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
+        mask_ok = None
         if mask_v is not None:
-            self.loop(n, scan_mask)
+            # once per mask and IR block: accesses of one block run in order, so the
+            # first scan's result dominates the later ones (a load, a load, a store
+            # under one mask scan it once)
+            key = (id(mask_v), self.parent_block.get(id(ins)))
+            mask_ok = self.mask_scans.get(key)
+            if mask_ok is None:
+                mask_slot = ab.alloca(I8)
+                b.store(ir.Constant(I8, 1), mask_slot)
+
+                def scan_mask(i):
+                    b.store(b.and_(b.load(mask_slot), b.zext(self.get(mask_v, i), I8)), mask_slot)
+                self.loop(n, scan_mask)
+                mask_ok = b.icmp_unsigned("!=", b.load(mask_slot), ir.Constant(I8, 0))
+                if key[1] is not None:
+                    self.mask_scans[key] = mask_ok
 
         def scan_rows(r):
             first = b.mul(r, ir.Constant(I64, row)) if row > 1 else r
@@ -209,6 +222,8 @@ class MemoryOps:
         if need_range:
             self.loop(rows, scan_rows)
         fast = b.icmp_unsigned("!=", b.load(all_slot), ir.Constant(I8, 0))
+        if mask_ok is not None:
+            fast = b.and_(fast, mask_ok)
         if need_range:
             blo, bhi = self.bounds[origin]
             inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
