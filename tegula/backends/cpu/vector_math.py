@@ -11,15 +11,19 @@ is `ScalarTarget`'s (LLVM intrinsics, the host C library).
   range (checked against float64 on 2^24 random and special arguments in
   tests/backends/cpu), within docs/numerics.md's bound for the emulator's f32 exp,
   which the CPU backend is held to. NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0.
+- libdevice symbols the C library has no function for, but that have an exact
+  definition in a few instructions (`CPU_LIBDEVICE`: classification, bit casts, bit
+  counts and reversal, high halves of products, mul24, saturate, powi as double pow
+  rounded once): bitwise the interpreter's results (tests/numerics/test_libdevice.py).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import llvmlite.ir as ir
 
 from ...ir.types import ScalarType
-from ..llvm.intrinsics import intrinsic
+from ..llvm.intrinsics import call, intrinsic
 from ..llvm.scalar_ops import ScalarTarget
 
 F32 = ir.FloatType()
@@ -60,6 +64,100 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("uno", x, x), x, u)
 
 
+def _bool_i32(b: ir.IRBuilder, c: ir.Value) -> ir.Value:
+    return b.zext(c, I32)
+
+
+def _fabs_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return intrinsic(b, "fabs", [x])
+
+
+def _inf(x: ir.Value) -> ir.Constant:
+    return ir.Constant(x.type, float("inf"))
+
+
+def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    ity = ir.IntType(64 if isinstance(x.type, ir.DoubleType) else 32)
+    return _bool_i32(b, b.icmp_signed("<", b.bitcast(x, ity), ir.Constant(ity, 0)))
+
+
+def _ffs(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """1 + the index of the lowest set bit, 0 for 0 (an i32)."""
+    tz = intrinsic(b, "cttz", [x, ir.Constant(ir.IntType(1), 0)])
+    tz = b.trunc(tz, I32) if x.type.width > 32 else tz
+    return b.select(b.icmp_unsigned("==", x, ir.Constant(x.type, 0)), ir.Constant(I32, 0),
+                    b.add(tz, ir.Constant(I32, 1)))
+
+
+def _mulhi(b: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    w = x.type.width
+    wide = ir.IntType(2 * w)
+    ext = b.sext if signed else b.zext
+    return b.trunc(b.lshr(b.mul(ext(x, wide), ext(y, wide)), ir.Constant(wide, w)), x.type)
+
+
+def _mul24(b: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """The low 32 bits of the product of the low 24 bits (sign-extended for mul24)."""
+    if signed:
+        lo = lambda v: b.ashr(b.shl(v, ir.Constant(I32, 8)), ir.Constant(I32, 8))  # noqa: E731
+    else:
+        lo = lambda v: b.and_(v, ir.Constant(I32, 0xFFFFFF))  # noqa: E731
+    return b.mul(lo(x), lo(y))
+
+
+def _saturate(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    # NaN -> 0, else clamp to [0, 1]
+    c = b.select(b.fcmp_ordered(">", x, _f(1.0)), _f(1.0), x)
+    c = b.select(b.fcmp_ordered("<", x, _f(0.0)), _f(0.0), c)
+    return b.select(b.fcmp_unordered("uno", x, x), _f(0.0), c)
+
+
+def _powi(b: ir.IRBuilder, x: ir.Value, n: ir.Value) -> ir.Value:
+    """pow(x, n) in double, rounded once to x's type (the interpreter's definition)."""
+    d = ir.DoubleType()
+    xd = b.fpext(x, d) if x.type != d else x
+    r = call(b, "pow", d, [xd, b.sitofp(n, d)])
+    return b.fptrunc(r, x.type) if x.type != d else r
+
+
+# libdevice symbols with an exact host definition here (the C library has none with
+# the same meaning); `__nv_<name>` → emitter of (builder, args, result type)
+_EXACT: dict[str, Callable] = {
+    "isnanf": lambda b, a, r: _bool_i32(b, b.fcmp_unordered("uno", a[0], a[0])),
+    "isnand": lambda b, a, r: _bool_i32(b, b.fcmp_unordered("uno", a[0], a[0])),
+    "isinff": lambda b, a, r: _bool_i32(b, b.fcmp_ordered("==", _fabs_bits(b, a[0]), _inf(a[0]))),
+    "isinfd": lambda b, a, r: _bool_i32(b, b.fcmp_ordered("==", _fabs_bits(b, a[0]), _inf(a[0]))),
+    "finitef": lambda b, a, r: _bool_i32(b, b.fcmp_ordered("<", _fabs_bits(b, a[0]), _inf(a[0]))),
+    "isfinited": lambda b, a, r: _bool_i32(b, b.fcmp_ordered("<", _fabs_bits(b, a[0]), _inf(a[0]))),
+    "signbitf": lambda b, a, r: _signbit(b, a[0]),
+    "signbitd": lambda b, a, r: _signbit(b, a[0]),
+    "float_as_int": lambda b, a, r: b.bitcast(a[0], r),
+    "float_as_uint": lambda b, a, r: b.bitcast(a[0], r),
+    "int_as_float": lambda b, a, r: b.bitcast(a[0], r),
+    "uint_as_float": lambda b, a, r: b.bitcast(a[0], r),
+    "double_as_longlong": lambda b, a, r: b.bitcast(a[0], r),
+    "longlong_as_double": lambda b, a, r: b.bitcast(a[0], r),
+    "popc": lambda b, a, r: intrinsic(b, "ctpop", [a[0]]),
+    "popcll": lambda b, a, r: b.trunc(intrinsic(b, "ctpop", [a[0]]), I32),
+    "clz": lambda b, a, r: intrinsic(b, "ctlz", [a[0], ir.Constant(ir.IntType(1), 0)]),
+    "clzll": lambda b, a, r: b.trunc(intrinsic(b, "ctlz", [a[0], ir.Constant(ir.IntType(1), 0)]), I32),
+    "brev": lambda b, a, r: intrinsic(b, "bitreverse", [a[0]]),
+    "brevll": lambda b, a, r: intrinsic(b, "bitreverse", [a[0]]),
+    "ffs": lambda b, a, r: _ffs(b, a[0]),
+    "ffsll": lambda b, a, r: _ffs(b, a[0]),
+    "mulhi": lambda b, a, r: _mulhi(b, a[0], a[1], True),
+    "umulhi": lambda b, a, r: _mulhi(b, a[0], a[1], False),
+    "mul64hi": lambda b, a, r: _mulhi(b, a[0], a[1], True),
+    "umul64hi": lambda b, a, r: _mulhi(b, a[0], a[1], False),
+    "mul24": lambda b, a, r: _mul24(b, a[0], a[1], True),
+    "umul24": lambda b, a, r: _mul24(b, a[0], a[1], False),
+    "saturatef": lambda b, a, r: _saturate(b, a[0]),
+    "powif": lambda b, a, r: _powi(b, a[0], a[1]),
+    "powi": lambda b, a, r: _powi(b, a[0], a[1]),
+}
+CPU_LIBDEVICE = frozenset("__nv_" + name for name in _EXACT)
+
+
 class CpuScalarTarget(ScalarTarget):
     name = "cpu"
 
@@ -67,3 +165,9 @@ class CpuScalarTarget(ScalarTarget):
         if name == "exp" and t.name == "f32":
             return exp_f32(b, args[0])
         return super().math(b, name, args, t)
+
+    def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
+        emit = _EXACT.get(symbol[len("__nv_"):]) if symbol.startswith("__nv_") else None
+        if emit is not None:
+            return emit(b, list(args), ret)
+        return super().extern(b, symbol, args, ret)
