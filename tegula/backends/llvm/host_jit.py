@@ -51,12 +51,14 @@ def llvm_triple() -> str:
 
 
 def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any:
-    """A target machine for the host: the host CPU and all its features when `native`,
-    else the generic CPU of the process triple with `features` only."""
+    """A target machine for the host: the host CPU and all its features when `native`
+    (plus `features`, e.g. tuning flags), else the generic CPU of the process triple
+    with `features` only."""
     init_native()
     target = llvm.Target.from_default_triple()
     if native:
         cpu, feats = host_cpu()
+        feats = feats + ("," + features if features else "")
         return target.create_target_machine(cpu=cpu, features=feats, opt=opt, jit=True)
     return target.create_target_machine(opt=opt, features=features, jit=True)
 
