@@ -2,9 +2,12 @@
 torch (CPU), in one process, on vector add, softmax, layer norm and matmul, with bounds
 checks on and off; plus cold compile time of vector add, warm launch overhead.
 
-    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick]
+    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick] [--threads N]
 
-Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster).
+Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster). `--threads 1`
+runs everything on one thread (tegula's pool, torch, OpenBLAS): on a machine others
+load, one thread each is the fairer comparison (torch's and OpenBLAS's spinning worker
+threads suffer most from a loaded machine, which flatters tegula's ratios).
 """
 from __future__ import annotations
 
@@ -12,7 +15,12 @@ import os
 import sys
 import time
 
-import numpy as np
+THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 0
+if THREADS:  # before numpy and torch start their thread pools
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TEGULA_CPU_THREADS"):
+        os.environ[var] = str(THREADS)
+
+import numpy as np  # noqa: E402
 
 os.environ["TEGULA_CPU_BACKEND"] = "1"
 
@@ -81,13 +89,17 @@ def timed(fn) -> float:
 
 def interleaved(fns: dict, rounds: int) -> dict:
     """Median time of each function over `rounds` rounds that run every function once in
-    turn, so that the load of a shared machine hits all of them alike."""
+    turn, so that the load of a shared machine hits all of them alike. Each round starts
+    one function later: torch's OpenMP threads keep spinning after a call and slow down
+    whatever runs next (without the rotation, the checked CPU softmax, always right after
+    torch, measured 1.5x slower than the unchecked one; alone they are equal)."""
     for fn in fns.values():
         fn()  # warm: compile, caches, allocator
+    names = list(fns)
     times = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            times[k].append(timed(fn))
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            times[k].append(timed(fns[k]))
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
@@ -113,7 +125,7 @@ def checks(on: bool, fn):
 
 def main() -> None:
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(THREADS or os.cpu_count() or 1)
     quick = "--quick" in sys.argv
     rng = np.random.default_rng(0)
     rows = []
@@ -147,8 +159,8 @@ def main() -> None:
     rows.append((f"matmul fp32 {S}^3", mm, lambda: np.matmul(A, Bm), lambda: TA @ TBm, "numpy", 1))
 
     rounds = 5 if quick else 15
-    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores; medians of {rounds} interleaved rounds "
-          f"(interpreter: 1 run)")
+    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores, {THREADS or 'all'} thread(s) each; "
+          f"medians of {rounds} interleaved rounds (interpreter: 1 run)")
     print(f"{'kernel':28s} {'cpu checked':>12s} {'cpu unchecked':>14s} {'interp':>10s} {'numpy':>9s} {'torch':>9s}"
           f"  {'interp/cpu':>10s} {'numpy/cpu':>9s} {'torch/cpu':>9s}  goal")
     goals = {"vector add fp32 2^24": ("numpy", 1.0), "softmax fp32 4096x1024": ("torch", 1.0),
