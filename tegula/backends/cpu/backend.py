@@ -86,7 +86,7 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
     md = {"shared": 0, "cpu_entry": kernel.name + ".range", "cpu_prints": lw.prints,
           "cpu_arg_types": [str(element_of(a.type)) for a in kernel.args],
           "cpu_arg_names": list(kernel.arg_names),
-          "cpu_sites": [site.to_json() for site in lw.sites]}
+          "cpu_sites": [site.to_json() for site in lw.sites], "cpu_written": list(lw.written)}
     return stages, md
 
 
@@ -138,6 +138,7 @@ class CpuProgram:
         self.arg_names = list(md["cpu_arg_names"])
         self.sites = [Site.from_json(x) for x in md["cpu_sites"]]
         self.prints = bool(md["cpu_prints"])
+        self.written = list(md.get("cpu_written", range(len(self.types))))
 
     def launcher(self, md: Any):
         from ...runtime.args import HostArgs
@@ -166,10 +167,12 @@ class CpuProgram:
         """The argument slots (8 bytes each) and each pointer's byte range [lo, hi)."""
         n = max(len(self.types), 1)
         slots = [0] * n
-        sizes = [0] * (2 * n)
+        sizes = [0] * (2 * n + 1)
+        known = set()  # pointer arguments whose byte range is known
         for i, (t, v) in enumerate(zip(self.types, args)):
             if t is _POINTER:
                 if v is None:
+                    known.add(i)
                     continue
                 if isinstance(v, np.ndarray):
                     slots[i] = v.__array_interface__["data"][0]
@@ -179,6 +182,7 @@ class CpuProgram:
                         # a view with negative strides reaches below its first element
                         sizes[2 * i] = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides))
                         sizes[2 * i + 1] = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize
+                    known.add(i)
                 else:
                     slots[i] = int(v)
                 continue
@@ -196,7 +200,27 @@ class CpuProgram:
                     slots[i] = int(arr.view(np.uint16 if arr.itemsize == 2 else np.uint8)[0])
             else:
                 slots[i] = int(v) & ((1 << 64) - 1)
+        sizes[2 * n] = int(self._no_overlap(slots, sizes, known))
         return array.array("Q", slots), array.array("q", sizes)
+
+    def _no_overlap(self, slots: list, sizes: list, known: set) -> bool:
+        """No buffer a store may write overlaps another pointer argument's buffer (the
+        condition for reading loads of the other buffers in place)."""
+        ptrs = [i for i, t in enumerate(self.types) if t is _POINTER and slots[i]]
+        for w in self.written:
+            if not slots[w]:
+                continue
+            if w not in known:
+                return False
+            wlo, whi = slots[w] + sizes[2 * w], slots[w] + sizes[2 * w + 1]
+            for a in ptrs:
+                if a == w:
+                    continue
+                if a not in known:
+                    return False
+                if slots[a] + sizes[2 * a] < whi and wlo < slots[a] + sizes[2 * a + 1]:
+                    return False
+        return True
 
     def run(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run the grid (up to 3 sizes) on converted arguments (numpy arrays, scalars)."""

@@ -21,6 +21,7 @@ from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
+from ...passes import written_arguments
 from ...passes.axis_analysis import axis_info
 from ..llvm import host_jit
 from ..llvm.scalar_ops import lower_op
@@ -87,10 +88,18 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         # which pointer argument each pointer value derives from (None: unknown)
         self.origin: dict[int, Optional[int]] = {}
         self.memo: dict[tuple, tuple] = {}
+        # zero-copy loads read buffers no store of the kernel writes and that the
+        # launch found apart from every written one: their reads and the stores are
+        # in disjoint alias scopes (so LLVM vectorizes loops that do both unchecked)
+        domain = self.module.add_metadata([ir.MetaDataString(self.module, "tegula.cpu.domain")])
+        scope = self.module.add_metadata([ir.MetaDataString(self.module, "tegula.cpu.inputs"), domain])
+        self.input_scope = self.module.add_metadata([scope])
         self.single_use = _single_uses(kernel.body)
         self.parent_block = {id(ins): id(blk) for blk in _blocks(kernel.body) for ins in blk.instrs}
         self.mask_scans: dict[tuple, ir.Value] = {}
         self.axis = axis_info(kernel)
+        names = list(kernel.arg_names)
+        self.written = sorted(names.index(n) for n in written_arguments(kernel) if n in names)
 
     # ---- module structure -------------------------------------------------------------
     def build(self) -> ir.Module:
@@ -119,6 +128,10 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         word = lambda k: self.alloca_b.load(self.alloca_b.gep(sizes, [ir.Constant(I64, k)],  # noqa: E731
                                                               source_etype=I64), typ=I64)
         self.bounds = {i: (word(2 * i), word(2 * i + 1)) for i in self.ptr_args}
+        # after the ranges: 1 when no written buffer overlaps another argument's (the
+        # launch checks; zero-copy loads need it)
+        self.no_overlap = self.alloca_b.icmp_signed("!=", word(2 * max(len(self.kernel.args), 1)),
+                                                    ir.Constant(I64, 0))
         self.nprog = (nx, ny, nz)
         # for (lin = start; lin < end; ++lin) { pid = unravel(lin); body }
         lin_slot = self.alloca_b.alloca(I64)
@@ -152,13 +165,18 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         return Tile(buf, ty)
 
     def elem_ptr(self, t: Tile, idx: ir.Value) -> ir.Value:
+        if t.flat:
+            return self.b.gep(t.buf, [idx], source_etype=t.elem, inbounds=True)
         return self.b.gep(t.buf, [ir.Constant(I64, 0), idx], inbounds=True)
 
     def get(self, v: Value, idx: Optional[ir.Value] = None) -> ir.Value:
         """The value of `v` (element `idx` of a tile)."""
         x = self.env[id(v)]
         if isinstance(x, Tile):
-            return self.b.load(self.elem_ptr(x, idx), typ=x.elem)
+            out = self.b.load(self.elem_ptr(x, idx), typ=x.elem)
+            if x.flat:
+                out.set_metadata("alias.scope", self.input_scope)
+            return out
         if isinstance(x, Lazy):
             # one emission per element index and basic block: a value used twice in a
             # fused expression (a DAG) is computed once there, and a value emitted in
@@ -303,7 +321,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         src = self.env[id(ins.operands[0])]
         self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
         if isinstance(src, Tile):
-            self.env[id(ins.result)] = Tile(src.buf, ins.result.type)
+            self.env[id(ins.result)] = Tile(src.buf, ins.result.type, src.flat)
         elif isinstance(src, Lazy):
             # the same elements in the same row-major order
             self.env[id(ins.result)] = Lazy(src.fn, ins.result.type, src.cheap)

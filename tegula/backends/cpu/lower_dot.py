@@ -96,14 +96,11 @@ class DotOps:
         undef = ir.Constant(vty, ir.Undefined)
         zeros = ir.Constant(ir.VectorType(I32, width), [0] * width)
 
-        def at(buf, idx):
-            return b.gep(buf, [c64(0), idx], inbounds=True)
+        def vptr(t, idx):
+            return b.bitcast(self.elem_ptr(t, idx), vty.as_pointer())
 
-        def vptr(buf, idx):
-            return b.bitcast(at(buf, idx), vty.as_pointer())
-
-        def vload(buf, idx):
-            return b.load(vptr(buf, idx), typ=vty, align=4)
+        def vload(t, idx):
+            return b.load(vptr(t, idx), typ=vty, align=4)
 
         def per_batch(bi):
             a0 = b.mul(bi, c64(M * K))
@@ -117,7 +114,7 @@ class DotOps:
                     j0 = b.mul(jb, c64(cb * width))
                     cidx = [[b.add(c0, b.add(b.mul(b.add(i0, c64(r)), c64(N)), b.add(j0, c64(c * width))))
                              for c in range(cb)] for r in range(rb)]
-                    init = [[vload(C.buf, cidx[r][c]) for c in range(cb)] for r in range(rb)]
+                    init = [[vload(C, cidx[r][c]) for c in range(cb)] for r in range(rb)]
                     pre = b.block
                     head = self.fn.append_basic_block("dot.k")
                     after = self.fn.append_basic_block("dot.k.end")
@@ -134,11 +131,11 @@ class DotOps:
                             row.append(p)
                         accs.append(row)
                     brow = b.add(b0, b.add(b.mul(k, c64(N)), j0))
-                    bv = [vload(B.buf, b.add(brow, c64(c * width))) for c in range(cb)]
+                    bv = [vload(B, b.add(brow, c64(c * width))) for c in range(cb)]
                     new = []
                     for r in range(rb):
                         a_idx = b.add(a0, b.add(b.mul(b.add(i0, c64(r)), c64(K)), k))
-                        a = b.load(at(A.buf, a_idx), typ=_F32)
+                        a = b.load(self.elem_ptr(A, a_idx), typ=_F32)
                         splat = b.shuffle_vector(b.insert_element(undef, a, ir.Constant(I32, 0)), undef, zeros)
                         new.append([intrinsic(b, "fma", [splat, bv[c], accs[r][c]]) for c in range(cb)])
                     nk = b.add(k, c64(1))
@@ -150,7 +147,7 @@ class DotOps:
                     b.position_at_end(after)
                     for r in range(rb):
                         for c in range(cb):
-                            b.store(new[r][c], vptr(out.buf, cidx[r][c]), align=4)
+                            b.store(new[r][c], vptr(out, cidx[r][c]), align=4)
                 self.loop(nvec // cb, per_cols)
             self.loop(M // rb, per_rows)
         self.loop(batch, per_batch)

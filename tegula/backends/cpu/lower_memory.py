@@ -229,6 +229,10 @@ class MemoryOps:
             inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
                             b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
             fast = b.and_(fast, inside)
+        if kind == "load" and rows == 1 and row > 1 and mty == llvm_type(pointee) and origin is not None \
+                and origin not in self.written:
+            self._load_zero_copy(ins, ptr_v, mask_v, fallback_v, do, fast, n)
+            return
         result = self.new_tile(ins.result.type) if kind == "load" else None
         with b.if_else(fast) as (then, otherwise):
             with then:
@@ -254,6 +258,36 @@ class MemoryOps:
                 self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
         if result is not None:
             self.env[id(ins.result)] = result
+
+    def _load_zero_copy(self, ins: Instr, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
+                        do, fast: ir.Value, n: int) -> None:
+        """A contiguous load on its fast path, from a buffer no store of the kernel
+        writes, and (checked by the launch) that no written buffer overlaps: its tile is
+        the argument's memory itself, read where it is used (no copy). Otherwise a stack
+        buffer, filled by the per-element path; the tile's base pointer is chosen at run
+        time."""
+        b = self.b
+        buf = self.new_tile(ins.result.type)
+        generic = ir.PointerType()
+        direct = b.and_(fast, self.no_overlap)
+        with b.if_else(direct) as (then, otherwise):
+            with then:
+                p0 = b.addrspacecast(self.get(ptr_v, ir.Constant(I64, 0)), generic)
+                then_bb = b.block
+            with otherwise:
+                with b.if_else(fast) as (copy, slow):
+                    with copy:
+                        src = self.get(ptr_v, ir.Constant(I64, 0))
+                        self.loop(n, lambda i: b.store(do(b.gep(src, [i], source_etype=buf.elem, inbounds=True), i),
+                                                       self.elem_ptr(buf, i)))
+                    with slow:
+                        self._access_slow(ins, "load", ptr_v, mask_v, fallback_v, do, into=buf)
+                stack = b.bitcast(self.elem_ptr(buf, ir.Constant(I64, 0)), generic)
+                else_bb = b.block
+        base = b.phi(generic)
+        base.add_incoming(p0, then_bb)
+        base.add_incoming(stack, else_bb)
+        self.env[id(ins.result)] = Tile(base, ins.result.type, flat=True)
 
     def _access_slow(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
                      fallback_v: Optional[Value], do, into: Optional["Tile"] = None) -> None:
@@ -308,6 +342,7 @@ class MemoryOps:
 
         def do(p, i):
             v = self.get(val_v, i)
-            self.b.store(self.b.zext(v, mty) if mty != rty else v, p)
+            st = self.b.store(self.b.zext(v, mty) if mty != rty else v, p)
+            st.set_metadata("noalias", self.input_scope)
         self._access(ins, "store", ptr_v, mask_v, None, do)
 

@@ -38,15 +38,18 @@ def numel(t: Any) -> int:
 
 
 class Tile:
-    """A tile value: a stack buffer of `numel` register-typed elements."""
+    """A tile value: a stack buffer of `numel` register-typed elements; `flat`: `buf` is
+    a pointer to the first element instead (a zero-copy load: the argument's memory
+    itself, or a stack buffer, chosen at run time)."""
 
-    __slots__ = ("buf", "ty", "shape", "elem")
+    __slots__ = ("buf", "ty", "shape", "elem", "flat")
 
-    def __init__(self, buf: ir.Value, ty: Any):
+    def __init__(self, buf: ir.Value, ty: Any, flat: bool = False):
         self.buf = buf
         self.ty = ty
         self.shape = tuple(shape_of(ty))
         self.elem = llvm_type(element_of(ty))
+        self.flat = flat
 
 
 class Lazy:

@@ -143,3 +143,24 @@ def test_float_max_min_along_rows(cpu, n):
     np.testing.assert_array_equal(o[:7], np.fmax.reduce(x, axis=1))
     expect_min = np.fmin.reduce(np.where(np.arange(b)[None, :] < n, np.pad(x, ((0, 0), (0, b - n))), -np.inf), axis=1)
     np.testing.assert_array_equal(o[7:], expect_min)
+
+
+@tegula.jit
+def shift_double(a, b, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    m = offs < n
+    tl.store(b + offs, tl.load(a + offs, mask=m) * 2.0, mask=m)
+
+
+def test_loads_read_in_place_only_without_overlap(cpu):
+    """A contiguous load from a buffer no store writes is read in place; when the
+    written buffer overlaps it (b a shifted view of a), the launch sees it and the load
+    copies first, as the interpreter's whole-tile load does."""
+    a = np.arange(1, 129, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    shift_double[(1,)](a, out, 128, B=128)
+    np.testing.assert_array_equal(out, a * 2)
+    buf = np.arange(1, 130, dtype=np.float32)
+    orig = buf.copy()
+    shift_double[(1,)](buf[:128], buf[1:], 128, B=128)   # b[i] = a[i + 1]'s slot
+    np.testing.assert_array_equal(buf, np.concatenate([orig[:1], orig[:128] * 2]))
