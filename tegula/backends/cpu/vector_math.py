@@ -47,8 +47,10 @@ def _pow2(b: ir.IRBuilder, k: ir.Value) -> ir.Value:
 
 def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     fma = lambda a, c, d: intrinsic(b, "fma", [a, c, d])  # noqa: E731
-    # clamp first, so that the conversion to an integer is defined for every input
-    xc = intrinsic(b, "minnum", [intrinsic(b, "maxnum", [x, _f(-104.0)]), _f(100.0)])
+    # clamp first (compare and select: one vmaxps/vminps each, NaN becomes -104 and is
+    # restored at the end), so that the conversion to an integer is defined everywhere
+    lo = b.select(b.fcmp_ordered(">", x, _f(-104.0)), x, _f(-104.0))
+    xc = b.select(b.fcmp_ordered("<", lo, _f(100.0)), lo, _f(100.0))
     q = intrinsic(b, "rint", [b.fmul(xc, _f(_LOG2E))])
     s = fma(q, _f(-_LN2_HI), xc)
     s = fma(q, _f(-_LN2_LO), s)
@@ -59,8 +61,9 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     qi = b.fptosi(q, I32)
     half = b.ashr(qi, ir.Constant(I32, 1))
     u = b.fmul(b.fmul(u, _pow2(b, half)), _pow2(b, b.sub(qi, half)))
+    # above 88.73 the scaling overflows to inf by itself; far below, it could leave
+    # 2^-149 where exp rounds to 0
     u = b.select(b.fcmp_ordered("<", x, _f(-104.0)), _f(0.0), u)
-    u = b.select(b.fcmp_ordered(">", x, _f(100.0)), _f(float("inf")), u)
     return b.select(b.fcmp_unordered("uno", x, x), x, u)
 
 
