@@ -45,6 +45,13 @@ def _pow2(b: ir.IRBuilder, k: ir.Value) -> ir.Value:
     return b.bitcast(b.shl(b.add(k, ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)
 
 
+def _scalef() -> bool:
+    """Whether LLVM lowers a vector ldexp to one instruction here (AVX-512F's vscalef;
+    elsewhere it becomes a C library call per lane)."""
+    from ..llvm import host_jit
+    return host_jit.simd_bytes() >= 64
+
+
 def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     fma = lambda a, c, d: intrinsic(b, "fma", [a, c, d])  # noqa: E731
     # clamp first (compare and select: one vmaxps/vminps each, NaN becomes -104 and is
@@ -59,8 +66,12 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         u = fma(u, s, _f(c))
     u = b.fadd(_f(1.0), fma(b.fmul(s, s), u, s))
     qi = b.fptosi(q, I32)
-    half = b.ashr(qi, ir.Constant(I32, 1))
-    u = b.fmul(b.fmul(u, _pow2(b, half)), _pow2(b, b.sub(qi, half)))
+    if _scalef():
+        # u * 2^q rounded once: AVX-512's vscalefps, one instruction
+        u = call(b, "llvm.ldexp.f32.i32", F32, [u, qi])
+    else:
+        half = b.ashr(qi, ir.Constant(I32, 1))
+        u = b.fmul(b.fmul(u, _pow2(b, half)), _pow2(b, b.sub(qi, half)))
     # above 88.73 the scaling overflows to inf by itself; far below, it could leave
     # 2^-149 where exp rounds to 0
     u = b.select(b.fcmp_ordered("<", x, _f(-104.0)), _f(0.0), u)
