@@ -54,10 +54,14 @@ def _scalef() -> bool:
 
 def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     fma = lambda a, c, d: intrinsic(b, "fma", [a, c, d])  # noqa: E731
-    # clamp first (compare and select: one vmaxps/vminps each, NaN becomes -104 and is
-    # restored at the end), so that the conversion to an integer is defined everywhere
-    lo = b.select(b.fcmp_ordered(">", x, _f(-104.0)), x, _f(-104.0))
-    xc = b.select(b.fcmp_ordered("<", lo, _f(100.0)), lo, _f(100.0))
+    scalef = _scalef()
+    # clamp first (compare and select: one vmaxps/vminps each; NaN becomes the lower
+    # bound and is restored at the end), so that the conversion to an integer is
+    # defined everywhere. With ldexp's single rounding the bounds can lie beyond the
+    # range where exp is 0 or inf (|q| <= 289 keeps q * LN2_HI exact)
+    bound = 200.0 if scalef else 104.0
+    lo = b.select(b.fcmp_ordered(">", x, _f(-bound)), x, _f(-bound))
+    xc = b.select(b.fcmp_ordered("<", lo, _f(bound)), lo, _f(bound))
     q = intrinsic(b, "rint", [b.fmul(xc, _f(_LOG2E))])
     s = fma(q, _f(-_LN2_HI), xc)
     s = fma(q, _f(-_LN2_LO), s)
@@ -66,15 +70,16 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         u = fma(u, s, _f(c))
     u = b.fadd(_f(1.0), fma(b.fmul(s, s), u, s))
     qi = b.fptosi(q, I32)
-    if _scalef():
-        # u * 2^q rounded once: AVX-512's vscalefps, one instruction
+    if scalef:
+        # u * 2^q rounded once (AVX-512's vscalefps, one instruction): overflow to inf
+        # and underflow to 0 come out right by themselves
         u = call(b, "llvm.ldexp.f32.i32", F32, [u, qi])
     else:
         half = b.ashr(qi, ir.Constant(I32, 1))
         u = b.fmul(b.fmul(u, _pow2(b, half)), _pow2(b, b.sub(qi, half)))
-    # above 88.73 the scaling overflows to inf by itself; far below, it could leave
-    # 2^-149 where exp rounds to 0
-    u = b.select(b.fcmp_ordered("<", x, _f(-104.0)), _f(0.0), u)
+        # above 88.73 the scaling overflows to inf by itself; far below, the second
+        # rounding could leave 2^-149 where exp rounds to 0
+        u = b.select(b.fcmp_ordered("<", x, _f(-104.0)), _f(0.0), u)
     return b.select(b.fcmp_unordered("uno", x, x), x, u)
 
 

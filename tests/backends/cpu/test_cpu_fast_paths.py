@@ -33,6 +33,8 @@ def test_exp_f32_within_one_ulp(cpu):
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.uniform(-110, 95, 1 << 18), rng.uniform(-1, 1, 1 << 18),
                         rng.uniform(-104, -86, 1 << 16), rng.uniform(88, 88.72, 1 << 16),
+                        rng.uniform(-300, -100, 1 << 14), rng.uniform(88, 300, 1 << 14),
+                        [-103.972, -103.97208, -149.0, -199.9, -200.0, -200.1, 199.9, 200.1],
                         [0.0, -0.0, np.inf, -np.inf, np.nan, 88.7228, 88.7229, -87.33654, -103.97, 1e-30]])
     x = x.astype(np.float32)
     o = np.empty_like(x)
