@@ -230,7 +230,8 @@ class MemoryOps:
                             b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
             fast = b.and_(fast, inside)
         if kind == "load" and rows == 1 and row > 1 and mty == llvm_type(pointee) and origin is not None \
-                and origin not in self.written:
+                and origin not in self.written and not getattr(ins.attrs, "volatile", False):
+            # (a volatile load reads memory where it stands: never deferred to its uses)
             self._load_zero_copy(ins, ptr_v, mask_v, fallback_v, do, fast, n)
             return
         result = self.new_tile(ins.result.type) if kind == "load" else None
