@@ -2,9 +2,12 @@
 torch (CPU), in one process, on vector add, softmax, layer norm and matmul, with bounds
 checks on and off; plus cold compile time of vector add, warm launch overhead.
 
-    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick]
+    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick] [--threads N]
 
-Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster).
+Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster). `--threads 1`
+runs everything on one thread (tegula's pool, torch, OpenBLAS): on a machine others
+load, one thread each is the fairer comparison (torch's and OpenBLAS's spinning worker
+threads suffer most from a loaded machine, which flatters tegula's ratios).
 """
 from __future__ import annotations
 
@@ -12,7 +15,12 @@ import os
 import sys
 import time
 
-import numpy as np
+THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 0
+if THREADS:  # before numpy and torch start their thread pools
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TEGULA_CPU_THREADS"):
+        os.environ[var] = str(THREADS)
+
+import numpy as np  # noqa: E402
 
 os.environ["TEGULA_CPU_BACKEND"] = "1"
 
@@ -73,8 +81,26 @@ def bench(fn, reps=5):
     return best
 
 
-def set_checks(on: bool):
-    os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1" if on else "0"
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved(fns: dict, rounds: int) -> dict:
+    """Median time of each function over `rounds` rounds that run every function once in
+    turn, so that the load of a shared machine hits all of them alike. Each round starts
+    one function later: torch's OpenMP threads keep spinning after a call and slow down
+    whatever runs next (without the rotation, the checked CPU softmax, always right after
+    torch, measured 1.5x slower than the unchecked one; alone they are equal)."""
+    for fn in fns.values():
+        fn()  # warm: compile, caches, allocator
+    names = list(fns)
+    times = {k: [] for k in fns}
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            times[k].append(timed(fns[k]))
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def interpreted(fn):
@@ -87,9 +113,19 @@ def interpreted(fn):
     return run
 
 
+def checks(on: bool, fn):
+    def run():
+        os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1" if on else "0"
+        try:
+            fn()
+        finally:
+            os.environ["TEGULA_CPU_BOUNDS_CHECK"] = "1"
+    return run
+
+
 def main() -> None:
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(THREADS or os.cpu_count() or 1)
     quick = "--quick" in sys.argv
     rng = np.random.default_rng(0)
     rows = []
@@ -122,20 +158,21 @@ def main() -> None:
     mm = lambda: matmul_kernel[(S // 64, S // 64)](A, Bm, C, S, S, S, BM=64, BN=64, BK=32)  # noqa: E731
     rows.append((f"matmul fp32 {S}^3", mm, lambda: np.matmul(A, Bm), lambda: TA @ TBm, "numpy", 1))
 
-    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores; best of 5 (interpreter: 1 run)")
+    rounds = 5 if quick else 15
+    print(f"tegula CPU backend benchmark, {os.cpu_count()} cores, {THREADS or 'all'} thread(s) each; "
+          f"medians of {rounds} interleaved rounds (interpreter: 1 run)")
     print(f"{'kernel':28s} {'cpu checked':>12s} {'cpu unchecked':>14s} {'interp':>10s} {'numpy':>9s} {'torch':>9s}"
           f"  {'interp/cpu':>10s} {'numpy/cpu':>9s} {'torch/cpu':>9s}  goal")
     goals = {"vector add fp32 2^24": ("numpy", 1.0), "softmax fp32 4096x1024": ("torch", 1.0),
              "layer norm fp32 4096x1024": ("torch", 1.0)}
+    nan = float("nan")
     for name, fn, np_fn, torch_fn, _base, _ in rows:
-        set_checks(True)
-        t_on = bench(fn)
-        set_checks(False)
-        t_off = bench(fn)
-        set_checks(True)
-        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else float("nan")
-        t_np = bench(np_fn) if np_fn else float("nan")
-        t_torch = bench(torch_fn)
+        fns = {"on": checks(True, fn), "off": checks(False, fn), "torch": torch_fn}
+        if np_fn:
+            fns["numpy"] = np_fn
+        t = interleaved(fns, rounds)
+        t_on, t_off, t_np, t_torch = t["on"], t["off"], t.get("numpy", nan), t["torch"]
+        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else nan
         goal = goals.get(name, ("numpy", 0.5))
         ref = t_np if goal[0] == "numpy" else t_torch
         print(f"{name:28s} {t_on * 1e3:10.2f}ms {t_off * 1e3:12.2f}ms {t_int * 1e3:8.0f}ms {t_np * 1e3:7.2f}ms "

@@ -170,7 +170,7 @@ def backend_for_device(device: int, interpret: bool, kernel: str = "",
             return cuda, _current_cuda_device()
         device = CPU_DEVICE
     if device == CPU_DEVICE:
-        cpu = find_backend("cpu")
+        cpu = _host_backend()
         return (cpu if cpu is not None else get_backend("interpreter")), CPU_DEVICE
     cuda = find_backend("cuda")
     if cuda is None:
@@ -225,7 +225,19 @@ def default_target() -> GPUTarget:
     cuda = find_backend("cuda")
     if cuda is not None:
         return cuda.current_target(_current_cuda_device())
-    cpu = find_backend("cpu")
+    cpu = _host_backend()
     if cpu is not None:
         return cpu.current_target(CPU_DEVICE)
     return get_backend("interpreter").current_target(CPU_DEVICE)
+
+
+def _host_backend() -> Optional[Any]:
+    """The `cpu` backend when it runs host memory now: a backend that is `opt_in`
+    (the compiled CPU backend) only while its knob is on. Asked at every launch, not
+    cached like availability, so the knob can change within a process."""
+    cpu = find_backend("cpu")
+    if cpu is not None and getattr(cpu, "opt_in", False):
+        from ..config import knobs
+
+        return cpu if knobs.cpu_backend else None
+    return cpu

@@ -1,7 +1,8 @@
 """The `on` fixture of the end-to-end kernel tests: each test runs on the numpy
-interpreter, on the CUDA lowering through the host emulator (CPU machines), and on a
-real GPU when there is one; `on(a)` moves a numpy array to where the kernel runs and
-`on.back(x)` brings it back as numpy."""
+interpreter (forced with TEGULA_INTERPRET=1), on the compiled CPU backend, on the CUDA
+lowering through the host emulator (CPU machines), and on a real GPU when there is
+one; `on(a)` moves a numpy array to where the kernel runs and `on.back(x)` brings it
+back as numpy."""
 from __future__ import annotations
 
 import sys
@@ -27,9 +28,22 @@ def _has_cuda() -> bool:
 HAS_CUDA = _has_cuda()
 
 
-@pytest.fixture(params=["interpreter", "cuda-emulated", "cuda"])
-def on(request):
+@pytest.fixture(params=["interpreter", "cpu", "cuda-emulated", "cuda"])
+def on(request, monkeypatch):
     name = request.param
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    if name == "interpreter":
+        monkeypatch.setenv("TEGULA_INTERPRET", "1")
+    else:
+        monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
+    if name == "cpu":
+        monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
+        from tegula.backends.cpu.backend import CpuProgram
+        made = CpuProgram.compiled
+
+        def ran_on_cpu():
+            assert CpuProgram.compiled > made, "the kernels ran on the compiled CPU backend"
+        request.addfinalizer(ran_on_cpu)
     # compiled kernels are cached per argument kinds, not per backend: start afresh
     for obj in list(vars(request.module).values()):
         if isinstance(obj, tegula.JITFunction):

@@ -69,6 +69,13 @@ def is_compiled() -> bool:
     return current() in COMPILED
 
 
+def chains_fmas() -> bool:
+    """True where an f32 dot is a chain of FMAs in f32 over k (the CUDA backends, and
+    the CPU backend's register-blocked micro-kernel) rather than the interpreter's
+    exact sum rounded once."""
+    return current() in COMPILED or current() == "cpu"
+
+
 def runs_concurrently() -> bool:
     """True where a grid's programs run at the same time (the CUDA backends and the
     compiled CPU backend's thread pool): output of different programs interleaves."""

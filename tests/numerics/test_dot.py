@@ -2,7 +2,7 @@
 int8 → int32 exactly (wrapping), batched 3-D, and the tiled matmul kernel.
 
 Integer dots are exact everywhere. Float dots accumulate in an order that differs
-between backends (numpy's float32 matmul, the GPU's chain of FMAs over k; the
+between backends (numpy's float32 matmul, the GPU's and the CPU backend's chain of FMAs over k; the
 interpreter's f32 `ieee`/`tf32` dot rounds the exact sum once): they are held to
 `numerics_bounds.dot_bound`, and the interpreter's single rounding is checked exactly."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from interp_test_kernels import build_matmul, load, ptrs, row_major_offsets, store
-from numerics_backends import is_compiled, run
+from numerics_backends import chains_fmas, is_compiled, run
 from numerics_bounds import assert_within, dot_bound, ulp, unit_roundoff
 
 from tegula.ir import attrs as A
@@ -84,7 +84,7 @@ def test_f32_ieee_is_the_exact_product_rounded_once():
     acc = rng.standard_normal((m, n)).astype(np.float32)
     got = run_dot(build_dot(F32, F32, F32, m, n, k, "ieee"), a, b, acc)
     got3 = run_dot(build_dot(F32, F32, F32, m, n, k, "tf32x3"), a, b, acc)
-    if is_compiled():  # a chain of k FMAs in f32
+    if chains_fmas():  # a chain of k FMAs in f32
         check_dot(got, a.astype(np.float64), b.astype(np.float64), acc, "f32", "ieee")
         check_dot(got3, a.astype(np.float64), b.astype(np.float64), acc, "f32", "tf32x3")
         return
@@ -104,7 +104,7 @@ def test_f32_tf32_rounds_inputs_to_nearest_ties_away():
     acc = np.zeros((m, n), np.float32)
     got = run_dot(build_dot(F32, F32, F32, m, n, k, "tf32"), a, b, acc)
     a_tf32, b_tf32 = tf32_reference(a).astype(np.float64), tf32_reference(b).astype(np.float64)
-    if is_compiled():  # the same tf32 inputs, summed by a chain of FMAs in f32
+    if chains_fmas():  # the same tf32 inputs, summed by a chain of FMAs in f32
         check_dot(got, a_tf32, b_tf32, acc, "f32", "tf32")
     else:
         np.testing.assert_array_equal(got, (a_tf32 @ b_tf32).astype(np.float32))

@@ -10,7 +10,9 @@ access stops the launch with an `OutOfBoundsError` worded as the interpreter's.
 """
 from __future__ import annotations
 
+import array
 import ctypes
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +22,11 @@ import numpy as np
 
 from ...config import knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
-from ...ir.types import PointerType, ScalarType, element_of
+from ...ir.types import PointerType, element_of, parse_type
 from ..compiler import GPUTarget
 from ..llvm import host_jit
-from .lower import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, lower
+from .lower import lower
+from .tiles import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, Site
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)
@@ -31,9 +34,12 @@ _POOL_LOCK = threading.Lock()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
+_CORES = os.cpu_count() or 1
+
+
 def threads() -> int:
     n = int(knobs.cpu_threads or 0)
-    return n if n > 0 else (os.cpu_count() or 1)
+    return n if n > 0 else _CORES
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
@@ -45,63 +51,98 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 _UNCHECKED = "+unchecked"
+_POINTER = object()  # the argument kind of pointers in CpuProgram.types
 
 
 def _target() -> GPUTarget:
-    # the bounds-check knob changes the code, so it is part of the target (and thus
-    # of every cache key): toggling it never reuses a kernel compiled the other way
-    cpu, _features = host_jit.host_cpu()
-    return GPUTarget("cpu", cpu + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
+    # the object code is for this CPU and its features (both in the target, so in every
+    # cache key: a cache shared by machines never hands one another's code); the
+    # bounds-check knob changes the code too, so toggling it never reuses a kernel
+    # compiled the other way
+    cpu, features = host_jit.host_cpu()
+    tag = hashlib.sha256(features.encode()).hexdigest()[:10]
+    return GPUTarget("cpu", f"{cpu}-{tag}" + ("" if knobs.cpu_bounds_check else _UNCHECKED), 1)
 
 
 def _checked(target: Any) -> bool:
     return not str(getattr(target, "arch", "")).endswith(_UNCHECKED)
 
 
-def _kernel_ir(compiled: Any) -> Any:
-    kernel = compiled.ir
-    if kernel is None:
-        from ...ir.parser import parse_ir
+def _target_machine() -> Any:
+    return host_jit.target_machine(opt=3)
 
-        kernel = parse_ir(compiled.asm["tir_opt"])
-    return kernel
+
+def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
+    """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
+    metadata a launch needs without the IR (error sites, argument types, prints)."""
+    module, lw = lower(kernel, checked=checked, debug=debug)
+    llir = str(module)
+    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
+    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
+    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
+    stages = {"llir": llir, "obj": obj}
+    if assembly:
+        stages["asm"] = asm
+    md = {"shared": 0, "cpu_entry": kernel.name + ".range", "cpu_prints": lw.prints,
+          "cpu_arg_types": [str(element_of(a.type)) for a in kernel.args],
+          "cpu_arg_names": list(kernel.arg_names),
+          "cpu_sites": [site.to_json() for site in lw.sites], "cpu_written": list(lw.written),
+          "cpu_host_ranges": lw.uses_host_ranges}
+    return stages, md
 
 
 class CpuBackend:
     name = "cpu"
-    binary_stage = None
-    # the JIT reads LLVM IR; object-code caching is not done yet
-    disk_cacheable = False
+    binary_stage = "obj"
+    disk_cacheable = True
+
+    # selected for host memory only with TEGULA_CPU_BACKEND=1 (for now): the registry
+    # asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
+    opt_in = True
 
     def available(self) -> tuple[bool, str]:
-        if not knobs.cpu_backend:
-            return False, "the CPU backend is opt-in for now (TEGULA_CPU_BACKEND=1)"
         return True, ""
 
     def current_target(self, device: int) -> GPUTarget:
         return _target()
 
     def compile(self, kernel: Any, options: Any, target: GPUTarget, io: Any) -> tuple[dict, dict]:
-        module, _lw = lower(kernel, checked=_checked(target), debug=bool(options.debug))
-        return {"llir": str(module)}, {"shared": 0}
+        return compile_kernel(kernel, _checked(target), bool(options.debug))
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
-        program = CpuProgram(_kernel_ir(compiled), _checked(md.target), bool(md.debug))
-        return program.launcher(compiled.metadata)
+        program = CpuProgram.from_object(compiled.asm["obj"], md.__dict__)
+        return program.launcher(md)
 
 
 class CpuProgram:
-    """A kernel JIT-compiled for the host; `run(grid, args)` runs it on numpy arrays and
+    """A kernel compiled for the host; `run(grid, args)` runs it on numpy arrays and
     Python scalars, `launcher(metadata)` is the runtime's launch function."""
 
+    compiled = 0  # programs made in this process (tests check their kernels ran here)
+
     def __init__(self, kernel: Any, checked: bool = True, debug: bool = False):
-        module, self.lowering = lower(kernel, checked=checked, debug=debug)
-        self.kernel = kernel
-        self.llir = str(module)
-        self.engine = host_jit.jit(self.llir, host_jit.target_machine(opt=3), 3)
-        self.fn = _ENTRY(self.engine.get_function_address(kernel.name + ".range"))
-        self.types = [element_of(a.type) for a in kernel.args]
+        stages, md = compile_kernel(kernel, checked, debug, assembly=False)
+        self.llir = stages["llir"]
+        self._setup(stages["obj"], md)
+
+    @classmethod
+    def from_object(cls, obj: bytes, md: dict) -> "CpuProgram":
+        self = cls.__new__(cls)
+        self._setup(obj, md)
+        return self
+
+    def _setup(self, obj: bytes, md: dict) -> None:
+        CpuProgram.compiled += 1
+        self.engine = host_jit.load_object(obj, _target_machine())
+        self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
+        types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]
+        self.types = [_POINTER if isinstance(t, PointerType) else t for t in types]
+        self.arg_names = list(md["cpu_arg_names"])
+        self.sites = [Site.from_json(x) for x in md["cpu_sites"]]
+        self.prints = bool(md["cpu_prints"])
+        self.written = list(md.get("cpu_written", range(len(self.types))))
+        self.uses_host_ranges = bool(md.get("cpu_host_ranges", False))
 
     def launcher(self, md: Any):
         from ...runtime.args import HostArgs
@@ -126,49 +167,72 @@ class CpuProgram:
                 wb()
         return launch
 
-    def _pack(self, args: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, list]:
-        n = len(self.types)
-        slots = np.zeros(max(n, 1), np.uint64)
-        sizes = np.zeros(2 * max(n, 1), np.int64)  # per argument: [lo, hi) bytes from the pointer
-        if self.lowering.uses_host_ranges:
-            # then the live host arrays a pointer loaded from memory may point into
-            from ..host_arrays import HostArrayIndex
-
-            entries = HostArrayIndex().entries
-            table = np.array([[e.low, e.low + e.nbytes] for e in entries], np.int64).reshape(-1)
-            sizes = np.concatenate([sizes, np.array([len(entries)], np.int64), table])
-        keep = []
+    def _pack(self, args: Sequence[Any]) -> tuple[array.array, array.array]:
+        """The argument slots (8 bytes each) and each pointer's byte range [lo, hi)."""
+        n = max(len(self.types), 1)
+        slots = [0] * n
+        sizes = [0] * (2 * n + 1)
+        known = set()  # pointer arguments whose byte range is known
         for i, (t, v) in enumerate(zip(self.types, args)):
-            if isinstance(t, PointerType):
+            if t is _POINTER:
                 if v is None:
+                    known.add(i)
                     continue
                 if isinstance(v, np.ndarray):
-                    slots[i] = v.ctypes.data
-                    lo = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) if v.size else 0
-                    hi = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize if v.size else 0
-                    sizes[2 * i], sizes[2 * i + 1] = lo, hi
-                    keep.append(v)
+                    slots[i] = v.__array_interface__["data"][0]
+                    if v.flags.c_contiguous:
+                        sizes[2 * i + 1] = v.nbytes
+                    elif v.size:
+                        # a view with negative strides reaches below its first element
+                        sizes[2 * i] = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides))
+                        sizes[2 * i + 1] = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize
+                    known.add(i)
                 else:
                     slots[i] = int(v)
                 continue
-            assert isinstance(t, ScalarType)
             if t.is_float:
                 dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}.get(t.name)
                 if dt is not None:
                     bits = np.array([v], dt).view({8: np.uint64, 4: np.uint32, 2: np.uint16}[np.dtype(dt).itemsize])
                     slots[i] = int(bits[0])
-                elif t.is_fp8:
-                    from ...ir.numpy_ops import FP8_ENCODE
-
-                    slots[i] = int(FP8_ENCODE[t.name](np.array([v]))[0])
                 else:
                     import ml_dtypes
 
-                    arr = np.array([v], ml_dtypes.bfloat16)
-                    slots[i] = int(arr.view(np.uint16)[0])
+                    dt = {"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
+                          "f8e5m2": ml_dtypes.float8_e5m2}[t.name]
+                    arr = np.array([v], dt)
+                    slots[i] = int(arr.view(np.uint16 if arr.itemsize == 2 else np.uint8)[0])
             else:
                 slots[i] = int(v) & ((1 << 64) - 1)
-        return slots, sizes, keep
+        sizes[2 * n] = int(self._no_overlap(slots, sizes, known))
+        if self.uses_host_ranges:
+            # then the live host arrays a pointer loaded from memory may point into
+            from ..host_arrays import HostArrayIndex
+
+            entries = HostArrayIndex().entries
+            sizes.append(len(entries))
+            for e in entries:
+                sizes += [e.low, e.low + e.nbytes]
+        return array.array("Q", slots), array.array("q", sizes)
+
+    def _no_overlap(self, slots: list, sizes: list, known: set) -> bool:
+        """No buffer a store may write overlaps another pointer argument's buffer (the
+        condition for reading loads of the other buffers in place)."""
+        ptrs = [i for i, t in enumerate(self.types) if t is _POINTER and slots[i]]
+        for w in self.written:
+            if not slots[w]:
+                continue
+            if w not in known:
+                return False
+            wlo, whi = slots[w] + sizes[2 * w], slots[w] + sizes[2 * w + 1]
+            for a in ptrs:
+                if a == w:
+                    continue
+                if a not in known:
+                    return False
+                if slots[a] + sizes[2 * a] < whi and wlo < slots[a] + sizes[2 * a + 1]:
+                    return False
+        return True
 
     def run(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run the grid (up to 3 sizes) on converted arguments (numpy arrays, scalars)."""
@@ -176,15 +240,16 @@ class CpuProgram:
         total = gx * gy * gz
         if total == 0:
             return
-        slots, sizes, _keep = self._pack(args)
-        a, s = slots.ctypes.data, sizes.ctypes.data
+        # `args` keeps the arrays alive until the call returns
+        slots, sizes = self._pack(args)
+        a, s = slots.buffer_info()[0], sizes.buffer_info()[0]
         n = min(threads(), total)
         # a few chunks per thread balance uneven programs without much call overhead;
         # each chunk has its own error record and runs its programs in order, so the
         # error reported is the one of the lowest failing program id, as the interpreter's
         chunks = 1 if n <= 1 else min(total, n * 4)
-        err = np.zeros((chunks, ERR_WORDS), np.int64)
-        e0, stride = err.ctypes.data, ERR_WORDS * 8
+        err = array.array("q", bytes(8 * ERR_WORDS * chunks))
+        e0, stride = err.buffer_info()[0], ERR_WORDS * 8
         if chunks == 1:
             self.fn(a, s, 0, total, gx, gy, gz, e0)
         else:
@@ -193,16 +258,16 @@ class CpuProgram:
                        for k in range(chunks)]
             for f in futures:
                 f.result()
-        if self.lowering.prints:
+        if self.prints:
             host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
-        failed = np.flatnonzero(err[:, 0])
-        if failed.size:
-            raise self._error(err[failed[0]], args)
+        for k in range(chunks):
+            if err[k * ERR_WORDS]:
+                raise self._error(err[k * ERR_WORDS:(k + 1) * ERR_WORDS], args)
 
     def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
-        site = self.lowering.sites[int(err[ERR_SITE])]
+        site = self.sites[int(err[ERR_SITE])]
         pid = tuple(int(x) for x in err[ERR_PID:ERR_PID + 3])
-        loc = site.ins.loc if site.ins.loc is not None and site.ins.loc.line > 0 else None
+        loc = site.loc if site.loc is not None and site.loc.line > 0 else None
         if site.kind == "assert":
             return DeviceAssertionError(site.type_name, loc=loc, pid=pid)
         if site.kind == "assert_tile":
@@ -223,7 +288,7 @@ class CpuProgram:
             return OutOfBoundsError(f"{site.kind} through a pointer that points into no argument buffer "
                                     f"(addresses [{shown}{', ...' if n_bad > ERR_LIST else ''}]){where}",
                                     loc=loc, pid=pid)
-        name = self.kernel.arg_names[arg] if arg < len(self.kernel.arg_names) else f"#{arg}"
+        name = self.arg_names[arg] if arg < len(self.arg_names) else f"#{arg}"
         buf = args[arg]
         size = site.elem_bytes
         count = buf.nbytes // size if isinstance(buf, np.ndarray) else 0

@@ -21,63 +21,65 @@ from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
+from ...passes import written_arguments
+from ...passes.axis_analysis import axis_info
 from ..llvm import host_jit
-from ..llvm.scalar_ops import ScalarTarget, lower_op
-from ..llvm.types import I8, I32, I64, constant, llvm_type, memory_type
+from ..llvm.scalar_ops import lower_op
+from ..llvm.types import I8, I32, I64, constant, llvm_type
+from .lower_dot import DotOps
+from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
+from .lower_reduce import ReduceOps
+from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
+from .vector_math import CpuScalarTarget
 
-# error record (int64 words): flag, site, pid x y z, then per kind: for an access, the
-# number of bad elements, of active elements, the first bad linear index, and the byte
-# offsets of the first ERR_LIST bad elements
-ERR_LIST = 8
-ERR_FLAG, ERR_SITE, ERR_PID, ERR_EXTRA = 0, 1, 2, 5
-ERR_WORDS = ERR_EXTRA + 3 + ERR_LIST
-PTR = ir.PointerType()
+_numel = numel
+
+
+# elementwise ops fused into their users however often those read them: recomputing one
+# costs about what a load from a buffer would
+_CHEAP = frozenset({Op.NEG, Op.NOT, Op.ABS, Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHR,
+                    Op.MAXIMUM, Op.MINIMUM, Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.ADDPTR, Op.FMA,
+                    Op.SELECT, Op.CAST, Op.BITCAST, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.CEIL, Op.FLOOR})
+
+
+def _blocks(body: Block):
+    """`body` and every block nested in it."""
+    yield body
+    for ins in body.instrs:
+        for region in ins.regions:
+            yield from _blocks(region)
+
+
+def _single_uses(body: Block) -> dict[int, bool]:
+    """id(value) -> True for the results used exactly once, by an instruction of the
+    block that defines them (not from a nested loop body, which would recompute them)."""
+    count: dict[int, int] = {}
+    here: dict[int, bool] = {}
+
+    def walk(blk: Block) -> None:
+        defined = {id(r) for ins in blk.instrs for r in ins.results}
+        for ins in blk.instrs:
+            for o in ins.operands:
+                count[id(o)] = count.get(id(o), 0) + 1
+                here[id(o)] = id(o) in defined
+            for region in ins.regions:
+                walk(region)
+    walk(body)
+    return {k: here[k] for k, n in count.items() if n == 1 and here[k]}
 
 
 class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-def _bytes(e: Any) -> int:
-    return 8 if isinstance(e, PointerType) else max(e.bits // 8, 1)
-
-
-def _numel(t: Any) -> int:
-    n = 1
-    for d in shape_of(t):
-        n *= d
-    return n
-
-
-class Tile:
-    """A tile value: a stack buffer of `numel` register-typed elements."""
-
-    __slots__ = ("buf", "ty", "shape", "elem")
-
-    def __init__(self, buf: ir.Value, ty: Any):
-        self.buf = buf
-        self.ty = ty
-        self.shape = tuple(shape_of(ty))
-        self.elem = llvm_type(element_of(ty))
-
-
-class Site:
-    """A checked memory access: what the error message needs."""
-
-    def __init__(self, kind: str, ins: Instr, arg: Optional[int], type_name: str, elem_bytes: int,
-                 shape: tuple):
-        self.kind, self.ins, self.arg, self.type_name = kind, ins, arg, type_name
-        self.elem_bytes, self.shape = elem_bytes, shape
-
-
-class CpuLowering(MoreOps):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
         self.debug = debug
         self.prints = any(i.op is Op.DEVICE_PRINT for i in kernel.walk())
-        self.target = ScalarTarget()
+        self.target = CpuScalarTarget()
         self.module = ir.Module(name=kernel.name)
         self.module.triple = host_jit.llvm_triple()
         self.env: dict[int, Any] = {}
@@ -85,6 +87,19 @@ class CpuLowering(MoreOps):
         self.ptr_args = [i for i, a in enumerate(kernel.args) if isinstance(element_of(a.type), PointerType)]
         # which pointer argument each pointer value derives from (None: unknown)
         self.origin: dict[int, Optional[int]] = {}
+        self.memo: dict[tuple, tuple] = {}
+        # zero-copy loads read buffers no store of the kernel writes and that the
+        # launch found apart from every written one: their reads and the stores are
+        # in disjoint alias scopes (so LLVM vectorizes loops that do both unchecked)
+        domain = self.module.add_metadata([ir.MetaDataString(self.module, "tegula.cpu.domain")])
+        scope = self.module.add_metadata([ir.MetaDataString(self.module, "tegula.cpu.inputs"), domain])
+        self.input_scope = self.module.add_metadata([scope])
+        self.single_use = _single_uses(kernel.body)
+        self.parent_block = {id(ins): id(blk) for blk in _blocks(kernel.body) for ins in blk.instrs}
+        self.mask_scans: dict[tuple, ir.Value] = {}
+        self.axis = axis_info(kernel)
+        names = list(kernel.arg_names)
+        self.written = sorted(names.index(n) for n in written_arguments(kernel) if n in names)
 
     # ---- module structure -------------------------------------------------------------
     def build(self) -> ir.Module:
@@ -113,11 +128,15 @@ class CpuLowering(MoreOps):
         word = lambda k: self.alloca_b.load(self.alloca_b.gep(sizes, [ir.Constant(I64, k)],  # noqa: E731
                                                               source_etype=I64), typ=I64)
         self.bounds = {i: (word(2 * i), word(2 * i + 1)) for i in self.ptr_args}
-        # after them: the count of live host arrays and their [lo, hi) addresses, for
-        # pointers loaded from memory (pointer tables); filled only when
+        # after the ranges: 1 when no written buffer overlaps another argument's (the
+        # launch checks; zero-copy loads need it)
+        # after the no-overlap word: the count of live host arrays and their [lo, hi)
+        # addresses, for pointers loaded from memory (pointer tables); filled only when
         # `uses_host_ranges` (see CpuProgram._pack)
         self.sizes_arg = sizes
         self.uses_host_ranges = False
+        self.no_overlap = self.alloca_b.icmp_signed("!=", word(2 * max(len(self.kernel.args), 1)),
+                                                    ir.Constant(I64, 0))
         self.nprog = (nx, ny, nz)
         # for (lin = start; lin < end; ++lin) { pid = unravel(lin); body }
         lin_slot = self.alloca_b.alloca(I64)
@@ -151,14 +170,47 @@ class CpuLowering(MoreOps):
         return Tile(buf, ty)
 
     def elem_ptr(self, t: Tile, idx: ir.Value) -> ir.Value:
+        if t.flat:
+            return self.b.gep(t.buf, [idx], source_etype=t.elem, inbounds=True)
         return self.b.gep(t.buf, [ir.Constant(I64, 0), idx], inbounds=True)
 
     def get(self, v: Value, idx: Optional[ir.Value] = None) -> ir.Value:
         """The value of `v` (element `idx` of a tile)."""
         x = self.env[id(v)]
         if isinstance(x, Tile):
-            return self.b.load(self.elem_ptr(x, idx), typ=x.elem)
+            out = self.b.load(self.elem_ptr(x, idx), typ=x.elem)
+            if x.flat:
+                out.set_metadata("alias.scope", self.input_scope)
+            return out
+        if isinstance(x, Lazy):
+            # one emission per element index and basic block: a value used twice in a
+            # fused expression (a DAG) is computed once there, and a value emitted in
+            # one block is never used from another it may not dominate
+            key = (id(v), id(idx))
+            hit = self.memo.get(key)
+            if hit is not None and hit[0] is self.b.block:
+                return hit[1]
+            out = x.fn(idx)
+            self.memo[key] = (self.b.block, out, idx)
+            return out
         return x
+
+    def tile(self, v: Value) -> Any:
+        """`v` as a stack buffer (a fused value is computed into a fresh one; a scalar is
+        returned as it is)."""
+        x = self.env[id(v)]
+        if isinstance(x, Lazy):
+            t = self.new_tile(v.type)
+            self.loop(_numel(v.type), lambda i: self.b.store(self.get(v, i), self.elem_ptr(t, i)))
+            return t
+        return x
+
+    def settle(self, v: Value) -> None:
+        """Materialize `v` in place when it is an expensive fused value (before a use
+        that reads each element many times)."""
+        x = self.env.get(id(v))
+        if isinstance(x, Lazy) and not x.cheap:
+            self.env[id(v)] = self.tile(v)
 
     def loop(self, n: int, body) -> None:
         """for (i = 0; i < n; ++i) body(i), with i an i64."""
@@ -211,6 +263,25 @@ class CpuLowering(MoreOps):
         self.loop(_numel(r.type), lambda i: self.b.store(fill(i), self.elem_ptr(t, i)))
         self.env[id(r)] = t
 
+    def fused(self, ins: Instr, fill, cheap: bool = True) -> None:
+        """Define ins.result as fill(i), computed where each element is used (a scalar:
+        fill(None), now)."""
+        r = ins.result
+        if not shape_of(r.type):
+            self.env[id(r)] = fill(None)
+            return
+        self.env[id(r)] = Lazy(fill, r.type, cheap)
+
+    def _fusible(self, ins: Instr) -> Optional[bool]:
+        """Whether an elementwise result is fused into its users: True (cheap: always),
+        False (expensive, but used once in the same block: fused, never recomputed),
+        None (computed into a buffer)."""
+        if ins.op in _CHEAP:
+            return True
+        if self.single_use.get(id(ins.result)):
+            return False
+        return None
+
     def elementwise(self, ins: Instr) -> None:
         types = [o.type for o in ins.operands]
 
@@ -220,7 +291,11 @@ class CpuLowering(MoreOps):
                 return lower_op(self.b, self.target, ins.op, ins.attrs, args, types, ins.result.type)
             except NotImplementedError as e:
                 raise self.fail(ins, str(e)) from None
-        self.scalar_or_tile(ins, one)
+        how = self._fusible(ins)
+        if how is None:
+            self.scalar_or_tile(ins, one)
+        else:
+            self.fused(ins, one, how)
         if ins.op is Op.ADDPTR:
             self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
         elif ins.op is Op.SELECT and isinstance(element_of(ins.result.type), PointerType):
@@ -229,7 +304,7 @@ class CpuLowering(MoreOps):
 
     def op_constant(self, ins: Instr) -> None:
         c = constant(ins.result.type, ins.attrs.value)
-        self.scalar_or_tile(ins, lambda i: c)
+        self.fused(ins, lambda i: c)
 
     def op_program_id(self, ins: Instr) -> None:
         self.env[id(ins.result)] = self.pid[ins.attrs.axis]
@@ -240,20 +315,23 @@ class CpuLowering(MoreOps):
     def op_arange(self, ins: Instr) -> None:
         ty = llvm_type(element_of(ins.result.type))
         start = ins.attrs.start
-        self.scalar_or_tile(ins, lambda i: self.b.trunc(self.b.add(i, ir.Constant(I64, start)), ty)
-                            if ty != I64 else self.b.add(i, ir.Constant(I64, start)))
+        self.fused(ins, lambda i: self.b.trunc(self.b.add(i, ir.Constant(I64, start)), ty)
+                   if ty != I64 else self.b.add(i, ir.Constant(I64, start)))
 
     def op_splat(self, ins: Instr) -> None:
         self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
-        self.scalar_or_tile(ins, lambda i: self.get(ins.operands[0]))
+        self.fused(ins, lambda i: self.get(ins.operands[0]))
 
     def _alias(self, ins: Instr) -> None:
         src = self.env[id(ins.operands[0])]
         self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
         if isinstance(src, Tile):
-            self.env[id(ins.result)] = Tile(src.buf, ins.result.type)
+            self.env[id(ins.result)] = Tile(src.buf, ins.result.type, src.flat)
+        elif isinstance(src, Lazy):
+            # the same elements in the same row-major order
+            self.env[id(ins.result)] = Lazy(src.fn, ins.result.type, src.cheap)
         elif shape_of(ins.result.type):
-            self.scalar_or_tile(ins, lambda i: src)
+            self.fused(ins, lambda i: src)
         else:
             self.env[id(ins.result)] = src
 
@@ -268,9 +346,10 @@ class CpuLowering(MoreOps):
         src_v = ins.operands[0]
         src = self.env[id(src_v)]
         self.origin[id(ins.result)] = self.origin.get(id(src_v))
-        if not isinstance(src, Tile):
-            self.scalar_or_tile(ins, lambda i: src)
+        if not isinstance(src, (Tile, Lazy)):
+            self.fused(ins, lambda i: src)
             return
+        self.settle(src_v)  # each element is read many times
         out_shape = tuple(shape_of(ins.result.type))
         in_shape = (1,) * (len(out_shape) - len(src.shape)) + src.shape
         # source linear index = sum over dims of (out index along d, or 0) * source stride
@@ -292,336 +371,8 @@ class CpuLowering(MoreOps):
                 if n_in == n_out and n_in > 1:
                     k = b.urem(b.udiv(i, ir.Constant(I64, out_strides[d])), ir.Constant(I64, n_out))
                     src_i = b.add(src_i, b.mul(k, ir.Constant(I64, strides[d])))
-            return b.load(self.elem_ptr(src, src_i), typ=src.elem)
-        self.scalar_or_tile(ins, fill)
-
-    # ---- memory -----------------------------------------------------------------------
-    # A checked access counts its active elements and collects the out-of-bounds ones
-    # (the first few byte offsets, how many, the first tile index) in per-program stack
-    # slots, skipping them; after the whole tile access, any bad element stops the
-    # program and fills the launch's error record, so the message lists the offsets as
-    # the interpreter's does.
-    def _begin_checks(self, ins: Instr, kind: str, ptr_v: Value) -> Optional[dict]:
-        if not self.checked:
-            return None
-        # the argument the pointer derives from, when the IR says; else (pointers
-        # selected between buffers, or loaded from memory) any argument buffer will do
-        origin = self.origin.get(id(ptr_v))
-        if not hasattr(self, "bad_slots"):
-            ab = self.alloca_b
-            self.bad_slots = {"n": ab.alloca(I64), "active": ab.alloca(I64), "first": ab.alloca(I64),
-                              "list": ab.alloca(ir.ArrayType(I64, ERR_LIST))}
-        b = self.b
-        b.store(ir.Constant(I64, 0), self.bad_slots["n"])
-        b.store(ir.Constant(I64, 0), self.bad_slots["active"])
-        pointee = element_of(ptr_v.type).pointee
-        site = Site(kind, ins, origin, str(pointee), _bytes(pointee), tuple(shape_of(ptr_v.type)))
-        self.sites.append(site)
-        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if origin is not None else None
-        return {"site": len(self.sites) - 1, "origin": origin, "base": base, "nbytes": site.elem_bytes}
-
-    def _in_bounds(self, chk: Optional[dict], p: ir.Value, i: Optional[ir.Value]) -> Optional[ir.Value]:
-        """Count the element and return an i1 `in bounds` (None when unchecked); a bad
-        element's offset is recorded."""
-        if chk is None:
-            return None
-        b = self.b
-        s = self.bad_slots
-        b.store(b.add(b.load(s["active"]), ir.Constant(I64, 1)), s["active"])
-        addr = b.ptrtoint(p, I64)
-        end = ir.Constant(I64, chk["nbytes"])
-        if chk["origin"] is not None:
-            off = b.sub(addr, chk["base"])
-            lo, hi = self.bounds[chk["origin"]]
-            bad = b.or_(b.icmp_signed("<", off, lo), b.icmp_signed(">", b.add(off, end), hi))
-        else:
-            off = addr  # the message shows addresses
-            bad = ir.Constant(ir.IntType(1), 1)
-            for k in self.ptr_args:
-                o = b.sub(addr, b.ptrtoint(self.env[id(self.kernel.args[k])], I64))
-                lo, hi = self.bounds[k]
-                inside = b.and_(b.icmp_signed(">=", o, lo), b.icmp_signed("<=", b.add(o, end), hi))
-                bad = b.and_(bad, b.not_(inside))
-            bad = self._outside_host_arrays(bad, addr, end)
-        with b.if_then(bad, likely=False):
-            n = b.load(s["n"])
-            with b.if_then(b.icmp_signed("<", n, ir.Constant(I64, ERR_LIST))):
-                b.store(off, b.gep(s["list"], [ir.Constant(I64, 0), n], inbounds=True))
-            with b.if_then(b.icmp_signed("==", n, ir.Constant(I64, 0))):
-                b.store(i if i is not None else ir.Constant(I64, 0), s["first"])
-            b.store(b.add(n, ir.Constant(I64, 1)), s["n"])
-        return b.not_(bad)
-
-    def _outside_host_arrays(self, bad: ir.Value, addr: ir.Value, end: ir.Value) -> ir.Value:
-        """`bad` and the address lies in none of the launch's live host arrays (a
-        runtime loop over the table after the argument bounds in `sizes`)."""
-        self.uses_host_ranges = True
-        b = self.b
-        base = 2 * max(len(self.kernel.args), 1)
-        word = lambda k: b.load(b.gep(self.sizes_arg, [k], source_etype=I64), typ=I64)  # noqa: E731
-        slot = self.alloca_b.alloca(ir.IntType(1))
-        b.store(bad, slot)
-        count = word(ir.Constant(I64, base))
-        pre = b.block
-        head, body, after = (self.fn.append_basic_block(n) for n in ("host.loop", "host.body", "host.end"))
-        b.cbranch(b.and_(bad, b.icmp_signed(">", count, ir.Constant(I64, 0))), head, after)
-        b.position_at_end(head)
-        j = b.phi(I64)
-        j.add_incoming(ir.Constant(I64, 0), pre)
-        b.branch(body)
-        b.position_at_end(body)
-        k = b.add(ir.Constant(I64, base + 1), b.mul(j, ir.Constant(I64, 2)))
-        lo, hi = word(k), word(b.add(k, ir.Constant(I64, 1)))
-        inside = b.and_(b.icmp_signed(">=", addr, lo), b.icmp_signed("<=", b.add(addr, end), hi))
-        b.store(b.and_(b.load(slot), b.not_(inside)), slot)
-        nxt = b.add(j, ir.Constant(I64, 1))
-        j.add_incoming(nxt, body)
-        b.cbranch(b.and_(b.load(slot), b.icmp_signed("<", nxt, count)), head, after)
-        b.position_at_end(after)
-        return b.load(slot)
-
-    def _end_checks(self, chk: Optional[dict]) -> None:
-        if chk is None:
-            return
-        b = self.b
-        s = self.bad_slots
-        n = b.load(s["n"])
-        fail_bb = self.fn.append_basic_block("oob")
-        ok_bb = self.fn.append_basic_block("ok")
-        b.cbranch(b.icmp_signed(">", n, ir.Constant(I64, 0)), fail_bb, ok_bb)
-        b.position_at_end(fail_bb)
-        extra = [n, b.load(s["active"]), b.load(s["first"])]
-        extra += [b.load(b.gep(s["list"], [ir.Constant(I64, 0), ir.Constant(I64, k)], inbounds=True))
-                  for k in range(ERR_LIST)]
-        self.record_error(chk["site"], extra)
-        b.position_at_end(ok_bb)
-
-    def record_error(self, site: int, extra: list) -> None:
-        """Fill the error record (first error wins) and return 1 from the entry."""
-        b = self.b
-        word = lambda k: b.gep(self.err, [ir.Constant(I64, k)], source_etype=I64)  # noqa: E731
-        old = b.cmpxchg(word(ERR_FLAG), ir.Constant(I64, 0), ir.Constant(I64, 1), "seq_cst", "seq_cst")
-        first = b.extract_value(old, 1)
-        with b.if_then(first):
-            b.store(ir.Constant(I64, site), word(ERR_SITE))
-            for k in range(3):
-                b.store(b.zext(self.pid[k], I64), word(ERR_PID + k))
-            for k, v in enumerate(extra):
-                b.store(v, word(ERR_EXTRA + k))
-        b.ret(ir.Constant(I32, 1))
-
-    def runtime_error(self, ins: Instr, cond: ir.Value, kind: str, message: str,
-                      extra: Optional[list] = None, shape: tuple = ()) -> None:
-        """Stop the program with a located error when `cond` (i1) holds; `extra` values
-        go to the error record."""
-        b = self.b
-        self.sites.append(Site(kind, ins, None, message, 1, shape))
-        fail_bb = self.fn.append_basic_block("error")
-        ok_bb = self.fn.append_basic_block("ok")
-        b.cbranch(cond, fail_bb, ok_bb)
-        b.position_at_end(fail_bb)
-        self.record_error(len(self.sites) - 1, list(extra or []))
-        b.position_at_end(ok_bb)
-
-    def _guarded(self, active: Optional[ir.Value], access, fallback: Optional[ir.Value]) -> Optional[ir.Value]:
-        """access() when `active` (or unconditionally when None); a load's value is
-        `fallback` where not active."""
-        if active is None:
-            return access()
-        b = self.b
-        pre = b.block
-        yes = self.fn.append_basic_block("acc")
-        join = self.fn.append_basic_block("acc.join")
-        b.cbranch(active, yes, join)
-        b.position_at_end(yes)
-        v = access()
-        yes_end = b.block
-        b.branch(join)
-        b.position_at_end(join)
-        if fallback is None:
-            return None
-        phi = b.phi(fallback.type)
-        phi.add_incoming(v, yes_end)
-        phi.add_incoming(fallback, pre)
-        return phi
-
-    def _access(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
-                do) -> None:
-        """The loop of a load or store; `do(p, i)` accesses one element."""
-        if kind != "atomic" and shape_of(ptr_v.type):
-            self._access_tile(ins, kind, ptr_v, mask_v, fallback_v, do)
-            return
-        self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
-
-    def _access_tile(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
-                     fallback_v: Optional[Value], do) -> None:
-        """A tile load/store with the checks hoisted: one vectorizable pass finds whether
-        every element is active and the offsets' range lies inside the buffer; then a
-        branch-free loop does the accesses. Otherwise the per-element loop runs."""
-        b = self.b
-        n = _numel(ptr_v.type)
-        origin = self.origin.get(id(ptr_v))
-        need_range = self.checked
-        if need_range and origin is None:
-            self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
-            return
-        ab = self.alloca_b
-        all_slot, lo_slot, hi_slot = ab.alloca(I8), ab.alloca(I64), ab.alloca(I64)
-        b.store(ir.Constant(I8, 1), all_slot)
-        b.store(ir.Constant(I64, 2**63 - 1), lo_slot)
-        b.store(ir.Constant(I64, -2**63), hi_slot)
-        base = b.ptrtoint(self.env[id(self.kernel.args[origin])], I64) if need_range else None
-
-        def scan(i):
-            if mask_v is not None:
-                b.store(b.and_(b.load(all_slot), b.zext(self.get(mask_v, i), I8)), all_slot)
-            if need_range:
-                off = b.sub(b.ptrtoint(self.get(ptr_v, i), I64), base)
-                lo, hi = b.load(lo_slot), b.load(hi_slot)
-                b.store(b.select(b.icmp_signed("<", off, lo), off, lo), lo_slot)
-                b.store(b.select(b.icmp_signed(">", off, hi), off, hi), hi_slot)
-        if mask_v is not None or need_range:
-            self.loop(n, scan)
-        fast = b.icmp_unsigned("!=", b.load(all_slot), ir.Constant(I8, 0))
-        if need_range:
-            blo, bhi = self.bounds[origin]
-            nbytes = _bytes(element_of(ptr_v.type).pointee)
-            inside = b.and_(b.icmp_signed(">=", b.load(lo_slot), blo),
-                            b.icmp_signed("<=", b.add(b.load(hi_slot), ir.Constant(I64, nbytes)), bhi))
-            fast = b.and_(fast, inside)
-        result = self.new_tile(ins.result.type) if kind == "load" else None
-        with b.if_else(fast) as (then, otherwise):
-            with then:
-                def plain(i):
-                    v = do(self.get(ptr_v, i), i)
-                    if result is not None:
-                        b.store(v, self.elem_ptr(result, i))
-                self.loop(n, plain)
-            with otherwise:
-                self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
-        if result is not None:
-            self.env[id(ins.result)] = result
-
-    def _access_slow(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
-                     fallback_v: Optional[Value], do, into: Optional["Tile"] = None) -> None:
-        pointee = element_of(ptr_v.type).pointee
-        rty = llvm_type(pointee)
-        chk = self._begin_checks(ins, kind, ptr_v)
-        is_load = kind in ("load", "atomic")  # both give a value per element
-
-        def one(i):
-            p = self.get(ptr_v, i)
-            if is_load:
-                zero = constant(pointee, 0) if not isinstance(pointee, PointerType) else ir.Constant(rty, None)
-                fallback = self.get(fallback_v, i) if fallback_v is not None else zero
-            else:
-                fallback = None
-            m = self.get(mask_v, i) if mask_v is not None else None
-
-            def checked():
-                ok = self._in_bounds(chk, p, i)
-                return self._guarded(ok, lambda: do(p, i), fallback)
-            return self._guarded(m, checked, fallback)
-        if into is not None:
-            self.loop(_numel(ptr_v.type), lambda i: self.b.store(one(i), self.elem_ptr(into, i)))
-            self.env[id(ins.result)] = into
-        elif is_load and ins.results:
-            self.scalar_or_tile(ins, one)
-        elif not shape_of(ptr_v.type):
-            one(None)
-        else:
-            self.loop(_numel(ptr_v.type), one)
-        self._end_checks(chk)
-
-    def op_load(self, ins: Instr) -> None:
-        attrs = ins.attrs
-        ptr_v = ins.operands[0]
-        mask_v = ins.operands[1] if attrs and attrs.has_mask else None
-        other_v = ins.operands[2] if attrs and attrs.has_other else None
-        pointee = element_of(ptr_v.type).pointee
-        mty, rty = memory_type(pointee), llvm_type(pointee)
-
-        def do(p, i):
-            v = self.b.load(p, typ=mty)
-            return self.b.trunc(v, rty) if mty != rty else v
-        self._access(ins, "load", ptr_v, mask_v, other_v, do)
-
-    def op_store(self, ins: Instr) -> None:
-        attrs = ins.attrs
-        ptr_v, val_v = ins.operands[0], ins.operands[1]
-        mask_v = ins.operands[2] if attrs and attrs.has_mask else None
-        pointee = element_of(ptr_v.type).pointee
-        mty, rty = memory_type(pointee), llvm_type(pointee)
-
-        def do(p, i):
-            v = self.get(val_v, i)
-            self.b.store(self.b.zext(v, mty) if mty != rty else v, p)
-        self._access(ins, "store", ptr_v, mask_v, None, do)
-
-    # ---- reductions -------------------------------------------------------------------
-    def combine(self, region: Block, acc: list, xs: list) -> list:
-        for a, v in zip(region.args, acc + xs):
-            self.env[id(a)] = v
-        for ins in region.instrs:
-            if ins.op is Op.YIELD:
-                return [self.get(o) for o in ins.operands]
-            if shape_of(ins.results[0].type) if ins.results else False:
-                raise self.fail(ins, "tile values inside a combine function")
-            self.instr(ins)
-        raise self.fail(region.instrs[-1] if region.instrs else None, "combine region without yield")
-
-    def op_reduce(self, ins: Instr) -> None:
-        """A tree over the axis pairing adjacent elements, level by level, as the
-        interpreter does (so float results round identically)."""
-        axis = ins.attrs.axis
-        srcs = [self.env[id(o)] for o in ins.operands]
-        shape = tuple(shape_of(ins.operands[0].type))
-        n = shape[axis]
-        outer = 1
-        for d in shape[:axis]:
-            outer *= d
-        inner = 1
-        for d in shape[axis + 1:]:
-            inner *= d
-        outs = [self.new_tile(r.type) if shape_of(r.type) else self.alloca_b.alloca(llvm_type(element_of(r.type)))
-                for r in ins.results]
-        region = ins.regions[0]
-        b = self.b
-        scratch = [self.alloca_b.alloca(ir.ArrayType(s.elem, n)) for s in srcs]
-        at = lambda buf, k: b.gep(buf, [ir.Constant(I64, 0), k], inbounds=True)  # noqa: E731
-
-        def per_outer(io):
-            def per_inner(ii):
-                base = b.add(b.mul(io, ir.Constant(I64, n * inner)), ii)
-
-                def gather(j):
-                    idx = b.add(base, b.mul(j, ir.Constant(I64, inner)))
-                    for s, t in zip(srcs, scratch):
-                        b.store(b.load(self.elem_ptr(s, idx), typ=s.elem), at(t, j))
-                self.loop(n, gather)
-                m = n
-                while m > 1:
-                    half = m // 2
-
-                    def level(k):
-                        two = b.mul(k, ir.Constant(I64, 2))
-                        acc = [b.load(at(t, two)) for t in scratch]
-                        xs = [b.load(at(t, b.add(two, ir.Constant(I64, 1)))) for t in scratch]
-                        for t, v in zip(scratch, self.combine(region, acc, xs)):
-                            b.store(v, at(t, k))
-                    self.loop(half, level)
-                    if m % 2:
-                        for t in scratch:
-                            b.store(b.load(at(t, ir.Constant(I64, m - 1))), at(t, ir.Constant(I64, half)))
-                    m = half + m % 2
-                out_i = b.add(b.mul(io, ir.Constant(I64, inner)), ii)
-                for o, t in zip(outs, scratch):
-                    v = b.load(at(t, ir.Constant(I64, 0)))
-                    b.store(v, self.elem_ptr(o, out_i) if isinstance(o, Tile) else o)
-            self.loop(inner, per_inner)
-        self.loop(outer, per_outer)
-        for r, o in zip(ins.results, outs):
-            self.env[id(r)] = o if isinstance(o, Tile) else b.load(o)
+            return self.get(src_v, src_i)
+        self.fused(ins, fill)
 
     # ---- control flow -----------------------------------------------------------------
     def _slots(self, values: list[Value]) -> list:
@@ -743,12 +494,6 @@ class CpuLowering(MoreOps):
 
     def op_debug_barrier(self, ins: Instr) -> None:
         pass  # one program runs on one thread: there is nothing to wait for
-
-    def op_gdc_wait(self, ins: Instr) -> None:
-        pass  # a launch starts after the previous one has completed
-
-    def op_gdc_launch_dependents(self, ins: Instr) -> None:
-        pass
 
 
 def lower(kernel: Kernel, checked: bool = True, debug: bool = False) -> tuple[ir.Module, CpuLowering]:

@@ -1,10 +1,7 @@
-"""The CPU lowering of dot, scan, atomics, while loops, device_assert and the
+"""The CPU lowering of scan, atomics, while loops, device_assert and the
 index-permuting shape ops (permute, join, split): a mixin of `lower.CpuLowering`, kept
 apart so each file stays about one thing.
 
-- dot: `acc + a @ b` as an i-k-j loop nest whose inner loop (over the columns of b and
-  of the accumulator) LLVM vectorizes; f32 and narrower floats accumulate in f32
-  (tf32 rounds the inputs first, as the interpreter), f64 in f64, integers in i64.
 - scan: the interpreter's Hillis-Steele order (distance 1, 2, 4, ...), in place from the
   end of the line so each step reads the previous step's values.
 - atomics: LLVM `atomicrmw` / `cmpxchg` (seq_cst), since programs run concurrently;
@@ -18,8 +15,7 @@ import llvmlite.ir as ir
 
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import F32, F64, ScalarType, element_of, shape_of
-from ...ir.types import I64 as T_I64
+from ...ir.types import F64, ScalarType, element_of, shape_of
 from ..llvm import casts
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I32, I64, llvm_type, memory_type
@@ -59,7 +55,7 @@ class MoreOps:
         return out
 
     def op_permute(self, ins: Instr) -> None:
-        src = self.env[id(ins.operands[0])]
+        src = self.tile(ins.operands[0])
         order = ins.attrs.order
         inv = [0] * len(order)
         for r, o in enumerate(order):
@@ -70,7 +66,7 @@ class MoreOps:
                                                                    src.shape))
 
     def op_join(self, ins: Instr) -> None:
-        a, c = (self.env[id(o)] for o in ins.operands)
+        a, c = (self.tile(o) for o in ins.operands)
         a = self._as_tile(ins.operands[0], a)
         c = self._as_tile(ins.operands[1], c)
         b = self.b
@@ -99,7 +95,7 @@ class MoreOps:
         return t
 
     def op_split(self, ins: Instr) -> None:
-        src = self.env[id(ins.operands[0])]
+        src = self.tile(ins.operands[0])
         b = self.b
         for k, r in enumerate(ins.results):
             if not shape_of(r.type):
@@ -115,68 +111,6 @@ class MoreOps:
                 b.store(b.load(self.elem_ptr(src, j), typ=src.elem), self.elem_ptr(t, i))
             self.loop(total, fill)
             self.env[id(r)] = t
-
-    # ---- dot ----------------------------------------------------------------------
-    def op_dot(self, ins: Instr) -> None:
-        b = self.b
-        a_v, b_v, acc_v = ins.operands[:3]
-        A, B, C = (self.env[id(v)] for v in (a_v, b_v, acc_v))
-        ea, eacc = element_of(a_v.type), element_of(acc_v.type)
-        shape_a, shape_b = tuple(shape_of(a_v.type)), tuple(shape_of(b_v.type))
-        batch = shape_a[0] if len(shape_a) == 3 else 1
-        M, K = shape_a[-2], shape_a[-1]
-        N = shape_b[-1]
-        if ea.is_float:
-            # f32 inputs: exact products summed in f64, rounded once (the interpreter's
-            # definition of an ieee / tf32 dot); narrower floats accumulate in f32
-            ct = F64 if ea.name in ("f64", "f32") else F32
-        else:
-            ct = T_I64
-        cty = llvm_type(ct)
-        tf32 = ea.name == "f32" and getattr(ins.attrs, "input_precision", "ieee") == "tf32"
-        work = self.alloca_b.alloca(ir.ArrayType(cty, batch * M * N))
-        at = lambda k: b.gep(work, [ir.Constant(I64, 0), k], inbounds=True)  # noqa: E731
-        conv = lambda v, src: casts.convert(b, self.target, v, src, ct)  # noqa: E731
-
-        def operand(tile, idx, elem):
-            v = b.load(self.elem_ptr(tile, idx), typ=tile.elem)
-            if tf32 and elem.name == "f32":
-                bits = b.bitcast(v, I32)
-                r = b.and_(b.add(bits, ir.Constant(I32, 0x1000)), ir.Constant(I32, -0x2000))
-                v = b.select(b.fcmp_unordered("uno", v, v), v, b.bitcast(r, v.type))
-            v = conv(v, elem) if elem != ct else v
-            return v
-
-        def init(i):
-            v = b.load(self.elem_ptr(C, i), typ=C.elem)
-            b.store(conv(v, eacc) if eacc != ct else v, at(i))
-        self.loop(batch * M * N, init)
-
-        def per_batch(bi):
-            def per_i(i):
-                def per_k(k):
-                    a_idx = b.add(b.mul(bi, ir.Constant(I64, M * K)), b.add(b.mul(i, ir.Constant(I64, K)), k))
-                    a = operand(A, a_idx, ea)
-                    row = b.add(b.mul(bi, ir.Constant(I64, K * N)), b.mul(k, ir.Constant(I64, N)))
-                    out = b.add(b.mul(bi, ir.Constant(I64, M * N)), b.mul(i, ir.Constant(I64, N)))
-
-                    def per_j(j):
-                        x = operand(B, b.add(row, j), element_of(b_v.type))
-                        slot = at(b.add(out, j))
-                        cur = b.load(slot)
-                        if ct.is_float:
-                            b.store(b.fadd(cur, b.fmul(a, x)), slot)
-                        else:
-                            b.store(b.add(cur, b.mul(a, x)), slot)
-                    self.loop(N, per_j)
-                self.loop(K, per_k)
-            self.loop(M, per_i)
-        self.loop(batch, per_batch)
-        t = self.new_tile(ins.result.type)
-        eo = element_of(ins.result.type)
-        self.loop(batch * M * N, lambda i: b.store(casts.convert(b, self.target, b.load(at(i)), ct, eo)
-                                                   if eo != ct else b.load(at(i)), self.elem_ptr(t, i)))
-        self.env[id(ins.result)] = t
 
     # ---- scan ---------------------------------------------------------------------
     def op_scan(self, ins: Instr) -> None:
@@ -207,8 +141,8 @@ class MoreOps:
 
                 def gather(j):
                     idx = b.add(base, b.mul(pos(j), ir.Constant(I64, inner)))
-                    for s, t in zip(srcs, scratch):
-                        b.store(b.load(self.elem_ptr(s, idx), typ=s.elem), at(t, j))
+                    for o, t in zip(ins.operands, scratch):
+                        b.store(self.get(o, idx), at(t, j))
                 self.loop(n, gather)
                 d = 1
                 while d < n:

@@ -33,28 +33,46 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+@functools.lru_cache(maxsize=None)
+def simd_bytes() -> int:
+    """The width of the host's widest SIMD registers LLVM may use (64 with AVX-512F,
+    32 with AVX, else 16)."""
+    feats = set(host_cpu()[1].split(","))
+    if "+avx512f" in feats:
+        return 64
+    if "+avx" in feats:
+        return 32
+    return 16
+
+
 def llvm_triple() -> str:
     """The LLVM triple of this process (the host)."""
     return llvm.get_process_triple()
 
 
 def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any:
-    """A target machine for the host: the host CPU and all its features when `native`,
-    else the generic CPU of the process triple with `features` only."""
+    """A target machine for the host: the host CPU and all its features when `native`
+    (plus `features`, e.g. tuning flags), else the generic CPU of the process triple
+    with `features` only."""
     init_native()
     target = llvm.Target.from_default_triple()
     if native:
         cpu, feats = host_cpu()
+        feats = feats + ("," + features if features else "")
         return target.create_target_machine(cpu=cpu, features=feats, opt=opt, jit=True)
     return target.create_target_machine(opt=opt, features=features, jit=True)
 
 
-def optimize(mod: Any, tm: Any, level: int = 2) -> None:
-    """Run LLVM's default module pipeline at `level` on the parsed module `mod`."""
+def optimize(mod: Any, tm: Any, level: int = 2, unroll: bool = True) -> None:
+    """Run LLVM's default module pipeline at `level` on the parsed module `mod`
+    (`unroll=False`: no loop unrolling, which mostly grows code and compile time when
+    the vectorizer already widened and interleaved the loop)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     if level >= 2:
         pto.loop_vectorization = True
         pto.slp_vectorization = True
+    if not unroll:
+        pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
@@ -67,6 +85,29 @@ def jit(llir: str, tm: Any, level: int = 2) -> Any:
     mod.verify()
     optimize(mod, tm, level)
     engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    return engine
+
+
+def compile_object(llir: str, tm: Any, level: int = 2, assembly: bool = True,
+                   unroll: bool = True) -> tuple[bytes, str]:
+    """Parse, verify and optimize `llir` once; return its object code for `tm` and
+    (when `assembly`) its assembly text."""
+    init_native()
+    mod = llvm.parse_assembly(llir)
+    mod.verify()
+    optimize(mod, tm, level, unroll)
+    asm = tm.emit_assembly(mod) if assembly else ""
+    return bytes(tm.emit_object(mod)), asm
+
+
+def load_object(obj: bytes, tm: Any) -> Any:
+    """An MCJIT engine holding the object code `obj` (from `compile_object` with a
+    target machine equal to `tm`), finalized: keep it alive while its code runs."""
+    init_native()
+    empty = llvm.parse_assembly(f'target triple = "{llvm_triple()}"')
+    engine = llvm.create_mcjit_compiler(empty, tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(obj)))
     engine.finalize_object()
     return engine
 

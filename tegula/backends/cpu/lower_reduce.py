@@ -1,0 +1,215 @@
+"""The CPU lowering of `reduce` (a mixin of `lower.CpuLowering`).
+
+- A combine that is one exact or reorderable op of the two elements (integer add, mul
+  and bitwise ops, max/min of any type, f32/f64 add) runs as a linear loop: along the
+  axis with one accumulator when the axis is the last (float adds marked `reassoc`, so
+  LLVM keeps several vector partial sums: docs/numerics.md bounds any order of n - 1
+  roundings), or with a row of accumulators updated row after row otherwise (the inner
+  loop runs along contiguous elements). Integer results and max/min are exact in any
+  order; f16/bf16 adds keep the interpreter's tree (each combine rounds to the narrow
+  type, and the suite checks that order).
+- Any other combine: the interpreter's tree over the axis, pairing adjacent elements
+  level by level.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import llvmlite.ir as ir
+
+from ...ir.core import Block, Instr
+from ...ir.ops import Op
+from ...ir.types import element_of, shape_of
+from ..llvm import host_jit
+from ..llvm.types import I64, llvm_type
+from .tiles import Tile
+
+_LINEAR = frozenset({Op.ADD, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.AND, Op.OR, Op.XOR})
+
+
+class ReduceOps:
+    """Methods of CpuLowering (see `lower.py` for `self.b`, `self.loop`, tiles)."""
+
+    def _linear_op(self, ins: Instr) -> Optional[Op]:
+        """The op of a combine region `op(a, b)` (either operand order) that the linear
+        loop may run, or None."""
+        if len(ins.operands) != 1 or len(ins.results) != 1:
+            return None
+        region = ins.regions[0]
+        if len(region.instrs) != 2 or region.instrs[1].op is not Op.YIELD:
+            return None
+        x, y = region.instrs
+        if x.op not in _LINEAR or len(x.operands) != 2 or set(map(id, x.operands)) != set(map(id, region.args)):
+            return None
+        if y.operands[0] is not x.result:
+            return None
+        e = element_of(ins.operands[0].type)
+        if e.is_float and x.op in (Op.ADD, Op.MUL) and (x.op is Op.MUL or e.name not in ("f32", "f64")):
+            return None
+        return x.op
+
+    def op_reduce(self, ins: Instr) -> None:
+        op = self._linear_op(ins)
+        if op is None:
+            self._reduce_tree(ins)
+            return
+        b = self.b
+        axis = ins.attrs.axis
+        src = ins.operands[0]
+        shape = tuple(shape_of(src.type))
+        axis = axis if axis >= 0 else axis + len(shape)
+        n = shape[axis]
+        outer = 1
+        for d in shape[:axis]:
+            outer *= d
+        inner = 1
+        for d in shape[axis + 1:]:
+            inner *= d
+        region = ins.regions[0]
+        r = ins.result
+        c64 = lambda x: ir.Constant(I64, x)  # noqa: E731
+        reassoc = element_of(src.type).is_float and op is Op.ADD
+
+        def combine(acc, x):
+            v = self.combine(region, [acc], [x])[0]
+            if reassoc and isinstance(v, ir.Instruction) and v.opname == "fadd":
+                v.flags.append("reassoc")
+            return v
+        e = element_of(src.type)
+        lanes = host_jit.simd_bytes() // max(e.bits // 8, 1)
+        if inner == 1 and e.is_float and op in (Op.MAXIMUM, Op.MINIMUM):
+            if n < 2 or n & (n - 1):
+                self._reduce_tree(ins)
+                return
+            lanes = min(lanes, n // 2)
+            # a row of `lanes` partial results updated elementwise, then folded
+            # pairwise (no loop-carried scalar for LLVM to vectorize): LLVM's
+            # own vectorization of a NaN-ignoring fmax/fmin reduction (with its early
+            # exit on NaN) dropped the tail of the row (LLVM 20, no unrolling): 4 of 32
+            # wrong maxima in tests/numerics/test_reduce.py
+            part = self.alloca_b.alloca(ir.ArrayType(llvm_type(e), lanes))
+            slot = self.alloca_b.alloca(llvm_type(e))
+            out = self.new_tile(r.type) if shape_of(r.type) else None
+            lane = lambda k: b.gep(part, [c64(0), k], inbounds=True)  # noqa: E731
+
+            def per_outer_lanes(io):
+                base = b.mul(io, c64(n))
+                self.loop(lanes, lambda k: b.store(self.get(src, b.add(base, k)), lane(k)))
+
+                def chunk(j):
+                    row = b.add(base, b.mul(b.add(j, c64(1)), c64(lanes)))
+                    self.loop(lanes, lambda k: b.store(combine(b.load(lane(k)), self.get(src, b.add(row, k))),
+                                                       lane(k)))
+                self.loop(n // lanes - 1, chunk)
+                half = lanes // 2
+                while half:  # fold the partial results pairwise: elementwise steps again
+                    self.loop(half, lambda k, h=half: b.store(combine(b.load(lane(k)), b.load(lane(b.add(k, c64(h))))),
+                                                              lane(k)))
+                    half //= 2
+                b.store(b.load(lane(c64(0))), slot)
+                if out is not None:
+                    b.store(b.load(slot), self.elem_ptr(out, io))
+            self.loop(outer, per_outer_lanes)
+            self.env[id(r)] = out if out is not None else b.load(slot)
+            return
+        if inner == 1:
+            slot = self.alloca_b.alloca(llvm_type(element_of(r.type)))
+            out = self.new_tile(r.type) if shape_of(r.type) else None
+
+            def per_outer(io):
+                base = b.mul(io, c64(n))
+                b.store(self.get(src, base), slot)
+
+                def step(j):
+                    x = self.get(src, b.add(base, b.add(j, c64(1))))
+                    b.store(combine(b.load(slot), x), slot)
+                if n > 1:
+                    self.loop(n - 1, step)
+                if out is not None:
+                    b.store(b.load(slot), self.elem_ptr(out, io))
+            self.loop(outer, per_outer)
+            self.env[id(r)] = out if out is not None else b.load(slot)
+            return
+        out = self.new_tile(r.type)
+
+        def per_outer_rows(io):
+            base = b.mul(io, c64(n * inner))
+            obase = b.mul(io, c64(inner))
+            self.loop(inner, lambda ii: b.store(self.get(src, b.add(base, ii)), self.elem_ptr(out, b.add(obase, ii))))
+
+            def per_row(j):
+                row = b.add(base, b.mul(b.add(j, c64(1)), c64(inner)))
+
+                def one(ii):
+                    p = self.elem_ptr(out, b.add(obase, ii))
+                    b.store(combine(b.load(p), self.get(src, b.add(row, ii))), p)
+                self.loop(inner, one)
+            if n > 1:
+                self.loop(n - 1, per_row)
+        self.loop(outer, per_outer_rows)
+        self.env[id(r)] = out
+
+    def combine(self, region: Block, acc: list, xs: list) -> list:
+        for a, v in zip(region.args, acc + xs):
+            self.env[id(a)] = v
+        for ins in region.instrs:
+            if ins.op is Op.YIELD:
+                return [self.get(o) for o in ins.operands]
+            if shape_of(ins.results[0].type) if ins.results else False:
+                raise self.fail(ins, "tile values inside a combine function")
+            self.instr(ins)
+        raise self.fail(region.instrs[-1] if region.instrs else None, "combine region without yield")
+
+    def _reduce_tree(self, ins: Instr) -> None:
+        """A tree over the axis pairing adjacent elements, level by level, as the
+        interpreter does (so float results round identically)."""
+        axis = ins.attrs.axis
+        srcs = [self.env[id(o)] for o in ins.operands]
+        shape = tuple(shape_of(ins.operands[0].type))
+        n = shape[axis]
+        outer = 1
+        for d in shape[:axis]:
+            outer *= d
+        inner = 1
+        for d in shape[axis + 1:]:
+            inner *= d
+        outs = [self.new_tile(r.type) if shape_of(r.type) else self.alloca_b.alloca(llvm_type(element_of(r.type)))
+                for r in ins.results]
+        region = ins.regions[0]
+        b = self.b
+        scratch = [self.alloca_b.alloca(ir.ArrayType(s.elem, n)) for s in srcs]
+        at = lambda buf, k: b.gep(buf, [ir.Constant(I64, 0), k], inbounds=True)  # noqa: E731
+
+        def per_outer(io):
+            def per_inner(ii):
+                base = b.add(b.mul(io, ir.Constant(I64, n * inner)), ii)
+
+                def gather(j):
+                    idx = b.add(base, b.mul(j, ir.Constant(I64, inner)))
+                    for o, t in zip(ins.operands, scratch):
+                        b.store(self.get(o, idx), at(t, j))
+                self.loop(n, gather)
+                m = n
+                while m > 1:
+                    half = m // 2
+
+                    def level(k):
+                        two = b.mul(k, ir.Constant(I64, 2))
+                        acc = [b.load(at(t, two)) for t in scratch]
+                        xs = [b.load(at(t, b.add(two, ir.Constant(I64, 1)))) for t in scratch]
+                        for t, v in zip(scratch, self.combine(region, acc, xs)):
+                            b.store(v, at(t, k))
+                    self.loop(half, level)
+                    if m % 2:
+                        for t in scratch:
+                            b.store(b.load(at(t, ir.Constant(I64, m - 1))), at(t, ir.Constant(I64, half)))
+                    m = half + m % 2
+                out_i = b.add(b.mul(io, ir.Constant(I64, inner)), ii)
+                for o, t in zip(outs, scratch):
+                    v = b.load(at(t, ir.Constant(I64, 0)))
+                    b.store(v, self.elem_ptr(o, out_i) if isinstance(o, Tile) else o)
+            self.loop(inner, per_inner)
+        self.loop(outer, per_outer)
+        for r, o in zip(ins.results, outs):
+            self.env[id(r)] = o if isinstance(o, Tile) else b.load(o)
+
