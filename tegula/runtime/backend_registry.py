@@ -203,7 +203,7 @@ def backend_for_target(target: GPUTarget) -> Any:
     if target.backend == "cpu":
         from ..config import knobs
 
-        cpu = None if knobs.interpret else find_backend("cpu")
+        cpu = None if knobs.interpret else _host_backend()
         return cpu if cpu is not None else get_backend("interpreter")
     backend = find_backend(target.backend)
     if backend is not None:

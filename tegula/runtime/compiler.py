@@ -240,7 +240,7 @@ def _metadata(src: Any, key: str, target: GPUTarget, backend: str, options: Comp
     md = KernelMetadata(
         name=src.name, hash=key, target=target, backend=backend,
         num_warps=options.num_warps, num_stages=options.num_stages, num_ctas=options.num_ctas,
-        maxnreg=options.maxnreg, debug=options.debug, shared=0,
+        maxnreg=options.maxnreg, debug=options.debug, checked=options.checked, shared=0,
         signature=dict(src.signature), param_names=params,
         arg_names=[params[i] for i in indices], arg_indices=indices,
         written_args=tuple(n for n in params if n in written),

@@ -29,6 +29,12 @@ class _Checked(list):
 
 @pytest.fixture
 def validate_cpu(monkeypatch):
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        pytest.skip("the examples run on the GPU itself here")
     monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
     monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)

@@ -495,6 +495,12 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
     def op_debug_barrier(self, ins: Instr) -> None:
         pass  # one program runs on one thread: there is nothing to wait for
 
+    def op_gdc_wait(self, ins: Instr) -> None:
+        pass  # launches run one after the other here: the previous grid has completed
+
+    def op_gdc_launch_dependents(self, ins: Instr) -> None:
+        pass  # a scheduling hint with nothing to schedule
+
 
 def lower(kernel: Kernel, checked: bool = True, debug: bool = False) -> tuple[ir.Module, CpuLowering]:
     """The LLVM module of `kernel` and its lowering (whose `sites` describe the errors)."""

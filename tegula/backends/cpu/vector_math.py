@@ -171,6 +171,10 @@ _EXACT: dict[str, Callable] = {
     "mul24": lambda b, a, r: _mul24(b, a[0], a[1], True),
     "umul24": lambda b, a, r: _mul24(b, a[0], a[1], False),
     "saturatef": lambda b, a, r: _saturate(b, a[0]),
+    # 1 / sqrt(x), two roundings (the interpreter's definition; the GPU's rsqrt.approx
+    # is within the same bound)
+    "rsqrtf": lambda b, a, r: b.fdiv(ir.Constant(a[0].type, 1.0), intrinsic(b, "sqrt", [a[0]])),
+    "rsqrt": lambda b, a, r: b.fdiv(ir.Constant(a[0].type, 1.0), intrinsic(b, "sqrt", [a[0]])),
     "powif": lambda b, a, r: _powi(b, a[0], a[1]),
     "powi": lambda b, a, r: _powi(b, a[0], a[1]),
 }

@@ -46,7 +46,8 @@ class EmulatedCudaBackend:
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
-        ek = EmulatedKernel(compiled.ir, int(md.num_warps), bool(md.debug), num_stages=int(md.num_stages))
+        checked = bool(getattr(md, "debug", False)) or bool(getattr(md, "checked", False))
+        ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, num_stages=int(md.num_stages))
         names = list(md.arg_names)
         written = [i for i, n in enumerate(names) if n in set(md.written_args)]
         host = HostArgs(md.name, names, written)
