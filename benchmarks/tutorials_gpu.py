@@ -79,7 +79,7 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = sorted(Path(a.dir).glob("[0-9][0-9]-*.py"))
+    files = sorted(Path(a.dir).resolve().glob("[0-9][0-9]-*.py"))
     if a.only:
         files = [f for f in files if f.name[:2] in a.only]
     summary = []
