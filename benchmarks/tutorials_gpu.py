@@ -46,10 +46,10 @@ def run(path: Path, who: str, timeout: int, out: Path) -> tuple[str, str]:
 _NUMBER = re.compile(r"^[-+]?[0-9.]+(e[-+]?[0-9]+)?$", re.I)
 
 
-def tables(text: str) -> dict[tuple[str, str, str], float]:
+def tables(text: str) -> dict[tuple[str, float, str], float]:
     """The perf_report tables a tutorial printed (a name line ending in ':', a header
     row, then rows of numbers): (table, first column's value, column) -> value."""
-    found: dict[tuple[str, str, str], float] = {}
+    found: dict[tuple[str, float, str], float] = {}
     name, header = "", None
     for line in text.splitlines():
         if line.rstrip().endswith(":") and not line.startswith(" "):
@@ -59,13 +59,14 @@ def tables(text: str) -> dict[tuple[str, str, str], float]:
         if not name or not cells:
             continue
         if header is None:
-            header = cells
+            # Triton's labels are "Name (unit)": the unit is no column of its own
+            header = [c for c in cells if not c.startswith("(")]
             continue
         if cells[0].isdigit() and all(_NUMBER.match(c) for c in cells[1:]):
             values = cells[1:]
             cols = header[-len(values):] if len(header) >= len(values) else [str(i) for i in range(len(values))]
             for col, v in zip(cols, values):
-                found[(name, values[0] if len(header) > len(values) else cells[1], col)] = float(v)
+                found[(name, float(cells[1]), col)] = float(v)
     return found
 
 

@@ -268,6 +268,16 @@ class Table:
     __str__ = to_string
 
 
+def _line_labels(bench: Benchmark) -> tuple[list[str], list[str]]:
+    """Column labels as Triton 3.6 names them: `Name (ylabel)` for the means, then
+    `Name-min (ylabel)` and `Name-max (ylabel)` (code reading the table by label works
+    unchanged)."""
+    means = [f"{n} ({bench.ylabel})" for n in bench.line_names]
+    lows = [f"{n}-min ({bench.ylabel})" for n in bench.line_names]
+    highs = [f"{n}-max ({bench.ylabel})" for n in bench.line_names]
+    return means, lows + highs
+
+
 def _plot(bench: Benchmark, table: Table, show_plots: bool, save_path: str) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         return  # plotting is optional; the table and CSV are always produced
@@ -283,11 +293,13 @@ def _plot(bench: Benchmark, table: Table, show_plots: bool, save_path: str) -> N
     ax = fig.add_subplot()
     first_x = bench.x_names[0]
     xs = table[first_x]
+    means_l, extra = _line_labels(bench)
+    n = len(bench.line_names)
     for i, name in enumerate(bench.line_names):
         color = bench.styles[i][0] if bench.styles else None
         style = bench.styles[i][1] if bench.styles else None
-        ax.plot(xs, table[name], label=name, color=color, ls=style)
-        lo, hi = table[f"{name}-min"], table[f"{name}-max"]
+        ax.plot(xs, table[means_l[i]], label=name, color=color, ls=style)
+        lo, hi = table[extra[i]], table[extra[n + i]]
         if all(v is not None for v in lo + hi):
             ax.fill_between(xs, lo, hi, alpha=0.15, color=color)
     ax.legend()
@@ -313,8 +325,8 @@ class Mark:
     def _run(self, bench: Benchmark, save_path: str, show_plots: bool, print_data: bool,
              diff_col: bool = False, save_precision: int = 6, **kwargs: Any) -> Table:
         x_names = list(bench.x_names)
-        extra = [f"{n}-min" for n in bench.line_names] + [f"{n}-max" for n in bench.line_names]
-        table = Table(x_names + list(bench.line_names) + extra)
+        means_l, extra = _line_labels(bench)
+        table = Table(x_names + means_l + extra)
         for x in bench.x_vals:
             xs = list(x) if isinstance(x, (list, tuple)) else [x] * len(x_names)
             if len(xs) != len(x_names):
@@ -333,9 +345,9 @@ class Mark:
             table.append(xs + means + mins + maxs)
         if bench.plot_name:
             _plot(bench, table, show_plots, save_path)
-        shown = table.select(x_names + list(bench.line_names))
+        shown = table.select(x_names + means_l)
         if diff_col and len(bench.line_names) == 2:
-            a, b = bench.line_names
+            a, b = means_l
             shown.columns.append("Diff")
             for r, va, vb in zip(shown.rows, shown[a], shown[b]):
                 r.append(vb - va)

@@ -117,7 +117,8 @@ def test_perf_report_prints_a_table(capsys):
     make_mark().run(print_data=True)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "demo-bench:"
-    assert out[1].split() == ["size", "A", "B"]
+    # Triton 3.6's labels: the line name and the y label
+    assert out[1].split() == ["size", "A", "(GB/s)", "B", "(GB/s)"]
     assert out[2].split() == ["0", "128", "256", "64"]
     assert out[4].split() == ["2", "512", "1024", "256"]
 
@@ -125,14 +126,14 @@ def test_perf_report_prints_a_table(capsys):
 def test_perf_report_saves_csv_html_and_png_when_matplotlib_is_there(tmp_path):
     table = make_mark().run(save_path=str(tmp_path), return_df=True)
     rows = list(csv.reader(open(tmp_path / "demo-bench.csv")))
-    assert rows[0] == ["size", "A", "B"] and float(rows[2][1]) == 512.0
+    assert rows[0] == ["size", "A (GB/s)", "B (GB/s)"] and float(rows[2][1]) == 512.0
     assert "demo-bench.png" in (tmp_path / "results.html").read_text()
     has_mpl = importlib.util.find_spec("matplotlib") is not None
     assert (tmp_path / "demo-bench.png").exists() == has_mpl
     if importlib.util.find_spec("pandas") is None:
-        assert table["B"] == [64.0, 128.0, 256.0]
+        assert table["B (GB/s)"] == [64.0, 128.0, 256.0]
     else:
-        assert list(table["B"]) == [64.0, 128.0, 256.0]
+        assert list(table["B (GB/s)"]) == [64.0, 128.0, 256.0]
 
 
 def test_perf_report_multi_name_x_values_and_diff_column(capsys):
@@ -144,7 +145,7 @@ def test_perf_report_multi_name_x_values_and_diff_column(capsys):
 
     bench.run(print_data=True, diff_col=True)
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split() == ["M", "N", "one", "ten", "Diff"]
+    assert out[1].split() == ["M", "N", "one", "()", "ten", "()", "Diff"]
     assert out[2].split() == ["0", "2", "3", "6", "60", "54"]
     assert out[3].split() == ["1", "4", "4", "16", "160", "144"]
 
