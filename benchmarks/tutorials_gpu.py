@@ -55,14 +55,15 @@ def tables(text: str) -> dict[tuple[str, float, str], float]:
         if line.rstrip().endswith(":") and not line.startswith(" "):
             name, header = line.strip().rstrip(":"), None
             continue
-        cells = line.split()
-        if not name or not cells:
+        if not name or not line.strip():
             continue
         if header is None:
-            # Triton's labels are "Name (unit)": the unit is no column of its own
-            header = [c for c in cells if not c.startswith("(")]
+            # labels are separated by two or more spaces ("Naive Softmax" is one; Triton's
+            # "Triton (GB/s)" carries its unit)
+            header = [re.sub(r"\s*\(.*\)$", "", c) for c in re.split(r"\s{2,}", line.strip())]
             continue
-        if cells[0].isdigit() and all(_NUMBER.match(c) for c in cells[1:]):
+        cells = line.split()
+        if cells[0].isdigit() and len(cells) >= 3 and all(_NUMBER.match(c) for c in cells[1:]):
             values = cells[1:]
             cols = header[-len(values):] if len(header) >= len(values) else [str(i) for i in range(len(values))]
             for col, v in zip(cols, values):
