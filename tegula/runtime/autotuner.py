@@ -303,16 +303,26 @@ class Autotuner(KernelInterface):
             except Exception as e:  # recorded per config; the caller decides what is fatal
                 return e
 
-        if len(configs) == 1:
-            return [compile_one(configs[0])]
+        results: list[Any] = [None] * len(configs)
+        # A config's pre_hook may change the arguments the kernel specializes on (Triton's
+        # tutorials set host TensorDescriptors' block shapes there): those configs are not
+        # compiled ahead; each compiles when it is first timed, right after its hook ran,
+        # as in Triton (None here: not compiled yet, not failed).
+        hooked = [i for i, c in enumerate(configs) if c.pre_hook is not None]
+        done = len(hooked)
+        free = [i for i in range(len(configs)) if i not in set(hooked)]
+        if len(free) <= 1:
+            for i in free:
+                results[i] = compile_one(configs[i])
+            return results
         # At least a few threads even on a small machine: much of a GPU compile waits on
         # ptxas subprocesses and LLVM, which release the GIL.
-        workers = min(len(configs), max(4, os.cpu_count() or 1), 16)
-        results: list[Any] = [None] * len(configs)
+        workers = min(len(free), max(4, os.cpu_count() or 1), 16)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tegula-autotune") as pool:
-            futures = {pool.submit(compile_one, c): i for i, c in enumerate(configs)}
-            for done, future in enumerate(as_completed(futures), 1):
+            futures = {pool.submit(compile_one, configs[i]): i for i in free}
+            for future in as_completed(futures):
                 results[futures[future]] = future.result()
+                done += 1
                 if progress is not None:
                     progress.update(done, "compiled")
         return results

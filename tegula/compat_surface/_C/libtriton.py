@@ -1,4 +1,5 @@
-"""`triton._C.libtriton`: `ir` (see the package docstring)."""
+"""`triton._C.libtriton`: `ir` (see the package docstring) and `nvidia` (the cuBLASLt
+handle of Triton's tutorials, through torch)."""
 from types import SimpleNamespace
 
 
@@ -12,4 +13,6 @@ def load_dialects(ctx: context) -> None:
 
 ir = SimpleNamespace(context=context, load_dialects=load_dialects)
 
-__all__ = ["ir"]
+from . import nvidia  # noqa: E402
+
+__all__ = ["ir", "nvidia"]
