@@ -16,8 +16,10 @@ def is_array_like(value: Any) -> bool:
     """Whether `value` is a buffer a kernel could write through (not a scalar or None)."""
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return False
-    return (hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__")
-            or hasattr(value, "data_ptr") or hasattr(value, "__dlpack__"))
+    # `data_ptr` first: a torch tensor that requires grad raises (not AttributeError) when
+    # asked for its __cuda_array_interface__
+    return (hasattr(value, "data_ptr") or hasattr(value, "__array_interface__")
+            or hasattr(type(value), "__cuda_array_interface__") or hasattr(value, "__dlpack__"))
 
 
 def _copy(value: Any) -> Any:
