@@ -18,6 +18,7 @@ from typing import Any, Optional
 import llvmlite.ir as ir
 
 from ...errors import CompilationError
+from ...ir.accessors import for_bounds, for_inits
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
@@ -409,8 +410,8 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
 
     def op_for(self, ins: Instr) -> None:
         b = self.b
-        lb, ub, st = (self.get(o) for o in ins.operands[:3])
-        inits = ins.operands[3:]
+        lb, ub, st = (self.get(o) for o in for_bounds(ins))
+        inits = for_inits(ins)
         body = ins.regions[0]
         iv, carried = body.args[0], body.args[1:]
         self._origins(carried, inits)

@@ -12,6 +12,7 @@ from typing import Optional
 
 import llvmlite.ir as ir
 
+from ...ir.accessors import memory_operands
 from ...ir.core import Instr, Value
 from ...ir.types import PointerType, element_of, shape_of
 from ..llvm.types import I8, I32, I64, constant, llvm_type, memory_type
@@ -352,10 +353,9 @@ class MemoryOps:
         self._end_checks(chk)
 
     def op_load(self, ins: Instr) -> None:
-        attrs = ins.attrs
-        ptr_v = ins.operands[0]
-        mask_v = ins.operands[1] if attrs and attrs.has_mask else None
-        other_v = ins.operands[2] if attrs and attrs.has_other else None
+        parts = memory_operands(ins)
+        ptr_v, mask_v = parts.pointer, parts.mask
+        other_v = parts.other if mask_v is not None else None  # other fills masked-off lanes only
         pointee = element_of(ptr_v.type).pointee
         mty, rty = memory_type(pointee), llvm_type(pointee)
 
@@ -365,9 +365,8 @@ class MemoryOps:
         self._access(ins, "load", ptr_v, mask_v, other_v, do)
 
     def op_store(self, ins: Instr) -> None:
-        attrs = ins.attrs
-        ptr_v, val_v = ins.operands[0], ins.operands[1]
-        mask_v = ins.operands[2] if attrs and attrs.has_mask else None
+        parts = memory_operands(ins)
+        ptr_v, val_v, mask_v = parts.pointer, parts.value, parts.mask
         pointee = element_of(ptr_v.type).pointee
         mty, rty = memory_type(pointee), llvm_type(pointee)
 

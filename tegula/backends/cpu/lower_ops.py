@@ -13,6 +13,7 @@ from typing import Any
 
 import llvmlite.ir as ir
 
+from ...ir.accessors import memory_operands
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import F64, ScalarType, element_of, shape_of
@@ -170,8 +171,8 @@ class MoreOps:
     # ---- atomics ------------------------------------------------------------------
     def op_atomic_rmw(self, ins: Instr) -> None:
         attrs = ins.attrs
-        ptr_v, val_v = ins.operands[0], ins.operands[1]
-        mask_v = ins.operands[2] if attrs.has_mask else None
+        parts = memory_operands(ins)
+        ptr_v, val_v, mask_v = parts.pointer, parts.value, parts.mask
         elem = element_of(ptr_v.type).pointee
         kind = attrs.kind
         mty = memory_type(elem)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import numpy_ops as npo
+from ...ir.accessors import memory_operands
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import ScalarType, element_of
@@ -63,9 +64,9 @@ def _cas(old: np.ndarray, cmp: np.ndarray, val: np.ndarray) -> np.ndarray:
 @rule(Op.ATOMIC_RMW)
 def atomic_rmw(ins: Instr, c: Compiler) -> Step:
     attrs = ins.attrs
-    slots = c.slots(ins.operands)
-    p, v = slots[0], slots[1]
-    m = slots[2] if attrs.has_mask else None
+    parts = memory_operands(ins)
+    p, v = c.slot(parts.pointer), c.slot(parts.value)
+    m = c.slot(parts.mask) if parts.mask is not None else None
     o = c.slot(ins.result)
     elem = element_of(ins.operands[0].type).pointee
     mdt, type_name = memory_dtype(elem), str(elem)

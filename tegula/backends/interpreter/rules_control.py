@@ -15,6 +15,7 @@ before any block argument is written, so `yield %b, %a` swaps correctly.
 from __future__ import annotations
 
 from ...errors import KernelRuntimeError
+from ...ir.accessors import for_bounds, for_inits
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import element_of
@@ -25,8 +26,8 @@ from .values import storage_dtype
 
 @rule(Op.FOR)
 def for_loop(ins: Instr, c: Compiler) -> Step:
-    lb, ub, st = c.slots(ins.operands[:3])
-    inits = c.slots(ins.operands[3:])
+    lb, ub, st = c.slots(list(for_bounds(ins)))
+    inits = c.slots(for_inits(ins))
     outs = c.slots(ins.results)
     body = c.block(ins.regions[0])
     iv_slot, iter_slots = body.arg_slots[0], body.arg_slots[1:]

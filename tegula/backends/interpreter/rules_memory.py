@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelRuntimeError, OutOfBoundsError
+from ...ir.accessors import memory_operands
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import PointerType, element_of, shape_of
@@ -39,19 +40,17 @@ def _broadcaster(value_shape, shape):
 
 @rule(Op.LOAD)
 def load(ins: Instr, c: Compiler) -> Step:
-    attrs = ins.attrs
-    has_mask = bool(attrs and attrs.has_mask)
-    has_other = bool(attrs and attrs.has_other)
-    slots = c.slots(ins.operands)
-    p = slots[0]
-    m = slots[1] if has_mask else None
-    oth = slots[2] if has_mask and has_other else None
+    parts = memory_operands(ins)
+    has_mask = parts.mask is not None
+    p = c.slot(parts.pointer)
+    m = c.slot(parts.mask) if parts.mask is not None else None
+    oth = c.slot(parts.other) if has_mask and parts.other is not None else None
     o = c.slot(ins.result)
     elem = element_of(ins.result.type)
     shape = shape_of(ins.result.type)
     mdt = memory_dtype(elem)
     type_name = str(elem)
-    mask_fix = _broadcaster(shape_of(ins.operands[1].type), shape) if has_mask else None
+    mask_fix = _broadcaster(shape_of(parts.mask.type), shape) if has_mask else None
     is_ptr = isinstance(elem, PointerType)
     default = None if is_ptr else zero(elem)
 
@@ -82,11 +81,9 @@ def load(ins: Instr, c: Compiler) -> Step:
 
 @rule(Op.STORE)
 def store(ins: Instr, c: Compiler) -> Step:
-    attrs = ins.attrs
-    has_mask = bool(attrs and attrs.has_mask)
-    slots = c.slots(ins.operands)
-    p, v = slots[0], slots[1]
-    m = slots[2] if has_mask else None
+    parts = memory_operands(ins)
+    p, v = c.slot(parts.pointer), c.slot(parts.value)
+    m = c.slot(parts.mask) if parts.mask is not None else None
     elem = element_of(ins.operands[0].type).pointee
     mdt = memory_dtype(elem)
     type_name = str(elem)
