@@ -13,6 +13,8 @@ import weakref
 from functools import partial
 from typing import Any, Callable, Optional
 
+from .tracebacks import located_entry
+
 # torch.compile support (`tegula/torch/dynamo.py` sets these once torch is loaded):
 # `_torch_tracing()` says whether a launch is being traced (by Dynamo, or with fake
 # tensors), and then `_torch_launcher(kernel, grid)` is the launcher that calls the
@@ -78,7 +80,6 @@ class KernelInterface:
             return _torch_launcher(self, grid)  # type: ignore[misc]
         # Through the located entry of the kernel (see `tracebacks`): a failing launch
         # shows the user's frames only. A C-level partial adds no frame of its own.
-        from .tracebacks import located_entry
 
         return partial(located_entry(self, getattr(self, "__name__", "launch")), self.run,
                        grid=grid, warmup=False)

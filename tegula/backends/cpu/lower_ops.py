@@ -20,6 +20,7 @@ from ...ir.types import F64, ScalarType, element_of, shape_of
 from ..llvm import casts
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I32, I64, llvm_type, memory_type
+from .tiles import axis_split
 
 
 def _strides(shape: tuple) -> list[int]:
@@ -119,14 +120,7 @@ class MoreOps:
         reverse = bool(getattr(ins.attrs, "reverse", False))
         srcs = [self.env[id(o)] for o in ins.operands]
         shape = tuple(shape_of(ins.operands[0].type))
-        axis = axis if axis >= 0 else axis + len(shape)
-        n = shape[axis]
-        outer = 1
-        for d in shape[:axis]:
-            outer *= d
-        inner = 1
-        for d in shape[axis + 1:]:
-            inner *= d
+        outer, n, inner = axis_split(shape, axis)
         outs = [self.new_tile(r.type) for r in ins.results]
         region = ins.regions[0]
         b = self.b

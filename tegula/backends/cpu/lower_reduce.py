@@ -22,7 +22,7 @@ from ...ir.ops import Op
 from ...ir.types import element_of, shape_of
 from ..llvm import host_jit
 from ..llvm.types import I64, llvm_type
-from .tiles import Tile
+from .tiles import Tile, axis_split
 
 _LINEAR = frozenset({Op.ADD, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.AND, Op.OR, Op.XOR})
 
@@ -57,14 +57,7 @@ class ReduceOps:
         axis = ins.attrs.axis
         src = ins.operands[0]
         shape = tuple(shape_of(src.type))
-        axis = axis if axis >= 0 else axis + len(shape)
-        n = shape[axis]
-        outer = 1
-        for d in shape[:axis]:
-            outer *= d
-        inner = 1
-        for d in shape[axis + 1:]:
-            inner *= d
+        outer, n, inner = axis_split(shape, axis)
         region = ins.regions[0]
         r = ins.result
         c64 = lambda x: ir.Constant(I64, x)  # noqa: E731
@@ -166,13 +159,7 @@ class ReduceOps:
         axis = ins.attrs.axis
         srcs = [self.env[id(o)] for o in ins.operands]
         shape = tuple(shape_of(ins.operands[0].type))
-        n = shape[axis]
-        outer = 1
-        for d in shape[:axis]:
-            outer *= d
-        inner = 1
-        for d in shape[axis + 1:]:
-            inner *= d
+        outer, n, inner = axis_split(shape, axis)
         outs = [self.new_tile(r.type) if shape_of(r.type) else self.alloca_b.alloca(llvm_type(element_of(r.type)))
                 for r in ins.results]
         region = ins.regions[0]

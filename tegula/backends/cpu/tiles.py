@@ -30,6 +30,18 @@ def elem_bytes(e: Any) -> int:
     return 8 if isinstance(e, PointerType) else max(e.bits // 8, 1)
 
 
+def axis_split(shape: tuple, axis: int) -> tuple[int, int, int]:
+    """(elements before, along, after) `axis` of a row-major tile of `shape`: element
+    (o, i, j) is at flat index (o * n + i) * inner + j."""
+    axis = axis if axis >= 0 else axis + len(shape)
+    outer = inner = 1
+    for d in shape[:axis]:
+        outer *= d
+    for d in shape[axis + 1:]:
+        inner *= d
+    return outer, shape[axis], inner
+
+
 def numel(t: Any) -> int:
     n = 1
     for d in shape_of(t):
