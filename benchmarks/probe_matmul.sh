@@ -1,15 +1,15 @@
+# Diagnostics for one matmul config on the GPU machine: SASS of tegula and Triton,
+# and per-reason warp stall metrics from ncu for both (logs under $OUT).
+#   bash benchmarks/probe_matmul.sh SIZE BM,BN,BK,STAGES,WARPS
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TEGULA_CACHE_DIR=$(mktemp -d)
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout 300 python3 benchmarks/run_gpu.py --only matmul --rounds 3 --out $OUT --matmul \
-  3000:float16:128,128,64,4,4 3072:float16:128,128,64,4,4 4096:float16:128,128,64,4,4 \
-  3000:float16:128,256,64,3,8 3072:float16:128,256,64,3,8 4096:float16:128,256,64,3,8 > $OUT/sweep.log 2>&1
-echo sweep exit $?
-S="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"
-for spec in "tegula 3000 128,128,64,4,4" "tegula 3072 128,128,64,4,4" "triton 3072 128,128,64,4,4" "tegula 4096 128,256,64,3,8" "triton 4096 128,256,64,3,8"; do
-  set -- $spec
-  timeout 120 ncu --kernel-name regex:matmul --launch-skip 2 --launch-count 1 $S python3 benchmarks/profile_matmul.py $1 $2 float16 $3 > $OUT/ncu_$1_$2.txt 2>&1
-  echo ncu $spec exit $?
+SIZE=${1:-4096}; CFG=${2:-128,128,64,4,4}
+python3 benchmarks/sass_mix.py --config ${CFG//,/ } --dump $OUT/sass 2>&1 | tail -n 4
+M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,smsp__cycles_active.avg"
+for who in tegula triton; do
+  timeout 180 ncu --kernel-name regex:matmul --launch-skip 2 --launch-count 1 --metrics "$M" \
+    python3 benchmarks/profile_matmul.py $who $SIZE float16 $CFG > $OUT/ncu_${who}_$SIZE.txt 2>&1
+  echo "ncu $who exit $?"
+  grep -E "stalled|inst_executed|cycles" $OUT/ncu_${who}_$SIZE.txt | awk '$NF+0 > 0.05 || /inst|cycles/' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done
-tail -n 12 $OUT/sweep.log
