@@ -246,9 +246,20 @@ class KernelLowering:
                 for s, n in dim_fields(lay.shape)]
 
     def element_flat(self, lay: LinearLayout, r: int) -> ir.Value:
-        reg = ir.Constant(I32, lay.reg_element(r))
+        """Register r's flat index (an element offset in shared-memory maps). Where the
+        register's bits cannot meet a bit the thread part sets, the XOR is an add, so
+        the offsets of a thread's registers are one base plus constants (the constants
+        fold into address immediates, one base register instead of one per access;
+        the swizzled slot layouts are the case: their XOR mixes a row's bits into its
+        column chunk, which a thread's copies, 8+ rows apart, leave alone)."""
+        reg = lay.reg_element(r)
         tp = self.thread_part(lay)
-        return self.b.or_(tp, reg) if lay.is_disjoint() else self.b.xor(tp, reg)
+        thread_bits = 0
+        for image in lay.lane + lay.warp:
+            thread_bits |= image
+        if reg & thread_bits == 0:
+            return self.b.add(tp, ir.Constant(I32, reg)) if reg else tp
+        return self.b.xor(tp, ir.Constant(I32, reg))
 
     def duplicate_free(self, lay: Optional[LinearLayout]) -> Optional[ir.Value]:
         """An i1 true in exactly one thread of each group holding the same elements
