@@ -102,7 +102,11 @@ class KernelLowering:
         self.dev.begin(fn, self.pb, list(fn.args[n_own:]))
         tid = self.dev.sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(I32, 31))
-        self.warp = self.pb.lshr(tid, ir.Constant(I32, 5))
+        # The warp index read back through a shuffle from lane 0 (as Triton does): the
+        # value is then known warp-uniform, so what derives from it (a warpgroup's
+        # wgmma descriptors, its slot offsets) is computed in the uniform datapath
+        # instead of per thread and moved over with R2UR before every wgmma.
+        self.warp = self.dev.shfl_i32(self.pb, "idx", self.pb.lshr(tid, ir.Constant(I32, 5)), ir.Constant(I32, 0))
         self.tid = tid
         for i, a in enumerate(self.kernel.args):
             p = fn.args[i]
