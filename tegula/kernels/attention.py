@@ -56,7 +56,7 @@ class _Plan:
         s, m, bm = self.score_mod, self.mask_mod, self.block_mask
         out = dict(SCORE_MOD=None if s is None else s.fn, score_args=() if s is None else tuple(s.args),
                    MASK_MOD=None if m is None else m.fn, mask_args=() if m is None else tuple(m.args),
-                   HEAD_DIM=self.head_dim, CAUSAL=self.causal, SPARSE=bm is not None,
+                   HEAD_DIM=self.head_dim, SM_SCALE=self.sm_scale, CAUSAL=self.causal, SPARSE=bm is not None,
                    SPARSE_Q=bm.q_block if bm else 1, SPARSE_KV=bm.kv_block if bm else 1,
                    PRECISION="ieee" if self.ieee else "tf32",
                    ON_GPU=self.on_gpu)
@@ -84,7 +84,7 @@ def _forward(q, k, v, plan: _Plan):
     o = torch.empty_like(q)
     lse = torch.empty((Z, H, N), device=q.device, dtype=plan.acc_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_M"]), Z * H)
-    _fwd[grid](q, k, v, o, lse, plan.sm_scale, *q.stride(), H, N, plan.sparse_args(False),
+    _fwd[grid](q, k, v, o, lse, *q.stride(), H, N, plan.sparse_args(False),
                **plan.constexprs(backward=False))
     return o, lse
 
@@ -99,9 +99,9 @@ def _backward(q, k, v, o, lse, do, plan: _Plan):
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     consts = plan.constexprs(backward=True)
     _dkdv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), Z * H)](
-        q, k, v, do, dk, dv, lse, delta, plan.sm_scale, *q.stride(), H, N, plan.sparse_args(True), **consts)
+        q, k, v, do, dk, dv, lse, delta, *q.stride(), H, N, plan.sparse_args(True), **consts)
     _dq[lambda meta: (triton.cdiv(N, meta["BLOCK_M"]), Z * H)](
-        q, k, v, do, dq, lse, delta, plan.sm_scale, *q.stride(), H, N, plan.sparse_args(False), **consts)
+        q, k, v, do, dq, lse, delta, *q.stride(), H, N, plan.sparse_args(False), **consts)
     return dq, dk, dv
 
 

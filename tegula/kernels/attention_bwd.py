@@ -36,8 +36,8 @@ def attention_bwd_preprocess(o_ptr, do_ptr, delta_ptr, stride_z, stride_h, strid
 
 @triton.jit
 def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d, start_m, offs_n, offs_d,
-               sm_scale, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
-               MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+               sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr,
+               score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
                BLOCK_M: tl.constexpr, PRECISION: tl.constexpr):
     offs_m = start_m + tl.arange(0, BLOCK_M)
     qt_ptrs = q_base + offs_m[None, :] * stride_n + offs_d[:, None] * stride_d  # Q^T block: HEAD_DIM x BLOCK_M
@@ -72,11 +72,12 @@ def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, st
 
 
 @triton.jit
-def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
+def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr,
                               stride_z, stride_h, stride_n, stride_d, H, N_CTX,
                               sparse, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
                               MASK_MOD: tl.constexpr, mask_args,
-                              HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, SPARSE: tl.constexpr,
+                              HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+                         SPARSE: tl.constexpr,
                               SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -110,13 +111,13 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
             q_start = tl.load(full_idx + idx_off + i) * SPARSE_Q
             for sub in range(0, SPARSE_Q, BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    q_start + sub, offs_n, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                    q_start + sub, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                     SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
         for i in range(tl.load(q_num + cnt_off)):
             q_start = tl.load(q_idx + idx_off + i) * SPARSE_Q
             for sub in range(0, SPARSE_Q, BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    q_start + sub, offs_n, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                    q_start + sub, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                     SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
     else:
         whole_end = N_CTX - N_CTX % BLOCK_M  # query blocks before this need no bounds mask
@@ -126,7 +127,7 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
             diag_end = start_n + BLOCK_N
             for start_m in range(start_n, tl.minimum(diag_end, N_CTX), BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    start_m, offs_n, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                    start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                     SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
             unmasked_start = diag_end
             tail_start = tl.maximum(diag_end, whole_end)
@@ -135,20 +136,20 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
             tail_start = whole_end
         for start_m in range(unmasked_start, whole_end, BLOCK_M):
             dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                start_m, offs_n, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                 SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
         for start_m in range(tail_start, N_CTX, BLOCK_M):
             dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                start_m, offs_n, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                 SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
-    tl.store(dk_ptr + kv_ptrs, (dk * sm_scale).to(dk_ptr.dtype.element_ty), mask=in_kv[:, None])
+    tl.store(dk_ptr + kv_ptrs, (dk * SM_SCALE).to(dk_ptr.dtype.element_ty), mask=in_kv[:, None])
     tl.store(dv_ptr + kv_ptrs, dv.to(dv_ptr.dtype.element_ty), mask=in_kv[:, None])
 
 
 @triton.jit
 def _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m, offs_d,
-             sm_scale, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
-             MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+             sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr,
+             score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
              BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
     offs_n = start_n + tl.arange(0, BLOCK_N)
     t_ptrs = offs_n[None, :] * stride_n + offs_d[:, None] * stride_d  # HEAD_DIM x BLOCK_N
@@ -172,11 +173,12 @@ def _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n,
 
 
 @triton.jit
-def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_ptr, sm_scale,
+def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_ptr,
                             stride_z, stride_h, stride_n, stride_d, H, N_CTX,
                             sparse, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
                             MASK_MOD: tl.constexpr, mask_args,
-                            HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, SPARSE: tl.constexpr,
+                            HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+                         SPARSE: tl.constexpr,
                             SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -207,13 +209,13 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
             kv_start = tl.load(full_idx + idx_off + i) * SPARSE_KV
             for sub in range(0, SPARSE_KV, BLOCK_N):
                 dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start + sub, offs_m,
-                              offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
                               mask_args, CAUSAL, False, BLOCK_N, PRECISION)
         for i in range(tl.load(kv_num + cnt_off)):
             kv_start = tl.load(kv_idx + idx_off + i) * SPARSE_KV
             for sub in range(0, SPARSE_KV, BLOCK_N):
                 dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start + sub, offs_m,
-                              offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
                               mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
@@ -224,10 +226,10 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
             masked_end = N_CTX
         for start_n in range(0, unmasked_end, BLOCK_N):
             dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
-                          offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
                           mask_args, CAUSAL, False, BLOCK_N, PRECISION)
         for start_n in range(unmasked_end, masked_end, BLOCK_N):
             dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
-                          offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
                           mask_args, CAUSAL, True, BLOCK_N, PRECISION)
-    tl.store(dq_ptr + q_ptrs, (dq * sm_scale).to(dq_ptr.dtype.element_ty), mask=in_q[:, None])
+    tl.store(dq_ptr + q_ptrs, (dq * SM_SCALE).to(dq_ptr.dtype.element_ty), mask=in_q[:, None])

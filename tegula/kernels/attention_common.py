@@ -2,7 +2,8 @@
 
 A score block is computed from `qk = Q_blk @ K_blk^T` (or its transpose in the dK/dV
 kernel). The mods see the score scaled by `sm_scale` in natural units, as in PyTorch's
-FlexAttention; the kernels keep scores in base 2 (times log2(e)) so the softmax
+FlexAttention (`sm_scale` is a constexpr, as there: exact for fp64 inputs, folded with
+log2(e) at compile time); the kernels keep scores in base 2 (times log2(e)) so the softmax
 numerator is one `exp2`. Without a score_mod the two scalings fold into one multiply.
 
 The index tiles `q_idx` and `kv_idx` are broadcastable 2-D tiles ([M, 1] and [1, N], or
@@ -16,27 +17,26 @@ import tegula.language as tl
 
 
 @triton.jit
-def scores_base2(qk, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX,
+def scores_base2(qk, sm_scale: tl.constexpr, off_b, off_h, q_idx, kv_idx, N_CTX,
                  SCORE_MOD: tl.constexpr, score_args):
     """Base-2 scores of one block: log2(e) * score_mod(sm_scale * qk, ...)."""
     if SCORE_MOD is None:
-        # sm_scale arrives as fp32: widen it first so fp64 inputs keep fp64 accuracy
-        s = qk * (sm_scale.to(qk.dtype) * 1.4426950408889634)  # log2(e)
+        s = qk * (sm_scale * 1.4426950408889634)  # log2(e); one constexpr product
     else:
-        raw = qk * sm_scale.to(qk.dtype)
+        raw = qk * sm_scale
         s = SCORE_MOD(raw, off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *score_args) * 1.4426950408889634
     return s
 
 
 @triton.jit
-def score_mod_grad(ds, qk, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX,
+def score_mod_grad(ds, qk, sm_scale: tl.constexpr, off_b, off_h, q_idx, kv_idx, N_CTX,
                    SCORE_GRAD: tl.constexpr, score_args):
     """Chain rule through an elementwise score_mod: ds * d(mod)/d(score) at the raw score.
 
     SCORE_GRAD is None for no score_mod and for additive mods (a bias independent of the
     score), whose derivative is 1."""
     if SCORE_GRAD is not None:
-        ds = ds * SCORE_GRAD(qk * sm_scale.to(qk.dtype), off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *score_args)
+        ds = ds * SCORE_GRAD(qk * sm_scale, off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *score_args)
     return ds
 
 

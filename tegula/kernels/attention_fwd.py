@@ -20,7 +20,7 @@ from tegula.kernels.attention_common import allowed_of, scores_base2
 
 @triton.jit
 def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, offs_m, offs_d,
-              sm_scale, off_b, off_h, N_CTX,
+              sm_scale: tl.constexpr, off_b, off_h, N_CTX,
               SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
               CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
     offs_n = start_n + tl.arange(0, BLOCK_N)
@@ -51,10 +51,11 @@ def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, off
 
 
 @triton.jit
-def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, sm_scale,
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          stride_z, stride_h, stride_n, stride_d, H, N_CTX,
                          sparse, SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
-                         HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, SPARSE: tl.constexpr,
+                         HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+                         SPARSE: tl.constexpr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -87,13 +88,13 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, sm_scale,
             kv_start = tl.load(full_idx + idx_off + i) * SPARSE_KV
             for sub in range(0, SPARSE_KV, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start + sub,
-                                          offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
                                           MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
         for i in range(tl.load(kv_num + cnt_off)):
             kv_start = tl.load(kv_idx + idx_off + i) * SPARSE_KV
             for sub in range(0, SPARSE_KV, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start + sub,
-                                          offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
                                           MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
@@ -105,11 +106,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, sm_scale,
             masked_end = N_CTX
         for start_n in range(0, unmasked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
-                                      offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
                                       MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
         for start_n in range(unmasked_end, masked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
-                                      offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
                                       MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
     # probability the backward recomputes for them exp2(s - inf) = 0.

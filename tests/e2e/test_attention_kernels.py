@@ -1,0 +1,221 @@
+"""tegula.kernels.attention end to end: forward and backward (dq, dk, dv) of every variant
+against a dense torch reference, on fresh random inputs, with sizes that are not
+multiples of the blocks.
+
+Backends: the numpy interpreter runs every variant in float64 (tegula's dot supports
+fp64 there, so the comparison is tight and `torch.autograd.gradcheck` runs in fp64) and
+some in float32; the CUDA lowering through the host emulator and the compiled CPU
+backend run a causal and a masked case at small size; a real GPU, where there is one,
+runs every variant in fp32 and fp16/bf16.
+"""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tegula as triton
+from tegula.kernels import MaskMod, ScoreMod, attention, create_block_mask, mods
+from tegula.kernels.attention_bwd import (  # noqa: F401  (the `on` fixture clears their caches)
+    attention_bwd_dkdv_kernel,
+    attention_bwd_dq_kernel,
+    attention_bwd_preprocess,
+)
+from tegula.kernels.attention_fwd import attention_fwd_kernel  # noqa: F401
+from tegula.kernels.flex import FULL, PARTIAL, _block_states_kernel  # noqa: F401
+
+
+def index_grids(Z, H, N, device):
+    return (torch.arange(Z, device=device).view(Z, 1, 1, 1), torch.arange(H, device=device).view(1, H, 1, 1),
+            torch.arange(N, device=device).view(1, 1, N, 1), torch.arange(N, device=device).view(1, 1, 1, N))
+
+
+def reference(q, k, v, causal=False, score_mod=None, mask_mod=None, block_mask=None, sm_scale=None):
+    """Dense softmax attention in torch with the mods' torch references; rows where
+    nothing attends give 0, as the kernels do."""
+    Z, H, N, D = q.shape
+    b, h, qi, ki = index_grids(Z, H, N, q.device)
+    s = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(D) if sm_scale is None else sm_scale)
+    if score_mod is not None:
+        s = score_mod.reference(s, b, h, qi, ki)
+    mask_mod = mask_mod or (block_mask.mask_mod if block_mask is not None else None)
+    causal = causal or (block_mask is not None and block_mask.causal)
+    allowed = torch.ones((1, 1, N, N), dtype=torch.bool, device=q.device)
+    if causal:
+        allowed = allowed & (qi >= ki)
+    if mask_mod is not None:
+        allowed = allowed & mask_mod.reference(b, h, qi, ki)
+    p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+    return torch.nan_to_num(p, nan=0.0) @ v
+
+
+def random_doc_ids(N, device, docs=4):
+    cuts = torch.sort(torch.randperm(N - 1)[: docs - 1] + 1).values.tolist()
+    ids = torch.zeros(N, dtype=torch.int32)
+    for c in cuts:
+        ids[c:] += 1
+    return ids.to(device)
+
+
+# name -> kwargs of attention() for (Z, H, N, device); fresh random data per call
+VARIANTS = {
+    "dense": lambda Z, H, N, dev: {},
+    "causal": lambda Z, H, N, dev: dict(causal=True),
+    "sliding_window": lambda Z, H, N, dev: dict(mask_mod=mods.sliding_window(N // 4 + 1)),
+    "sliding_window_bidirectional": lambda Z, H, N, dev: dict(mask_mod=mods.sliding_window(N // 5 + 2, causal=False)),
+    "document_causal": lambda Z, H, N, dev: dict(mask_mod=mods.document(random_doc_ids(N, dev)), causal=True),
+    "alibi_causal": lambda Z, H, N, dev: dict(score_mod=mods.alibi(mods.alibi_slopes(H, dev)), causal=True),
+    "relative_position": lambda Z, H, N, dev: dict(score_mod=mods.relative_position(0.05)),
+    "softcap": lambda Z, H, N, dev: dict(score_mod=mods.softcap(1.5), sm_scale=1.0),
+    "softcap_document_block_mask": lambda Z, H, N, dev: dict(
+        score_mod=mods.softcap(2.0),
+        block_mask=create_block_mask(mods.document(random_doc_ids(N, dev)), 1, 1, N, dev, causal=True)),
+}
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
+
+
+def check_variant(name, Z, H, N, D, dtype, device):
+    kwargs = VARIANTS[name](Z, H, N, device)
+    q, k, v = (torch.randn(Z, H, N, D, dtype=dtype, device=device, requires_grad=True) for _ in range(3))
+    out = attention(q, k, v, **kwargs)
+    d_out = torch.randn_like(out)
+    out.backward(d_out)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    expected = reference(q64, k64, v64, **kwargs)
+    expected.backward(d_out.double())
+    tol = TOLERANCE[dtype]
+    for what, got, want in (("out", out, expected), ("dq", q.grad, q64.grad), ("dk", k.grad, k64.grad),
+                            ("dv", v.grad, v64.grad)):
+        torch.testing.assert_close(got.double(), want, atol=tol, rtol=tol, msg=lambda m: f"{name} {what}: {m}")
+
+
+# Sizes cycle through lengths that are not multiples of the blocks (16/32 on the host).
+SIZES = [(1, 2, 40, 16), (1, 2, 77, 32), (2, 1, 100, 16)]
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_variant_fp64_interpreter(on, name):
+    Z, H, N, D = SIZES[list(VARIANTS).index(name) % len(SIZES)]
+    check_variant(name, Z, H, N, D, torch.float64, "cpu")
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("name", ["causal", "document_causal", "softcap"])
+def test_variant_fp32_interpreter(on, name):
+    check_variant(name, 1, 2, 61, 32, torch.float32, "cpu")
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated", "cpu"], indirect=True)
+@pytest.mark.parametrize("name", ["causal", "sliding_window"])
+def test_variant_compiled_host_backends(on, name):
+    check_variant(name, 1, 1, 40, 16, torch.float32, "cpu")
+
+
+@pytest.mark.parametrize("on", ["cuda"], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_variant_gpu(on, name, dtype):
+    check_variant(name, 2, 3, 300, 64, dtype, "cuda")
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("name", ["causal", "document_causal", "softcap"])
+def test_gradcheck_fp64(on, name):
+    Z, H, N, D = 1, 1, 19, 16
+    kwargs = VARIANTS[name](Z, H, N, "cpu")
+    inputs = tuple(torch.randn(Z, H, N, D, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, **kwargs), inputs, fast_mode=True)
+
+
+@triton.jit
+def _strictly_before(b, h, q_idx, kv_idx):
+    return kv_idx < q_idx
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_rows_with_nothing_to_attend_give_zero(on):
+    """Query 0 sees no key under `kv < q`: its output and gradients are 0, not NaN."""
+    mask = MaskMod(_strictly_before, (), lambda b, h, q, kv: kv < q)
+    q, k, v = (torch.randn(1, 2, 45, 16, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    out = attention(q, k, v, mask_mod=mask)
+    assert torch.all(out[:, :, 0] == 0)
+    d_out = torch.randn_like(out)
+    out.backward(d_out)
+    q64, k64, v64 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    reference(q64, k64, v64, mask_mod=mask).backward(d_out)
+    for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
+        torch.testing.assert_close(got, want, atol=1e-9, rtol=1e-9)
+
+
+@triton.jit
+def _scaled(score, b, h, q_idx, kv_idx, factor):
+    return score * factor
+
+
+@triton.jit
+def _scaled_grad(score, b, h, q_idx, kv_idx, factor):
+    return factor + 0.0 * score
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_user_score_mod_with_its_gradient(on):
+    """A score_mod written by the user, with the derivative rule they give."""
+    factor = 0.75  # exact in fp32, the type of float scalar arguments
+    mod = ScoreMod(_scaled, _scaled_grad, (factor,), lambda s, b, h, q, kv: s * factor)
+    q, k, v = (torch.randn(1, 1, 50, 16, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    out = attention(q, k, v, causal=True, score_mod=mod)
+    out.sum().backward()
+    q64, k64, v64 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    reference(q64, k64, v64, causal=True, score_mod=mod).sum().backward()
+    for got, want in ((out, reference(q64, k64, v64, causal=True, score_mod=mod)), (q.grad, q64.grad),
+                      (k.grad, k64.grad), (v.grad, v64.grad)):
+        torch.testing.assert_close(got, want, atol=1e-9, rtol=1e-9)
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_score_mod_without_gradient_rule_is_forward_only(on):
+    q, k, v = (torch.randn(1, 1, 20, 16, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    mod = ScoreMod(_scaled, None, (0.5,), lambda s, b, h, qi, ki: s * 0.5)
+    out = attention(q, k, v, score_mod=mod)
+    torch.testing.assert_close(out, reference(q, k, v, score_mod=mod), atol=1e-9, rtol=1e-9)
+    with pytest.raises(NotImplementedError, match="no gradient rule"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_block_mask_matches_dense_evaluation(on):
+    """The block states from the tegula kernel equal those of the torch reference mask,
+    and a sliding window visits the expected fraction of blocks."""
+    N, window = 150, 20
+    mask = mods.sliding_window(window)
+    bm = create_block_mask(mask, 1, 1, N, "cpu", q_block=32, kv_block=32)
+    _, _, qi, ki = index_grids(1, 1, N, "cpu")
+    dense = (mask.reference(None, None, qi, ki) & (qi >= ki))[0, 0]
+    n_blk = triton.cdiv(N, 32)
+    padded = torch.zeros(n_blk * 32, n_blk * 32, dtype=torch.bool)
+    padded[:N, :N] = dense
+    per_block = padded.view(n_blk, 32, n_blk, 32).sum(dim=(1, 3))
+    full = per_block == 32 * 32
+    partial = (per_block > 0) & ~full
+    assert torch.equal(bm.full_kv_num_blocks[0, 0], full.sum(1).int())
+    assert torch.equal(bm.kv_num_blocks[0, 0], partial.sum(1).int())
+    assert torch.equal(bm.q_num_blocks[0, 0], partial.sum(0).int())
+    for row in range(n_blk):
+        for got, flags in ((bm.kv_indices, partial[row]), (bm.full_kv_indices, full[row])):
+            assert got[0, 0, row, :int(flags.sum())].tolist() == torch.nonzero(flags).flatten().tolist()
+    assert bm.visited_fraction() == pytest.approx(float((per_block > 0).sum()) / n_blk ** 2)
+    assert bm.visited_fraction() < 0.5
+
+
+def test_block_mask_errors_are_named():
+    q = torch.randn(1, 1, 40, 16)
+    not_causal = create_block_mask(mods.sliding_window(8, causal=False), 1, 1, 40, "cpu")
+    with pytest.raises(ValueError, match="build it with causal=True"):
+        attention(q, q, q, causal=True, block_mask=not_causal)
+    with pytest.raises(ValueError, match="N=40"):
+        x = torch.randn(1, 1, 48, 16)
+        attention(x, x, x, block_mask=not_causal)
+    with pytest.raises(ValueError, match="power of two"):
+        x = torch.randn(1, 1, 8, 24)
+        attention(x, x, x)
