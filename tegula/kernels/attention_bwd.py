@@ -16,7 +16,7 @@ transposed lists of a BlockMask.
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, score_mod_grad, scores_base2
+from tegula.kernels.attention_common import allowed_of, score_mod_grad, scores_base2, sparse_block_start
 
 
 @triton.jit
@@ -107,18 +107,16 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
         kv_blk = start_n // SPARSE_KV
         cnt_off = off_b * sparse[4] + off_h * sparse[5] + kv_blk
         idx_off = off_b * sparse[6] + off_h * sparse[7] + kv_blk * sparse[8]
-        for i in range(tl.load(full_num + cnt_off)):
-            q_start = tl.load(full_idx + idx_off + i) * SPARSE_Q
-            for sub in range(0, SPARSE_Q, BLOCK_M):
-                dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    q_start + sub, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
-        for i in range(tl.load(q_num + cnt_off)):
-            q_start = tl.load(q_idx + idx_off + i) * SPARSE_Q
-            for sub in range(0, SPARSE_Q, BLOCK_M):
-                dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    q_start + sub, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
+        for j in range(tl.load(full_num + cnt_off) * (SPARSE_Q // BLOCK_M)):
+            q_start = sparse_block_start(full_idx + idx_off, j, SPARSE_Q, BLOCK_M)
+            dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
+                                q_start, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
+        for j in range(tl.load(q_num + cnt_off) * (SPARSE_Q // BLOCK_M)):
+            q_start = sparse_block_start(q_idx + idx_off, j, SPARSE_Q, BLOCK_M)
+            dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
+                                q_start, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
     else:
         whole_end = N_CTX - N_CTX % BLOCK_M  # query blocks before this need no bounds mask
         if CAUSAL:
@@ -205,18 +203,16 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
         q_blk = start_m // SPARSE_Q
         cnt_off = off_b * sparse[4] + off_h * sparse[5] + q_blk
         idx_off = off_b * sparse[6] + off_h * sparse[7] + q_blk * sparse[8]
-        for i in range(tl.load(full_num + cnt_off)):
-            kv_start = tl.load(full_idx + idx_off + i) * SPARSE_KV
-            for sub in range(0, SPARSE_KV, BLOCK_N):
-                dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start + sub, offs_m,
-                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                              mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for i in range(tl.load(kv_num + cnt_off)):
-            kv_start = tl.load(kv_idx + idx_off + i) * SPARSE_KV
-            for sub in range(0, SPARSE_KV, BLOCK_N):
-                dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start + sub, offs_m,
-                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                              mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+        for j in range(tl.load(full_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
+            kv_start = sparse_block_start(full_idx + idx_off, j, SPARSE_KV, BLOCK_N)
+            dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start, offs_m,
+                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                          mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for j in range(tl.load(kv_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
+            kv_start = sparse_block_start(kv_idx + idx_off, j, SPARSE_KV, BLOCK_N)
+            dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start, offs_m,
+                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                          mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
             unmasked_end = start_m  # BLOCK_M % BLOCK_N == 0

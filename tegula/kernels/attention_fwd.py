@@ -15,7 +15,7 @@ Which KV blocks a program visits:
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, scores_base2
+from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_block_start
 
 
 @triton.jit
@@ -84,18 +84,16 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         q_blk = start_m // SPARSE_Q
         cnt_off = off_b * sparse[4] + off_h * sparse[5] + q_blk
         idx_off = off_b * sparse[6] + off_h * sparse[7] + q_blk * sparse[8]
-        for i in range(tl.load(full_num + cnt_off)):
-            kv_start = tl.load(full_idx + idx_off + i) * SPARSE_KV
-            for sub in range(0, SPARSE_KV, BLOCK_N):
-                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start + sub,
-                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for i in range(tl.load(kv_num + cnt_off)):
-            kv_start = tl.load(kv_idx + idx_off + i) * SPARSE_KV
-            for sub in range(0, SPARSE_KV, BLOCK_N):
-                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start + sub,
-                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+        for j in range(tl.load(full_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
+            kv_start = sparse_block_start(full_idx + idx_off, j, SPARSE_KV, BLOCK_N)
+            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for j in range(tl.load(kv_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
+            kv_start = sparse_block_start(kv_idx + idx_off, j, SPARSE_KV, BLOCK_N)
+            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
