@@ -68,14 +68,10 @@ class _Plan:
         return out
 
     def sparse_args(self, transposed: bool) -> tuple:
-        """The block lists as the kernels take them: per Q block (forward, dQ) or per KV
-        block (dK/dV), with the count and index strides."""
+        """The BlockMask's runs as the kernels take them (flex.BlockMask.kernel_args)."""
         if self.block_mask is None:
             return ()
-        lists = self.block_mask.expanded(self.Z, self.H)
-        num, idx, full_num, full_idx = lists[4:] if transposed else lists[:4]
-        return (num, idx, full_num, full_idx, num.stride(0), num.stride(1),
-                idx.stride(0), idx.stride(1), idx.stride(2))
+        return self.block_mask.kernel_args(self.Z, self.H, transposed)
 
 
 def _forward(q, k, v, plan: _Plan):

@@ -16,7 +16,7 @@ transposed lists of a BlockMask.
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, score_mod_grad, scores_base2, sparse_block_start
+from tegula.kernels.attention_common import allowed_of, score_mod_grad, scores_base2
 
 
 @triton.jit
@@ -81,8 +81,8 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
                               SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse`: () or (q_num, q_idx, full_q_num, full_q_idx, count strides z, h, index
-    strides z, h, kv) — a BlockMask's transposed lists."""
+    """`sparse`: () or a BlockMask's runs per KV block (of Q blocks), laid out as the
+    forward's (attention_fwd.py)."""
     batch_head = tl.program_id(1)
     off_b = batch_head // H
     off_h = batch_head % H
@@ -103,20 +103,25 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
     dk = tl.zeros((BLOCK_N, HEAD_DIM), dtype=acc_ty)
     dv = tl.zeros((BLOCK_N, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
-        q_num, q_idx, full_num, full_idx = sparse[0], sparse[1], sparse[2], sparse[3]
+        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
+        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         kv_blk = start_n // SPARSE_KV
-        cnt_off = off_b * sparse[4] + off_h * sparse[5] + kv_blk
-        idx_off = off_b * sparse[6] + off_h * sparse[7] + kv_blk * sparse[8]
-        for j in range(tl.load(full_num + cnt_off) * (SPARSE_Q // BLOCK_M)):
-            q_start = sparse_block_start(full_idx + idx_off, j, SPARSE_Q, BLOCK_M)
-            dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                q_start, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
-        for j in range(tl.load(q_num + cnt_off) * (SPARSE_Q // BLOCK_M)):
-            q_start = sparse_block_start(q_idx + idx_off, j, SPARSE_Q, BLOCK_M)
-            dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                q_start, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
+        cnt_off = off_b * sparse[6] + off_h * sparse[7] + kv_blk
+        idx_off = off_b * sparse[8] + off_h * sparse[9] + kv_blk * sparse[10]
+        for r in range(tl.load(full_runs + cnt_off)):
+            lo = tl.load(full_first + idx_off + r) * SPARSE_Q
+            hi = tl.load(full_end + idx_off + r) * SPARSE_Q
+            for start_m in range(lo, hi, BLOCK_M):
+                dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
+                                    start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
+        for r in range(tl.load(part_runs + cnt_off)):
+            lo = tl.load(part_first + idx_off + r) * SPARSE_Q
+            hi = tl.load(part_end + idx_off + r) * SPARSE_Q
+            for start_m in range(lo, hi, BLOCK_M):
+                dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
+                                    start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
     else:
         whole_end = N_CTX - N_CTX % BLOCK_M  # query blocks before this need no bounds mask
         if CAUSAL:
@@ -180,7 +185,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
                             SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse`: () or the forward's lists (per Q block, the KV blocks)."""
+    """`sparse`: () or the forward's runs (per Q block, of KV blocks)."""
     batch_head = tl.program_id(1)
     off_b = batch_head // H
     off_h = batch_head % H
@@ -199,20 +204,25 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
     v_base = v_ptr + base
     dq = tl.zeros((BLOCK_M, HEAD_DIM), dtype=lse_ptr.dtype.element_ty)
     if SPARSE:
-        kv_num, kv_idx, full_num, full_idx = sparse[0], sparse[1], sparse[2], sparse[3]
+        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
+        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         q_blk = start_m // SPARSE_Q
-        cnt_off = off_b * sparse[4] + off_h * sparse[5] + q_blk
-        idx_off = off_b * sparse[6] + off_h * sparse[7] + q_blk * sparse[8]
-        for j in range(tl.load(full_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
-            kv_start = sparse_block_start(full_idx + idx_off, j, SPARSE_KV, BLOCK_N)
-            dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start, offs_m,
-                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                          mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for j in range(tl.load(kv_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
-            kv_start = sparse_block_start(kv_idx + idx_off, j, SPARSE_KV, BLOCK_N)
-            dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, kv_start, offs_m,
-                          offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                          mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+        cnt_off = off_b * sparse[6] + off_h * sparse[7] + q_blk
+        idx_off = off_b * sparse[8] + off_h * sparse[9] + q_blk * sparse[10]
+        for r in range(tl.load(full_runs + cnt_off)):
+            lo = tl.load(full_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(full_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
+                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                              mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for r in range(tl.load(part_runs + cnt_off)):
+            lo = tl.load(part_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(part_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
+                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
+                              mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
             unmasked_end = start_m  # BLOCK_M % BLOCK_N == 0

@@ -51,12 +51,3 @@ def allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL: tl.constexpr,
         allowed = allowed & MASK_MOD(off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *mask_args)
     return allowed
 
-
-@triton.jit
-def sparse_block_start(indices, j, SPARSE_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
-    """First row of the j-th kernel block when walking a BlockMask list of SPARSE_BLOCK-row
-    blocks in BLOCK-row steps. The kernels loop flat over (list entry, step) rather than
-    nesting a step loop in an entry loop, so one loop carries every K/V (or Q/dO) load
-    and the compiler can software-pipeline it across entries."""
-    steps: tl.constexpr = SPARSE_BLOCK // BLOCK
-    return tl.load(indices + j // steps) * SPARSE_BLOCK + (j % steps) * BLOCK

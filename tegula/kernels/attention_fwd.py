@@ -12,10 +12,11 @@ Which KV blocks a program visits:
   rest skipped (BLOCK_M must be a multiple of BLOCK_N);
 - SPARSE (a BlockMask): the full blocks of its Q block unmasked, then its partial blocks
   with the mask_mod (and causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks.
+  Blocks are walked as runs of consecutive blocks (flex.py), not one list entry at a time.
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_block_start
+from tegula.kernels.attention_common import allowed_of, scores_base2
 
 
 @triton.jit
@@ -59,8 +60,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse` is () when not SPARSE, else (kv_num, kv_idx, full_kv_num, full_kv_idx,
-    count stride z, count stride h, index stride z, h, q) of a BlockMask."""
+    """`sparse` is () when not SPARSE, else a BlockMask's runs per Q block: (partial run
+    count, run first blocks, run end blocks, the same three for full runs, count strides
+    z, h, run strides z, h, q). A run is a range of consecutive KV blocks: walking one
+    is a loop whose addresses depend only on its counter, which the compiler pipelines."""
     block_m = tl.program_id(0)
     batch_head = tl.program_id(1)
     off_b = batch_head // H
@@ -80,20 +83,25 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
-        kv_num, kv_idx, full_num, full_idx = sparse[0], sparse[1], sparse[2], sparse[3]
+        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
+        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         q_blk = start_m // SPARSE_Q
-        cnt_off = off_b * sparse[4] + off_h * sparse[5] + q_blk
-        idx_off = off_b * sparse[6] + off_h * sparse[7] + q_blk * sparse[8]
-        for j in range(tl.load(full_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
-            kv_start = sparse_block_start(full_idx + idx_off, j, SPARSE_KV, BLOCK_N)
-            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start,
-                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for j in range(tl.load(kv_num + cnt_off) * (SPARSE_KV // BLOCK_N)):
-            kv_start = sparse_block_start(kv_idx + idx_off, j, SPARSE_KV, BLOCK_N)
-            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, kv_start,
-                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+        cnt_off = off_b * sparse[6] + off_h * sparse[7] + q_blk
+        idx_off = off_b * sparse[8] + off_h * sparse[9] + q_blk * sparse[10]
+        for r in range(tl.load(full_runs + cnt_off)):
+            lo = tl.load(full_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(full_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for r in range(tl.load(part_runs + cnt_off)):
+            lo = tl.load(part_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(part_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
     else:
         if CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.

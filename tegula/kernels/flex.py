@@ -13,13 +13,16 @@ mods that add a bias independent of the score. Masks need no gradient.
 A BlockMask is the sparse schedule: for each (batch, head, Q block) the KV blocks to
 visit, split into *full* blocks (every pair attends: no mask_mod is evaluated) and
 *partial* ones (mask_mod applied); blocks where nothing attends are never visited. It
-also keeps the transposed lists (per KV block, the Q blocks) for the dK/dV kernel.
+also keeps the transposed lists (per KV block, the Q blocks) for the dK/dV kernel. The
+kernels walk the lists as *runs* of consecutive blocks (a sliding window or a document is
+one or two runs per row): a loop over one run has addresses that depend on its counter
+only, which the compiler software-pipelines; per-entry indirection would defeat that.
 `create_block_mask` builds one by evaluating the mask_mod on every block with a tegula
 kernel (on the tensors' device), then compacting the block states with torch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 import tegula as triton
@@ -76,8 +79,10 @@ class BlockMask:
     q_indices: Any
     full_q_num_blocks: Any
     full_q_indices: Any
+    states: Any = None  # [B, H, n_q_blocks, n_kv_blocks] int8: EMPTY / PARTIAL / FULL
     mask_mod: Optional[MaskMod] = None
     causal: bool = False
+    _runs: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_block_states(cls, states, n_ctx: int, q_block: int, kv_block: int,
@@ -88,7 +93,7 @@ class BlockMask:
         q_num, q_idx = _compact((states == PARTIAL).transpose(-1, -2))
         full_q_num, full_q_idx = _compact((states == FULL).transpose(-1, -2))
         return cls(n_ctx, q_block, kv_block, kv_num, kv_idx, full_kv_num, full_kv_idx,
-                   q_num, q_idx, full_q_num, full_q_idx, mask_mod, causal)
+                   q_num, q_idx, full_q_num, full_q_idx, states, mask_mod, causal)
 
     def visited_fraction(self) -> float:
         """The fraction of (Q block, KV block) pairs the kernels visit (1.0: dense)."""
@@ -97,17 +102,36 @@ class BlockMask:
         visited = int(self.kv_num_blocks.sum()) + int(self.full_kv_num_blocks.sum())
         return visited / total
 
-    def expanded(self, Z: int, H: int) -> tuple:
-        """The eight tensors broadcast to [Z, H, ...] (stride 0 where B or H is 1), in
-        the order the kernels take them: fwd/dq lists, then dK/dV lists."""
-        def grow(t):
-            return t.expand(Z, H, *t.shape[2:])
-        for t in (self.kv_num_blocks,):
-            if t.shape[0] not in (1, Z) or t.shape[1] not in (1, H):
-                raise ValueError(f"block mask for B={t.shape[0]}, H={t.shape[1]} does not fit Z={Z}, H={H}")
-        return tuple(grow(t) for t in (self.kv_num_blocks, self.kv_indices, self.full_kv_num_blocks,
-                                       self.full_kv_indices, self.q_num_blocks, self.q_indices,
-                                       self.full_q_num_blocks, self.full_q_indices))
+    def kernel_args(self, Z: int, H: int, transposed: bool) -> tuple:
+        """What the kernels walk: per Q block (forward, dQ) or per KV block (dK/dV,
+        `transposed`), the runs of consecutive partial and full blocks, broadcast to
+        [Z, H, ...] (stride 0 where B or H is 1): (partial run count, run first blocks,
+        run end blocks, the same for full runs, count strides z, h, run strides z, h, row)."""
+        B, Hm = self.kv_num_blocks.shape[:2]
+        if B not in (1, Z) or Hm not in (1, H):
+            raise ValueError(f"block mask for B={B}, H={Hm} does not fit Z={Z}, H={H}")
+        key = (Z, H, transposed)
+        if key not in self._runs:
+            states = self.states.transpose(-1, -2) if transposed else self.states
+            part, full = _runs(states == PARTIAL), _runs(states == FULL)
+            part, full = ([t.expand(Z, H, *t.shape[2:]) for t in ts] for ts in (part, full))
+            count, first = part[0], part[1]
+            self._runs[key] = (*part, *full, count.stride(0), count.stride(1),
+                               first.stride(0), first.stride(1), first.stride(2))
+        return self._runs[key]
+
+
+def _runs(flags):
+    """bool [..., n] -> (count, first, end) of the runs of consecutive True entries:
+    int32 [...], and [..., n] int32 whose first `count` entries are valid."""
+    import torch
+    before = torch.zeros_like(flags)
+    before[..., 1:] = flags[..., :-1]
+    after = torch.zeros_like(flags)
+    after[..., :-1] = flags[..., 1:]
+    count, first = _compact(flags & ~before)
+    _, last = _compact(flags & ~after)
+    return count, first, (last + 1).to(torch.int32)
 
 
 def _compact(flags):

@@ -204,6 +204,12 @@ def test_block_mask_matches_dense_evaluation(on):
     for row in range(n_blk):
         for got, flags in ((bm.kv_indices, partial[row]), (bm.full_kv_indices, full[row])):
             assert got[0, 0, row, :int(flags.sum())].tolist() == torch.nonzero(flags).flatten().tolist()
+    # the runs the kernels walk cover exactly the listed blocks
+    count, first, end, full_count, full_first, full_end = bm.kernel_args(1, 1, transposed=False)[:6]
+    for row in range(n_blk):
+        for c, f, e, flags in ((count, first, end, partial[row]), (full_count, full_first, full_end, full[row])):
+            covered = [b for r in range(int(c[0, 0, row])) for b in range(int(f[0, 0, row, r]), int(e[0, 0, row, r]))]
+            assert covered == torch.nonzero(flags).flatten().tolist()
     assert bm.visited_fraction() == pytest.approx(float((per_block > 0).sum()) / n_blk ** 2)
     assert bm.visited_fraction() < 0.5
 
