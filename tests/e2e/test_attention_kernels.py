@@ -225,3 +225,16 @@ def test_block_mask_errors_are_named():
     with pytest.raises(ValueError, match="power of two"):
         x = torch.randn(1, 1, 8, 24)
         attention(x, x, x)
+
+
+def test_example_08_checks_every_variant(capsys):
+    """examples/08_attention_variants.py at its small size: every variant matches."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "examples" / "08_attention_variants.py"
+    spec = importlib.util.spec_from_file_location("tegula_example_08", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(small=True)
+    out = capsys.readouterr().out
+    assert out.count("-> OK") == 7 and "MISMATCH" not in out
