@@ -43,11 +43,14 @@ def _fits(c, a, outer: str, inner: str) -> bool:
 
 
 def _pruner(host, gpu, outer, inner):
+    host_ids, gpu_ids = {id(c) for c in host}, {id(c) for c in gpu}
+
     def prune(configs, nargs, **kwargs):
+        # filters the autotuner's current list, so a caller may narrow `kernel.configs`
         a = {**nargs, **kwargs}
         if a["ON_GPU"]:
-            return [c for c in gpu if _fits(c, a, outer, inner)]
-        valid = [c for c in host if _fits(c, a, outer, inner)]
+            return [c for c in configs if id(c) in gpu_ids and _fits(c, a, outer, inner)]
+        valid = [c for c in configs if id(c) in host_ids and _fits(c, a, outer, inner)]
         return valid[:1]
     return {"early_config_prune": prune}
 
