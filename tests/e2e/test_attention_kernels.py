@@ -71,7 +71,7 @@ VARIANTS = {
         score_mod=mods.softcap(2.0),
         block_mask=create_block_mask(mods.document(random_doc_ids(N, dev)), 1, 1, N, dev, causal=True)),
 }
-TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4}
 
 
 def check_variant(name, Z, H, N, D, dtype, device):
@@ -83,9 +83,19 @@ def check_variant(name, Z, H, N, D, dtype, device):
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
     expected = reference(q64, k64, v64, **kwargs)
     expected.backward(d_out.double())
+    results = (("out", out, expected), ("dq", q.grad, q64.grad), ("dk", k.grad, k64.grad), ("dv", v.grad, v64.grad))
+    if dtype in (torch.float16, torch.bfloat16):
+        # 16-bit inputs: no worse than twice the error of the same math done by torch in
+        # that dtype (FlexAttention's own test criterion), against the float64 result
+        ql, kl, vl = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        low = reference(ql, kl, vl, **kwargs)
+        low.backward(d_out)
+        for (what, got, want), ref_low in zip(results, (low, ql.grad, kl.grad, vl.grad)):
+            err, err_low = (got.double() - want).abs().max().item(), (ref_low.double() - want).abs().max().item()
+            assert err <= 2 * err_low + 1e-3, f"{name} {what}: max error {err:.3g}, torch {dtype} {err_low:.3g}"
+        return
     tol = TOLERANCE[dtype]
-    for what, got, want in (("out", out, expected), ("dq", q.grad, q64.grad), ("dk", k.grad, k64.grad),
-                            ("dv", v.grad, v64.grad)):
+    for what, got, want in results:
         torch.testing.assert_close(got.double(), want, atol=tol, rtol=tol, msg=lambda m: f"{name} {what}: {m}")
 
 
@@ -106,16 +116,37 @@ def test_variant_fp32_interpreter(on, name):
     check_variant(name, 1, 2, 61, 32, torch.float32, "cpu")
 
 
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["causal", "softcap_document_block_mask"])
+def test_variant_16bit_interpreter(on, name, dtype):
+    """fp16/bf16 inputs with fp32 accumulation, judged against torch's own 16-bit error."""
+    check_variant(name, 1, 2, 70, 32, dtype, "cpu")
+
+
 @pytest.mark.parametrize("on", ["cuda-emulated", "cpu"], indirect=True)
 @pytest.mark.parametrize("name", ["causal", "sliding_window"])
 def test_variant_compiled_host_backends(on, name):
     check_variant(name, 1, 1, 40, 16, torch.float32, "cpu")
 
 
+@pytest.fixture
+def one_gpu_config(monkeypatch):
+    """One GPU config per kernel (128 x 64 blocks, 3 stages, 8 warps; the test is about
+    results, and autotuning every variant and dtype would compile hundreds of kernels)."""
+    from tegula.kernels import attention as module
+
+    def keep(c):
+        blocks = sorted((c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]))
+        return blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
+    for kernel in (module._fwd, module._dkdv, module._dq):
+        monkeypatch.setattr(kernel, "configs", [c for c in kernel.configs if keep(c)])
+
+
 @pytest.mark.parametrize("on", ["cuda"], indirect=True)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("name", list(VARIANTS))
-def test_variant_gpu(on, name, dtype):
+def test_variant_gpu(on, name, dtype, one_gpu_config):
     check_variant(name, 2, 3, 300, 64, dtype, "cuda")
 
 
