@@ -95,6 +95,31 @@ class BlockMask:
         return cls(n_ctx, q_block, kv_block, kv_num, kv_idx, full_kv_num, full_kv_idx,
                    q_num, q_idx, full_q_num, full_q_idx, states, mask_mod, causal)
 
+    @classmethod
+    def from_dense(cls, allowed, q_block: Optional[int] = None, kv_block: Optional[int] = None,
+                   mask_mod=None, causal: bool = False) -> "BlockMask":
+        """From a dense mask evaluated with torch: `allowed` [B, H, N, N] (bool; B and H may
+        be 1). Block states come from counting it per block; partial blocks are masked in
+        the kernels by `mask_mod`, by default `mods.dense(allowed)`, which reads `allowed`."""
+        import torch
+        B, H, N, n_kv = allowed.shape
+        if N != n_kv:
+            raise ValueError(f"a dense mask must be [B, H, N, N], got {tuple(allowed.shape)}")
+        q_block = q_block or default_sparse_block(allowed.device)
+        kv_block = kv_block or default_sparse_block(allowed.device)
+        n_q, n_k = triton.cdiv(N, q_block), triton.cdiv(N, kv_block)
+        attends = allowed.bool()
+        if causal:
+            attends = attends & torch.ones(N, N, dtype=torch.bool, device=allowed.device).tril()
+        padded = torch.zeros((B, H, n_q * q_block, n_k * kv_block), dtype=torch.int32, device=allowed.device)
+        padded[..., :N, :N] = attends
+        counts = padded.view(B, H, n_q, q_block, n_k, kv_block).sum(dim=(3, 5))
+        states = torch.where(counts == 0, EMPTY, torch.where(counts == q_block * kv_block, FULL, PARTIAL))
+        if mask_mod is None:
+            from tegula.kernels.mods import dense  # mods builds on this module
+            mask_mod = dense(allowed)
+        return cls.from_block_states(states.to(torch.int8), N, q_block, kv_block, as_mask_mod(mask_mod), causal)
+
     def visited_fraction(self) -> float:
         """The fraction of (Q block, KV block) pairs the kernels visit (1.0: dense)."""
         total = self.kv_indices.shape[-1] * self.kv_indices.shape[-2] * self.kv_indices.shape[0] \

@@ -5,7 +5,7 @@ the extra kernel arguments it reads (tensors, scalars), the derivative rule a sc
 needs for backward, and a torch `reference` on broadcast index tensors (b: [Z,1,1,1],
 h: [1,H,1,1], q_idx: [1,1,N,1], kv_idx: [1,1,1,N]) for dense checks.
 
-Mask mods: causal, sliding_window, document. Score mods: alibi, relative_position
+Mask mods: causal, sliding_window, document, dense (any mask given as a tensor). Score mods: alibi, relative_position
 (additive: gradient 1), softcap (gradient 1 - tanh^2).
 """
 from __future__ import annotations
@@ -61,6 +61,27 @@ def document(doc_ids) -> MaskMod:
         rows = b % doc2.shape[0]
         return doc2[rows, q] == doc2[rows, kv]
     return MaskMod(_document, (doc_ids, stride_b), reference)
+
+
+@triton.jit
+def _dense(b, h, q_idx, kv_idx, allowed, stride_b, stride_h, stride_q):
+    # 64-bit offsets: B*H*N*N entries pass 2**31 at long contexts
+    row = allowed + b.to(tl.int64) * stride_b + h.to(tl.int64) * stride_h
+    return tl.load(row + q_idx.to(tl.int64) * stride_q + kv_idx) != 0
+
+
+def dense(allowed) -> MaskMod:
+    """Any mask given as a tensor `allowed` [B, H, N, N] (bool or integer, nonzero =
+    attends; B and H may be 1), read by the kernels in partial blocks. Costs N*N bytes
+    per (b, h); `BlockMask.from_dense(allowed)` builds the block mask that goes with it."""
+    import torch
+    mask = allowed.to(torch.int8).contiguous()
+    strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1) if mask.shape[1] > 1 else 0,
+               mask.stride(2))
+
+    def reference(b, h, q, kv):
+        return mask[b % mask.shape[0], h % mask.shape[1], q, kv] != 0
+    return MaskMod(_dense, (mask, *strides), reference)
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tegula as triton
-from tegula.kernels import MaskMod, ScoreMod, attention, create_block_mask, mods
+from tegula.kernels import BlockMask, MaskMod, ScoreMod, attention, create_block_mask, mods
 from tegula.kernels.attention_bwd import (  # noqa: F401  (the `on` fixture clears their caches)
     attention_bwd_dkdv_kernel,
     attention_bwd_dq_kernel,
@@ -57,6 +57,14 @@ def random_doc_ids(N, device, docs=4):
     return ids.to(device)
 
 
+def random_band_mask(Z, H, N, device):
+    """A different random mask per (b, h): a band with random holes, the diagonal kept,
+    so some blocks are empty, some partial."""
+    q, kv = torch.arange(N).view(N, 1), torch.arange(N).view(1, N)
+    band = (q - kv).abs() < N // 3
+    return ((band & (torch.rand(Z, H, N, N) < 0.7)) | (q == kv)).to(device)
+
+
 # name -> kwargs of attention() for (Z, H, N, device); fresh random data per call
 VARIANTS = {
     "dense": lambda Z, H, N, dev: {},
@@ -67,6 +75,7 @@ VARIANTS = {
     "alibi_causal": lambda Z, H, N, dev: dict(score_mod=mods.alibi(mods.alibi_slopes(H, dev)), causal=True),
     "relative_position": lambda Z, H, N, dev: dict(score_mod=mods.relative_position(0.05)),
     "softcap": lambda Z, H, N, dev: dict(score_mod=mods.softcap(1.5), sm_scale=1.0),
+    "dense_tensor_mask": lambda Z, H, N, dev: dict(block_mask=BlockMask.from_dense(random_band_mask(Z, H, N, dev))),
     "softcap_document_block_mask": lambda Z, H, N, dev: dict(
         score_mod=mods.softcap(2.0),
         block_mask=create_block_mask(mods.document(random_doc_ids(N, dev)), 1, 1, N, dev, causal=True)),
@@ -243,6 +252,19 @@ def test_block_mask_matches_dense_evaluation(on):
             assert covered == torch.nonzero(flags).flatten().tolist()
     assert bm.visited_fraction() == pytest.approx(float((per_block > 0).sum()) / n_blk ** 2)
     assert bm.visited_fraction() < 0.5
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_block_mask_from_a_dense_torch_mask_matches_the_kernel_evaluation(on):
+    """BlockMask.from_dense (block states counted with torch) equals create_block_mask
+    evaluating the same mask with the tegula kernel, causal or not."""
+    Z, H, N = 2, 3, 70
+    allowed = random_band_mask(Z, H, N, "cpu")
+    for causal in (False, True):
+        by_torch = BlockMask.from_dense(allowed, 32, 32, causal=causal)
+        by_kernel = create_block_mask(mods.dense(allowed), Z, H, N, "cpu", causal=causal, q_block=32, kv_block=32)
+        assert torch.equal(by_torch.states, by_kernel.states)
+        assert 0 < by_torch.visited_fraction() < 1
 
 
 def test_block_mask_errors_are_named():
