@@ -152,9 +152,13 @@ def one_gpu_config(monkeypatch):
         monkeypatch.setattr(kernel, "configs", [c for c in kernel.configs if keep(c)])
 
 
+GPU_CASES = ([(name, torch.float16) for name in VARIANTS]
+             + [(name, dtype) for name in ("causal", "dense_tensor_mask", "softcap_document_block_mask")
+                for dtype in (torch.float32, torch.bfloat16)])
+
+
 @pytest.mark.parametrize("on", ["cuda"], indirect=True)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name, dtype", GPU_CASES)
 def test_variant_gpu(on, name, dtype, one_gpu_config):
     check_variant(name, 2, 3, 300, 64, dtype, "cuda")
 
