@@ -120,6 +120,14 @@ def test_variant_fp64_interpreter(on, name):
 
 
 @pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("N, D", [(1, 16), (16, 64), (64, 16)])
+@pytest.mark.parametrize("name", ["dense", "causal", "sliding_window"])
+def test_edge_lengths(on, name, N, D):
+    """A single token, one whole block, whole sparse blocks only (no tail to mask)."""
+    check_variant(name, 1, 2, N, D, torch.float64, "cpu")
+
+
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
 @pytest.mark.parametrize("name", ["causal", "document_causal", "softcap"])
 def test_variant_fp32_interpreter(on, name):
     check_variant(name, 1, 2, 61, 32, torch.float32, "cpu")
