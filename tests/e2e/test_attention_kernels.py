@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tegula as triton
+import tegula.language as tl
 from tegula.kernels import BlockMask, MaskMod, ScoreMod, attention, create_block_mask, mods
 from tegula.kernels.attention_bwd import (  # noqa: F401  (the `on` fixture clears their caches)
     attention_bwd_dkdv_kernel,
@@ -178,6 +179,37 @@ def test_gradcheck_fp64(on, name):
     kwargs = VARIANTS[name](Z, H, N, "cpu")
     inputs = tuple(torch.randn(Z, H, N, D, dtype=torch.float64, requires_grad=True) for _ in range(3))
     assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, **kwargs), inputs, fast_mode=True)
+
+
+@triton.jit
+def _add_index(x, i):
+    return x + i
+
+
+@triton.jit
+def _add_loaded(x, i, table, scale):
+    return x + tl.load(table + i) * scale
+
+
+@triton.jit
+def _apply_mod(x_ptr, out_ptr, n, MOD: tl.constexpr, mod_args, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, MOD(x, offs, *mod_args), mask=offs < n)
+
+
+@pytest.mark.parametrize("on", ["interpreter", "cuda-emulated"], indirect=True)
+def test_jit_function_as_constexpr_argument_with_extra_arguments(on):
+    """What the mods rest on: a @jit function passed as a constexpr argument and called
+    in the kernel with a tuple of extra arguments unpacked after its own; each function
+    gets its own compiled kernel."""
+    n = 50
+    x, table = torch.randn(n), torch.randn(64)  # the mod reads a whole block of it
+    out = torch.empty(n)
+    _apply_mod[(1,)](x, out, n, _add_index, (), BLOCK=64)
+    torch.testing.assert_close(out, x + torch.arange(n))
+    _apply_mod[(1,)](x, out, n, _add_loaded, (table, 0.5), BLOCK=64)
+    torch.testing.assert_close(out, x + table[:n] * 0.5)
 
 
 @triton.jit
