@@ -3,7 +3,8 @@
 Columns, measured in one run on the same inputs: tegula compiling the library's source;
 Triton 3.6 compiling the *same source files* (tegula/kernels/*.py loaded a second time
 with `tegula` and `tegula.language` resolving to `triton` and `triton.language`); torch's
-`scaled_dot_product_attention` (FlashAttention). fp16, TFLOP/s with 4·Z·H·N²·D flops
+`scaled_dot_product_attention` (FlashAttention; for the sliding window, torch's
+FlexAttention through torch.compile). fp16, TFLOP/s with 4·Z·H·N²·D flops
 forward (half for causal) and 2.5× that backward (five matmuls to two).
 
 Rows: Z4 H32 N4096 D64/D128, causal and not; then a sliding window of 1024 at N8192
@@ -66,6 +67,23 @@ def narrow_configs(attention_module) -> None:
         return blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
     for kernel in (attention_module._fwd, attention_module._dkdv, attention_module._dq):
         kernel.configs = [c for c in kernel.configs if keep(c)]
+
+
+def torch_flex_sliding_window(window: int, n: int, device):
+    """torch's FlexAttention (Inductor-generated Triton) on the same window, for the
+    window row's torch column; None where this torch has none."""
+    try:
+        import torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        def sliding_window(b, h, q, kv):
+            return (q >= kv) & (q - kv < window)
+        block_mask = create_block_mask(sliding_window, None, None, n, n, device=device)
+        compiled = torch.compile(flex_attention)
+        return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+    except Exception as e:
+        print(f"    torch FlexAttention unavailable: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        return None
 
 
 def flops(Z, H, N, D, causal, visited=None):
@@ -143,7 +161,7 @@ def main(quick: bool = False) -> int:
     label_w = f"Z{Zw} H{H} N{n_window} D{D} window {window}"
     print(f"{label_w} ...", flush=True)
     runs_w = {"tegula": lambda q, k, v: tegula_attention_module.attention(q, k, v, block_mask=block_mask),
-              "triton": None, "sdpa": None}
+              "triton": None, "sdpa": torch_flex_sliding_window(window, n_window, device)}
     if triton_lib is not None:
         try:
             bm_triton = triton_lib.flex.create_block_mask(triton_lib.mods.sliding_window(window), 1, 1, n_window,
@@ -189,7 +207,8 @@ def print_table(rows):
             t, tr, s = (times[k][p] for k in ("tegula", "triton", "sdpa"))
             print(f"{label:36s} {name:4s} {tflops(f * mult, t)} {tflops(f * mult, tr)} {tflops(f * mult, s)} "
                   f"{ratio(t, tr):>7s} {ratio(t, s):>8s}  {note if p == 0 else ''}")
-    print("TFLOP/s; teg/tri and teg/sdpa are speed ratios (above 1: tegula faster).")
+    print("TFLOP/s; teg/tri and teg/sdpa are speed ratios (above 1: tegula faster). In the window row the "
+          "sdpa column is torch's FlexAttention (torch.compile) on the same window.")
 
 
 if __name__ == "__main__":
