@@ -64,10 +64,22 @@ def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, st
         do = tl.load(do_ptrs)
         delta = tl.load(delta_base + offs_m)
     dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
-    dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)
+    # dO^T and Q are loaded again in the other orientation rather than taken through
+    # tl.trans: the compiler software-pipelines (cp.async rings, wgmma) loads whose
+    # every use is a dot, and a tile read both directly and through tl.trans is not;
+    # the second read of the same rows hits L2.
+    do_t_ptrs = do_base + offs_m[None, :] * stride_n + offs_d[:, None] * stride_d
+    q_ptrs = q_base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d
+    if MASKED:
+        do_t = tl.load(do_t_ptrs, mask=in_q[None, :], other=0.0)
+        q = tl.load(q_ptrs, mask=in_q[:, None], other=0.0)
+    else:
+        do_t = tl.load(do_t_ptrs)
+        q = tl.load(q_ptrs)
+    dp_t = tl.dot(v, do_t, input_precision=PRECISION)
     ds_t = p_t * (dp_t - delta[None, :])
     ds_t = score_mod_grad(ds_t, qk_t, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX, SCORE_GRAD, score_args)
-    dk = tl.dot(ds_t.to(qt.dtype), tl.trans(qt), dk, input_precision=PRECISION)
+    dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PRECISION)
     return dk, dv
 
 
@@ -172,7 +184,13 @@ def _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n,
     dp = tl.dot(do, vt, input_precision=PRECISION)
     ds = p * (dp - delta[:, None])
     ds = score_mod_grad(ds, qk, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX, SCORE_GRAD, score_args)
-    return tl.dot(ds.to(kt.dtype), tl.trans(kt), dq, input_precision=PRECISION)
+    # K again, row-major, instead of tl.trans(kt): keeps both K loads pipelinable (see _dkdv_step)
+    k_ptrs = k_base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
+    if MASKED:
+        k = tl.load(k_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+    else:
+        k = tl.load(k_ptrs)
+    return tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
 
 
 @triton.jit
