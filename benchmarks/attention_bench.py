@@ -114,9 +114,13 @@ def time_fwd_bwd(run, q, k, v, bench):
 def main(quick: bool = False) -> int:
     import torch
 
+    import importlib
+
     import tegula.testing
-    from tegula.kernels import attention as tegula_attention_module
     from tegula.kernels import create_block_mask, mods
+
+    # the module (the package re-exports the `attention` function under the same name)
+    tegula_attention_module = importlib.import_module("tegula.kernels.attention")
 
     if not torch.cuda.is_available():
         print("attention_bench.py measures GPU kernels: no CUDA device here")
