@@ -13,6 +13,7 @@ fraction of blocks the window skips and the speed-up it achieves over causal.
 
     python benchmarks/attention_bench.py            # the full table (autotunes: minutes)
     python benchmarks/attention_bench.py --quick    # small sizes, one config per kernel
+    python benchmarks/attention_bench.py --one-config   # full sizes, that one config
 """
 from __future__ import annotations
 
@@ -111,7 +112,7 @@ def time_fwd_bwd(run, q, k, v, bench):
     return fwd, bwd
 
 
-def main(quick: bool = False) -> int:
+def main(quick: bool = False, one_config: bool = False) -> int:
     import torch
 
     import importlib
@@ -126,7 +127,7 @@ def main(quick: bool = False) -> int:
         print("attention_bench.py measures GPU kernels: no CUDA device here")
         return 1
     triton_lib = load_library_under_triton()
-    if quick:
+    if quick or one_config:
         narrow_configs(tegula_attention_module)
         if triton_lib is not None:
             narrow_configs(triton_lib.attention)
@@ -218,4 +219,7 @@ def print_table(rows):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one config per kernel: a smoke run")
-    sys.exit(main(quick=parser.parse_args().quick))
+    parser.add_argument("--one-config", action="store_true",
+                        help="the full sizes with --quick's one config per kernel (no autotuning)")
+    args = parser.parse_args()
+    sys.exit(main(quick=args.quick, one_config=args.one_config))
