@@ -69,7 +69,11 @@ def _checked(target: Any) -> bool:
 
 
 def _target_machine() -> Any:
-    return host_jit.target_machine(opt=3)
+    # LLVM's tuning for AVX-512 hosts vectorizes loops on 256-bit registers (to spare
+    # the clock drops of early AVX-512 parts); the CPU lowering's loops are mostly
+    # arithmetic on rows in L1 (exp, sums, divisions), which run ~1.3x faster on
+    # 512-bit registers on the hosts measured (docs/performance.md)
+    return host_jit.target_machine(opt=3, features="-prefer-256-bit" if host_jit.simd_bytes() >= 64 else "")
 
 
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
