@@ -91,7 +91,9 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
           "cpu_arg_types": [str(element_of(a.type)) for a in kernel.args],
           "cpu_arg_names": list(kernel.arg_names),
           "cpu_sites": [site.to_json() for site in lw.sites], "cpu_written": list(lw.written),
-          "cpu_host_ranges": lw.uses_host_ranges}
+          "cpu_host_ranges": lw.uses_host_ranges,
+          # calls into the interpreter's scalar references (libdevice_more)
+          "cpu_host_refs": "tegula_host_" in llir}
     return stages, md
 
 
@@ -138,6 +140,9 @@ class CpuProgram:
 
     def _setup(self, obj: bytes, md: dict) -> None:
         CpuProgram.compiled += 1
+        if md.get("cpu_host_refs"):
+            from .libdevice_more import register_host_references
+            register_host_references()  # before the object's symbols are resolved
         self.engine = host_jit.load_object(obj, _target_machine())
         self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
         types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]

@@ -12,9 +12,11 @@ is `ScalarTarget`'s (LLVM intrinsics, the host C library).
   tests/backends/cpu), within docs/numerics.md's bound for the emulator's f32 exp,
   which the CPU backend is held to. NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0.
 - libdevice symbols the C library has no function for, but that have an exact
-  definition in a few instructions (`CPU_LIBDEVICE`: classification, bit casts, bit
-  counts and reversal, high halves of products, mul24, saturate, powi as double pow
-  rounded once): bitwise the interpreter's results (tests/numerics/test_libdevice.py).
+  definition in a few instructions (classification, bit casts, bit counts and reversal,
+  high halves of products, mul24, saturate, powi as double pow rounded once): bitwise
+  the interpreter's results (tests/numerics/test_libdevice.py); with those of
+  `libdevice_rounded` and `libdevice_more`, every libdevice symbol runs here
+  (`CPU_LIBDEVICE`: the ones defined in this backend, not by the C library).
 """
 from __future__ import annotations
 
@@ -178,7 +180,15 @@ _EXACT: dict[str, Callable] = {
     "powif": lambda b, a, r: _powi(b, a[0], a[1]),
     "powi": lambda b, a, r: _powi(b, a[0], a[1]),
 }
-CPU_LIBDEVICE = frozenset("__nv_" + name for name in _EXACT)
+
+def _host_libdevice() -> dict[str, Callable]:
+    from .libdevice_more import MORE
+    return {**MORE, **_EXACT}
+
+
+HOST_LIBDEVICE = _host_libdevice()
+# the libdevice symbols defined here (the others map to the C library's functions)
+CPU_LIBDEVICE = frozenset("__nv_" + name for name in HOST_LIBDEVICE)
 
 
 class CpuScalarTarget(ScalarTarget):
@@ -190,7 +200,7 @@ class CpuScalarTarget(ScalarTarget):
         return super().math(b, name, args, t)
 
     def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
-        emit = _EXACT.get(symbol[len("__nv_"):]) if symbol.startswith("__nv_") else None
+        emit = HOST_LIBDEVICE.get(symbol[len("__nv_"):]) if symbol.startswith("__nv_") else None
         if emit is not None:
             return emit(b, list(args), ret)
         return super().extern(b, symbol, args, ret)
