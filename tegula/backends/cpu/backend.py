@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
@@ -76,14 +77,37 @@ def _target_machine() -> Any:
     return host_jit.target_machine(opt=3, features="-prefer-256-bit" if host_jit.simd_bytes() >= 64 else "")
 
 
+_OBJECTS: "OrderedDict[str, tuple[bytes, str]]" = OrderedDict()
+_OBJECTS_KEPT = 256
+
+
+def _object_code(llir: str, assembly: bool) -> tuple[bytes, str]:
+    """Object code (and host assembly) of `llir` for this host. The LLVM work (~90% of a
+    compile) is remembered per module text within the process: the same kernel
+    specialized alike lowers to the same text, so recompiling it (a new JIT function
+    of the same source, another test's private disk cache) skips LLVM."""
+    key = hashlib.sha256(llir.encode()).hexdigest()
+    with _POOL_LOCK:
+        hit = None if knobs.always_compile else _OBJECTS.get(key)
+        if hit is not None and (hit[1] or not assembly):
+            _OBJECTS.move_to_end(key)
+            return hit
+    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
+    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
+    out = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
+    with _POOL_LOCK:
+        _OBJECTS[key] = out
+        while len(_OBJECTS) > _OBJECTS_KEPT:
+            _OBJECTS.popitem(last=False)
+    return out
+
+
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
     """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
     metadata a launch needs without the IR (error sites, argument types, prints)."""
     module, lw = lower(kernel, checked=checked, debug=debug)
     llir = str(module)
-    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
-    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
-    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
+    obj, asm = _object_code(llir, assembly)
     stages = {"llir": llir, "obj": obj}
     if assembly:
         stages["asm"] = asm
@@ -102,8 +126,8 @@ class CpuBackend:
     binary_stage = "obj"
     disk_cacheable = True
 
-    # selected for host memory only with TEGULA_CPU_BACKEND=1 (for now): the registry
-    # asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
+    # selected for host memory unless TEGULA_CPU_BACKEND=0 (or TEGULA_INTERPRET=1): the
+    # registry asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
     opt_in = True
 
     def available(self) -> tuple[bool, str]:
