@@ -115,7 +115,9 @@ class ReduceOps:
             if n < 2 or n & (n - 1):
                 self._reduce_tree(ins)
                 return
-            lanes = min(lanes, n // 2)
+            # four registers of partial results: four independent max chains (one
+            # chain is latency-bound: ~5 cycles per vector for max + NaN select)
+            lanes = min(4 * lanes, n // 2)
             # a row of `lanes` partial results updated elementwise, then folded
             # pairwise (no loop-carried scalar for LLVM to vectorize): LLVM's
             # own vectorization of a NaN-ignoring fmax/fmin reduction (with its early
