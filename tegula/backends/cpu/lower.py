@@ -54,13 +54,14 @@ def _blocks(body: Block):
 
 
 def _single_uses(body: Block) -> dict[int, bool]:
-    """id(value) -> True for the results used exactly once, by an instruction of the
-    block that defines them (not from a nested loop body, which would recompute them)."""
+    """id(value) -> True for the results (and block arguments) used exactly once, by an
+    instruction of the block that defines them (not from a nested loop body, which
+    would recompute them)."""
     count: dict[int, int] = {}
     here: dict[int, bool] = {}
 
     def walk(blk: Block) -> None:
-        defined = {id(r) for ins in blk.instrs for r in ins.results}
+        defined = {id(a) for a in blk.args} | {id(r) for ins in blk.instrs for r in ins.results}
         for ins in blk.instrs:
             for o in ins.operands:
                 count[id(o)] = count.get(id(o), 0) + 1
@@ -416,18 +417,28 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts):
                 for v in values]
 
     def _assign(self, slots: list, values: list[Value]) -> None:
-        """slots := values, reading all values first (a yield may permute the carried ones)."""
+        """slots := values, reading all values first (a yield may permute the carried ones):
+        a value computed element by element, or held in another slot's buffer, goes
+        through a temporary; a buffer of its own is copied from directly, and a value
+        already in its slot (an accumulator updated in place) not at all."""
         b = self.b
+        slot_bufs = {id(s.buf) for s in slots if isinstance(s, Tile)}
         temps = []
         for s, v in zip(slots, values):
             x = self.env[id(v)]
-            if isinstance(s, Tile):
+            if not isinstance(s, Tile):
+                temps.append(x)
+            elif isinstance(x, Tile) and x.buf is s.buf:
+                temps.append(None)
+            elif isinstance(x, Tile) and id(x.buf) not in slot_bufs:
+                temps.append(x)
+            else:
                 t = self.new_tile(v.type)
                 self.loop(_numel(v.type), lambda i, t=t, v=v: b.store(self.get(v, i), self.elem_ptr(t, i)))
                 temps.append(t)
-            else:
-                temps.append(x)
         for s, t, v in zip(slots, temps, values):
+            if t is None:
+                continue
             if isinstance(s, Tile):
                 self.loop(_numel(v.type), lambda i, s=s, t=t: b.store(b.load(self.elem_ptr(t, i), typ=t.elem),
                                                                    self.elem_ptr(s, i)))

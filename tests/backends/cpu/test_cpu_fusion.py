@@ -130,3 +130,35 @@ def test_masks_with_scalar_all_true_tests(cpu, monkeypatch, flip, base, lo, n):
         return o
     got, ref = both(monkeypatch, launch)
     np.testing.assert_array_equal(got, ref)
+
+
+@tegula.jit
+def carried(a, b, o, K, B: tl.constexpr):
+    """Loop-carried tiles: an accumulator the dot updates in place, a pair swapped by
+    the yield, and an accumulator also read after its dot (not updated in place)."""
+    r = tl.arange(0, B)
+    x = tl.load(a + r[:, None] * B + r[None, :])
+    y = tl.load(b + r[:, None] * B + r[None, :])
+    acc = tl.zeros([B, B], tl.float32)
+    old = tl.zeros([B, B], tl.float32)
+    p, q = x, y
+    for k in range(K):
+        new = tl.dot(p, q, old)
+        acc = tl.dot(x, y, acc)
+        old = old + new * 0.5
+        p, q = q, p
+    tl.store(o + r[:, None] * B + r[None, :], acc)
+    tl.store(o + B * B + r[:, None] * B + r[None, :], old)
+    tl.store(o + 2 * B * B + r[:, None] * B + r[None, :], p - q)
+
+
+def test_loop_carried_tiles(cpu, monkeypatch):
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+
+    def launch():
+        o = np.zeros(3 * 256, np.float32)
+        carried[(1,)](a, b, o, 3, B=16)
+        return o
+    got, ref = both(monkeypatch, launch)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)  # f32 FMA chains vs exact sums
