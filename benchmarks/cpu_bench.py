@@ -22,7 +22,7 @@ if THREADS:  # before numpy and torch start their thread pools
 
 import numpy as np  # noqa: E402
 
-os.environ["TEGULA_CPU_BACKEND"] = "1"
+os.environ["TEGULA_CPU_BACKEND"] = "1"  # the default; set in case the caller's environment turned it off
 
 import tegula  # noqa: E402
 import tegula.language as tl  # noqa: E402

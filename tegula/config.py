@@ -44,9 +44,9 @@ _knob("interpret", "TEGULA_INTERPRET", "TRITON_INTERPRET", _bool, False,
 _knob("compat", "TEGULA_COMPAT", None, _bool, False,
       "Resolve `import triton` to tegula in this process (set by `python -m tegula.compat` "
       "for the processes it starts; read by tegula/compat_site/sitecustomize.py).")
-_knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, False,
-      "Run kernels on host arrays on the compiled CPU backend (else the interpreter); "
-      "off by default until the CPU backend covers the whole tile language.")
+_knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, True,
+      "Run kernels on host arrays on the compiled CPU backend (the default); 0: on the "
+      "reference interpreter (as TEGULA_INTERPRET=1 does for every kernel).")
 _knob("cpu_threads", "TEGULA_CPU_THREADS", None, int, 0,
       "Threads the CPU backend runs a grid on (0: one per core).")
 _knob("cpu_bounds_check", "TEGULA_CPU_BOUNDS_CHECK", None, _bool, True,
@@ -119,14 +119,15 @@ def _count_environment_writes(event: str, _args: tuple) -> None:
 sys.addaudithook(_count_environment_writes)
 
 
-def launch_flags() -> tuple[bool, bool, bool]:
-    """`(knobs.interpret, knobs.debug, knobs.checked)`, re-read only after the
-    environment changed."""
+def launch_flags() -> tuple[bool, bool, bool, bool]:
+    """`(knobs.interpret, knobs.debug, knobs.checked, knobs.cpu_backend)`, re-read only
+    after the environment changed."""
     global _launch_flags_cache
     generation, flags = _launch_flags_cache
     if generation != _env_generation:
         generation = _env_generation
-        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read(), KNOBS["checked"].read())
+        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read(), KNOBS["checked"].read(),
+                 KNOBS["cpu_backend"].read())
         _launch_flags_cache = (generation, flags)
     return flags
 

@@ -22,7 +22,10 @@ def _register(symbol: str, fn: Impl) -> None:
 
 def _neighbors(fr: Fraction, dt) -> tuple[float, float]:
     """The two values of float type `dt` around the rational `fr` (equal when exact)."""
-    x = dt(float(fr)) if abs(fr) < 2 ** 1100 else dt(math.copysign(math.inf, fr))
+    try:
+        x = dt(float(fr))
+    except OverflowError:  # beyond float64's range (an f64 add or product that overflows)
+        x = dt(math.inf if fr > 0 else -math.inf)
     if not np.isfinite(x):
         big = np.finfo(dt).max
         return (big, dt(math.inf)) if fr > 0 else (-dt(math.inf), -big)

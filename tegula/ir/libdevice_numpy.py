@@ -280,6 +280,15 @@ def _lgamma(x: float) -> float:
     return math.lgamma(x)
 
 
+# the float64 scalar functions above that no C library has, for the compiled CPU backend,
+# which calls them from its code for these symbols (so its results are these, bitwise)
+SCALAR_REFERENCES: dict[str, Callable[[float], float]] = {
+    "erfinv": _erfinv_scalar, "erfcinv": _erfcinv_scalar, "erfcx": _erfcx_scalar, "normcdf": _normcdf_scalar,
+    "normcdfinv": lambda p: -math.sqrt(2) * _erfcinv_scalar(2 * p),
+    "cyl_bessel_i0": _bessel_i(0), "cyl_bessel_i1": _bessel_i(1),
+}
+
+
 def _register_float_math() -> None:
     for base, fn in _numpy_math().items():
         if fn is not None:
@@ -293,13 +302,8 @@ def _register_float_math() -> None:
         _float_pair(base, _vectorize(_c_double(cname), 1, F64))
     _float_pair("lgamma", _vectorize(_lgamma, 1, F64))
     _float_pair("tgamma", _vectorize(_tgamma, 1, F64))
-    _float_pair("erfinv", _vectorize(_erfinv_scalar, 1, F64))
-    _float_pair("erfcinv", _vectorize(_erfcinv_scalar, 1, F64))
-    _float_pair("erfcx", _vectorize(_erfcx_scalar, 1, F64))
-    _float_pair("normcdf", _vectorize(_normcdf_scalar, 1, F64))
-    _float_pair("normcdfinv", _vectorize(lambda p: -math.sqrt(2) * _erfcinv_scalar(2 * p), 1, F64))
-    _float_pair("cyl_bessel_i0", _vectorize(_bessel_i(0), 1, F64))
-    _float_pair("cyl_bessel_i1", _vectorize(_bessel_i(1), 1, F64))
+    for name, scalar in SCALAR_REFERENCES.items():
+        _float_pair(name, _vectorize(scalar, 1, F64))
     _float_pair("remainder", _vectorize(_safe(math.remainder), 2, F64))
     for prefix, dt in (("", F64), ("f", F32)):
         _register(f"__nv_nextafter{prefix}", lambda a, b, dt=dt: np.nextafter(np.asarray(a, dt), np.asarray(b, dt)))
@@ -369,3 +373,4 @@ def _exact_rsqrt_f32(x):
 
 
 _register_float_math()
+

@@ -233,7 +233,8 @@ def default_target() -> GPUTarget:
 
 def _host_backend() -> Optional[Any]:
     """The `cpu` backend when it runs host memory now: a backend that is `opt_in`
-    (the compiled CPU backend) only while its knob is on. Asked at every launch, not
+    (the compiled CPU backend) only while its knob is on (the default; off with
+    TEGULA_CPU_BACKEND=0). Asked at every launch, not
     cached like availability, so the knob can change within a process."""
     cpu = find_backend("cpu")
     if cpu is not None and getattr(cpu, "opt_in", False):

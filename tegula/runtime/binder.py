@@ -46,12 +46,14 @@ from . import specialization as S
 from .kernel import current_stream, normalize_grid
 
 
-def launch_flags() -> tuple[bool, bool, bool]:
-    """The knobs that change what a launch compiles to: (interpret, debug, checked)."""
-    return (knobs.interpret, knobs.debug, knobs.checked)
+def launch_flags() -> tuple[bool, bool, bool, bool]:
+    """The knobs that change what a launch compiles to: (interpret, debug, checked,
+    cpu_backend) — the last picks the host backend, so toggling it never reuses a
+    kernel compiled for the other one."""
+    return (knobs.interpret, knobs.debug, knobs.checked, knobs.cpu_backend)
 
 
-def _flags_reader() -> Callable[[], tuple[bool, bool, bool]]:
+def _flags_reader() -> Callable[[], tuple[bool, ...]]:
     # Reading two knobs through `knobs` costs microseconds per launch (each environment
     # lookup of an unset variable raises and catches KeyError inside os.environ). When
     # config offers a cheaper reader of the same two values, the launch path uses it.

@@ -13,6 +13,15 @@ from tegula.errors import OutOfBoundsError
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True)
+def interpreter(request, monkeypatch):
+    """Host arrays run on the compiled CPU backend by default: these tests are about
+    the interpreter (its messages name the array an address resolves to), except the
+    one that asks for the CPU backend."""
+    if "cpu_backend" not in request.fixturenames:
+        monkeypatch.setenv("TEGULA_INTERPRET", "1")
+
+
 @triton.jit
 def _grouped_matmul(a_table, b_table, c_table, sizes, lds, n_groups, NUM_PROGRAMS: tl.constexpr,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):

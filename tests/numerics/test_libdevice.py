@@ -450,13 +450,7 @@ def test_every_symbol_lowers_and_assembles_for_sm80_and_sm90a():
             assert asm.get("cubin")
 
 
-def _cpu_symbols():
-    from tegula.backends.cpu.vector_math import CPU_LIBDEVICE
-    return sorted(s for s in SYMBOLS if s in CPU_LIBDEVICE or (host_libm_name(s) is not None and base_name(s) in (
-        "tanh", "pow", "erfc", "log1p", "atan2", "j0", "fmod")))
-
-
 @pytest.mark.backends("cpu", reason="the CPU backend's own definitions of libdevice symbols (and the C library's)")
-@pytest.mark.parametrize("symbol", _cpu_symbols())
+@pytest.mark.parametrize("symbol", sorted(SYMBOLS))
 def test_cpu_backend_libdevice_matches_the_interpreter(symbol):
     compiled_against_interpreter(symbol)

@@ -48,7 +48,8 @@ def bad_desc_kernel(ptr):
     desc.load([0, 0])
 
 
-def test_interpreter_compile_errors_are_interpreter_errors_with_a_cause():
+def test_interpreter_compile_errors_are_interpreter_errors_with_a_cause(monkeypatch):
+    monkeypatch.setenv("TEGULA_INTERPRET", "1")  # the interpreter's error classes
     x = np.zeros((128, 128), np.int32)
     with pytest.raises(InterpreterError) as e:
         bad_desc_kernel[(1,)](x)

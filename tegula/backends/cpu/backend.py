@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
@@ -69,7 +70,36 @@ def _checked(target: Any) -> bool:
 
 
 def _target_machine() -> Any:
-    return host_jit.target_machine(opt=3)
+    # LLVM's tuning for AVX-512 hosts vectorizes loops on 256-bit registers (to spare
+    # the clock drops of early AVX-512 parts); the CPU lowering's loops are mostly
+    # arithmetic on rows in L1 (exp, sums, divisions), which run ~1.3x faster on
+    # 512-bit registers on the hosts measured (docs/performance.md)
+    return host_jit.target_machine(opt=3, features="-prefer-256-bit" if host_jit.simd_bytes() >= 64 else "")
+
+
+_OBJECTS: "OrderedDict[str, tuple[bytes, str]]" = OrderedDict()
+_OBJECTS_KEPT = 256
+
+
+def _object_code(llir: str, assembly: bool) -> tuple[bytes, str]:
+    """Object code (and host assembly) of `llir` for this host. The LLVM work (~90% of a
+    compile) is remembered per module text within the process: the same kernel
+    specialized alike lowers to the same text, so recompiling it (a new JIT function
+    of the same source, another test's private disk cache) skips LLVM."""
+    key = hashlib.sha256(llir.encode()).hexdigest()
+    with _POOL_LOCK:
+        hit = None if knobs.always_compile else _OBJECTS.get(key)
+        if hit is not None and (hit[1] or not assembly):
+            _OBJECTS.move_to_end(key)
+            return hit
+    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
+    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
+    out = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
+    with _POOL_LOCK:
+        _OBJECTS[key] = out
+        while len(_OBJECTS) > _OBJECTS_KEPT:
+            _OBJECTS.popitem(last=False)
+    return out
 
 
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
@@ -77,9 +107,7 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
     metadata a launch needs without the IR (error sites, argument types, prints)."""
     module, lw = lower(kernel, checked=checked, debug=debug)
     llir = str(module)
-    # no loop unrolling: the loops are vectorized and interleaved already; unrolling
-    # them tripled the object code and compile time (vector add: 12.8 -> 3.7 KB)
-    obj, asm = host_jit.compile_object(llir, _target_machine(), 3, assembly, unroll=False)
+    obj, asm = _object_code(llir, assembly)
     stages = {"llir": llir, "obj": obj}
     if assembly:
         stages["asm"] = asm
@@ -87,7 +115,9 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
           "cpu_arg_types": [str(element_of(a.type)) for a in kernel.args],
           "cpu_arg_names": list(kernel.arg_names),
           "cpu_sites": [site.to_json() for site in lw.sites], "cpu_written": list(lw.written),
-          "cpu_host_ranges": lw.uses_host_ranges}
+          "cpu_host_ranges": lw.uses_host_ranges,
+          # calls into the interpreter's scalar references (libdevice_more)
+          "cpu_host_refs": "tegula_host_" in llir}
     return stages, md
 
 
@@ -96,8 +126,8 @@ class CpuBackend:
     binary_stage = "obj"
     disk_cacheable = True
 
-    # selected for host memory only with TEGULA_CPU_BACKEND=1 (for now): the registry
-    # asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
+    # selected for host memory unless TEGULA_CPU_BACKEND=0 (or TEGULA_INTERPRET=1): the
+    # registry asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
     opt_in = True
 
     def available(self) -> tuple[bool, str]:
@@ -134,6 +164,9 @@ class CpuProgram:
 
     def _setup(self, obj: bytes, md: dict) -> None:
         CpuProgram.compiled += 1
+        if md.get("cpu_host_refs"):
+            from .libdevice_more import register_host_references
+            register_host_references()  # before the object's symbols are resolved
         self.engine = host_jit.load_object(obj, _target_machine())
         self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
         types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]

@@ -31,6 +31,7 @@ from .lower_dot import DotOps
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
 from .lower_reduce import ReduceOps
+from .mask_facts import MaskFacts
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
 from .vector_math import CpuScalarTarget
 
@@ -53,13 +54,14 @@ def _blocks(body: Block):
 
 
 def _single_uses(body: Block) -> dict[int, bool]:
-    """id(value) -> True for the results used exactly once, by an instruction of the
-    block that defines them (not from a nested loop body, which would recompute them)."""
+    """id(value) -> True for the results (and block arguments) used exactly once, by an
+    instruction of the block that defines them (not from a nested loop body, which
+    would recompute them)."""
     count: dict[int, int] = {}
     here: dict[int, bool] = {}
 
     def walk(blk: Block) -> None:
-        defined = {id(r) for ins in blk.instrs for r in ins.results}
+        defined = {id(a) for a in blk.args} | {id(r) for ins in blk.instrs for r in ins.results}
         for ins in blk.instrs:
             for o in ins.operands:
                 count[id(o)] = count.get(id(o), 0) + 1
@@ -74,7 +76,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -98,6 +100,8 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
         self.single_use = _single_uses(kernel.body)
         self.parent_block = {id(ins): id(blk) for blk in _blocks(kernel.body) for ins in blk.instrs}
         self.mask_scans: dict[tuple, ir.Value] = {}
+        # expensive multi-use elementwise results not stored yet (see `Lazy.pending`)
+        self.pending: dict[int, Value] = {}
         self.axis = axis_info(kernel)
         names = list(kernel.arg_names)
         self.written = sorted(names.index(n) for n in written_arguments(kernel) if n in names)
@@ -244,6 +248,8 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
 
     def instr(self, ins: Instr) -> None:
         op = ins.op
+        if self.pending:
+            self._flush_pending(ins)
         handler = getattr(self, "op_" + op.value, None)
         if handler is not None:
             handler(ins)
@@ -283,6 +289,33 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
             return False
         return None
 
+    def _flush_pending(self, ins: Instr) -> None:
+        """Store the pending values `ins` reads (in its operands or nested regions) before
+        it runs, so they are computed once, where they dominate every later use; a
+        reduction reads its own operands as they are (it stores them in its loop)."""
+        own = {id(o) for o in ins.operands} if ins.op is Op.REDUCE else ()
+        used = {id(o) for x in ins.walk() for o in x.operands}
+        for k in [k for k in self.pending if k in used and k not in own]:
+            v = self.pending.pop(k)
+            self.env[k] = self.tile(v)
+
+    def store_through(self, v: Value) -> Optional[Tile]:
+        """For a pending `v` read once per element by the loop about to be emitted: make
+        each read also store the element into `v`'s buffer, which is returned (bind it
+        to `v` after the loop); None when `v` is not pending."""
+        if id(v) not in self.pending:
+            return None
+        del self.pending[id(v)]
+        x = self.env[id(v)]
+        t = self.new_tile(v.type)
+
+        def fn(i):
+            out = x.fn(i)
+            self.b.store(out, self.elem_ptr(t, i))
+            return out
+        self.env[id(v)] = Lazy(fn, v.type, cheap=False)
+        return t
+
     def elementwise(self, ins: Instr) -> None:
         types = [o.type for o in ins.operands]
 
@@ -293,10 +326,12 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
             except NotImplementedError as e:
                 raise self.fail(ins, str(e)) from None
         how = self._fusible(ins)
-        if how is None:
-            self.scalar_or_tile(ins, one)
+        if how is None and shape_of(ins.result.type):
+            # stored by its first user (a reduction fuses it into its own loop)
+            self.env[id(ins.result)] = Lazy(one, ins.result.type, cheap=False, pending=True)
+            self.pending[id(ins.result)] = ins.result
         else:
-            self.fused(ins, one, how)
+            self.fused(ins, one, bool(how))
         if ins.op is Op.ADDPTR:
             self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
         elif ins.op is Op.SELECT and isinstance(element_of(ins.result.type), PointerType):
@@ -382,18 +417,28 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps):
                 for v in values]
 
     def _assign(self, slots: list, values: list[Value]) -> None:
-        """slots := values, reading all values first (a yield may permute the carried ones)."""
+        """slots := values, reading all values first (a yield may permute the carried ones):
+        a value computed element by element, or held in another slot's buffer, goes
+        through a temporary; a buffer of its own is copied from directly, and a value
+        already in its slot (an accumulator updated in place) not at all."""
         b = self.b
+        slot_bufs = {id(s.buf) for s in slots if isinstance(s, Tile)}
         temps = []
         for s, v in zip(slots, values):
             x = self.env[id(v)]
-            if isinstance(s, Tile):
+            if not isinstance(s, Tile):
+                temps.append(x)
+            elif isinstance(x, Tile) and x.buf is s.buf:
+                temps.append(None)
+            elif isinstance(x, Tile) and id(x.buf) not in slot_bufs:
+                temps.append(x)
+            else:
                 t = self.new_tile(v.type)
                 self.loop(_numel(v.type), lambda i, t=t, v=v: b.store(self.get(v, i), self.elem_ptr(t, i)))
                 temps.append(t)
-            else:
-                temps.append(x)
         for s, t, v in zip(slots, temps, values):
+            if t is None:
+                continue
             if isinstance(s, Tile):
                 self.loop(_numel(v.type), lambda i, s=s, t=t: b.store(b.load(self.elem_ptr(t, i), typ=t.elem),
                                                                    self.elem_ptr(s, i)))

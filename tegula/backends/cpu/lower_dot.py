@@ -85,7 +85,11 @@ class DotOps:
         A = self._f32_operand(a_v, tf32 and element_of(a_v.type).name == "f32")
         B = self._f32_operand(b_v, tf32 and element_of(b_v.type).name == "f32")
         C = self.tile(acc_v)
-        out = self.new_tile(ins.result.type)
+        # a loop-carried accumulator read only here is updated in place (each register
+        # block is read before it is written; the yield then has nothing to copy)
+        owner = getattr(acc_v, "owner", None)
+        in_place = self.single_use.get(id(acc_v)) and not isinstance(owner, Instr) and not C.flat
+        out = C if in_place else self.new_tile(ins.result.type)
         vty = ir.VectorType(_F32, width)
         nvec = N // width
         cb = min(nvec, 4)                 # vectors per row of the register block

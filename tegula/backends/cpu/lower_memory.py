@@ -226,6 +226,10 @@ class MemoryOps:
             key = (id(mask_v), self.parent_block.get(id(ins)))
             mask_ok = self.mask_scans.get(key)
             if mask_ok is None:
+                mask_ok = self.mask_all_true(mask_v)
+                if mask_ok is not None and key[1] is not None:
+                    self.mask_scans[key] = mask_ok
+            if mask_ok is None:
                 mask_slot = ab.alloca(I8)
                 b.store(ir.Constant(I8, 1), mask_slot)
 

@@ -19,12 +19,29 @@ import llvmlite.ir as ir
 
 from ...ir.core import Block, Instr
 from ...ir.ops import Op
-from ...ir.types import element_of, shape_of
+from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm import host_jit
 from ..llvm.types import I64, llvm_type
 from .tiles import Tile, axis_split
 
 _LINEAR = frozenset({Op.ADD, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.AND, Op.OR, Op.XOR})
+
+
+def _identity(op: Op, e: ScalarType) -> ir.Constant:
+    """The element `x` with op(x, y) == y for every y of type `e` (for a float add,
+    -0.0: -0.0 + y is y for every y, +0.0 and NaN included)."""
+    ty = llvm_type(e)
+    if e.is_float:
+        assert op is Op.ADD, op
+        return ir.Constant(ty, -0.0)
+    bits = 1 if e.is_bool else e.bits
+    signed = e.is_signed and not e.is_bool
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    value = {Op.ADD: 0, Op.OR: 0, Op.XOR: 0, Op.MUL: 1, Op.AND: -1 if signed else hi,
+             Op.MAXIMUM: lo, Op.MINIMUM: hi}[op]
+    if value >= 1 << (bits - 1) and bits > 1:
+        value -= 1 << bits  # the same bits, written as LLVM prints constants
+    return ir.Constant(ty, value)
 
 
 class ReduceOps:
@@ -49,6 +66,30 @@ class ReduceOps:
         return x.op
 
     def op_reduce(self, ins: Instr) -> None:
+        # an expensive operand with other users is computed here, element by element,
+        # and stored as it is read (every path below reads each element once)
+        stored = [(v, self.store_through(v)) for v in ins.operands]
+        known = self.fused_mask_facts(ins.operands)
+        if known is None or not all(not shape_of(r.type) for r in ins.results):
+            self._reduce(ins)
+        else:
+            # two copies of the loop: in the first, the masks it computes are known to
+            # be all true (LLVM folds them away: `tl.where(offs < n, x, 0)` is x there)
+            b = self.b
+            slots = [self.alloca_b.alloca(llvm_type(element_of(r.type))) for r in ins.results]
+            with b.if_else(known) as (then, otherwise):
+                for branch in (then, otherwise):
+                    with branch:
+                        self._reduce(ins)
+                        for r, slot in zip(ins.results, slots):
+                            b.store(self.env[id(r)], slot)
+            for r, slot in zip(ins.results, slots):
+                self.env[id(r)] = b.load(slot)
+        for v, t in stored:
+            if t is not None:
+                self.env[id(v)] = t
+
+    def _reduce(self, ins: Instr) -> None:
         op = self._linear_op(ins)
         if op is None:
             self._reduce_tree(ins)
@@ -74,7 +115,9 @@ class ReduceOps:
             if n < 2 or n & (n - 1):
                 self._reduce_tree(ins)
                 return
-            lanes = min(lanes, n // 2)
+            # four registers of partial results: four independent max chains (one
+            # chain is latency-bound: ~5 cycles per vector for max + NaN select)
+            lanes = min(4 * lanes, n // 2)
             # a row of `lanes` partial results updated elementwise, then folded
             # pairwise (no loop-carried scalar for LLVM to vectorize): LLVM's
             # own vectorization of a NaN-ignoring fmax/fmin reduction (with its early
@@ -108,16 +151,18 @@ class ReduceOps:
         if inner == 1:
             slot = self.alloca_b.alloca(llvm_type(element_of(r.type)))
             out = self.new_tile(r.type) if shape_of(r.type) else None
+            # from the op's identity over all n elements: one loop of a round trip
+            # count, which LLVM vectorizes without a peeled first element
+            unit = _identity(op, e)
 
             def per_outer(io):
                 base = b.mul(io, c64(n))
-                b.store(self.get(src, base), slot)
+                b.store(unit, slot)
 
                 def step(j):
-                    x = self.get(src, b.add(base, b.add(j, c64(1))))
+                    x = self.get(src, b.add(base, j))
                     b.store(combine(b.load(slot), x), slot)
-                if n > 1:
-                    self.loop(n - 1, step)
+                self.loop(n, step)
                 if out is not None:
                     b.store(b.load(slot), self.elem_ptr(out, io))
             self.loop(outer, per_outer)

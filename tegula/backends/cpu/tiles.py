@@ -4,7 +4,9 @@
 - `Lazy`: a fused tile value, code that computes element `i` where it is used, so a
   chain of elementwise ops runs as one loop with no buffer between them (`cheap` says
   whether recomputing it per use is fine; an expensive one used where each element is
-  read many times, as under a broadcast, is materialized first);
+  read many times, as under a broadcast, is materialized first; `pending`: an
+  expensive value with several users, stored into a buffer by its first user — a
+  reduction computes it in its own loop, so `exp` and the sum of softmax are one pass);
 - `Site`: a checked memory access or runtime check: what its error message needs.
 """
 from __future__ import annotations
@@ -67,14 +69,15 @@ class Tile:
 class Lazy:
     """A tile value not stored anywhere: `fn(i)` emits element `i` (an i64 linear index)."""
 
-    __slots__ = ("fn", "ty", "shape", "elem", "cheap")
+    __slots__ = ("fn", "ty", "shape", "elem", "cheap", "pending")
 
-    def __init__(self, fn: Callable[[ir.Value], ir.Value], ty: Any, cheap: bool = True):
+    def __init__(self, fn: Callable[[ir.Value], ir.Value], ty: Any, cheap: bool = True, pending: bool = False):
         self.fn = fn
         self.ty = ty
         self.shape = tuple(shape_of(ty))
         self.elem = llvm_type(element_of(ty))
         self.cheap = cheap
+        self.pending = pending
 
 
 class Site:

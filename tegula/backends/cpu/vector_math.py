@@ -12,9 +12,11 @@ is `ScalarTarget`'s (LLVM intrinsics, the host C library).
   tests/backends/cpu), within docs/numerics.md's bound for the emulator's f32 exp,
   which the CPU backend is held to. NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0.
 - libdevice symbols the C library has no function for, but that have an exact
-  definition in a few instructions (`CPU_LIBDEVICE`: classification, bit casts, bit
-  counts and reversal, high halves of products, mul24, saturate, powi as double pow
-  rounded once): bitwise the interpreter's results (tests/numerics/test_libdevice.py).
+  definition in a few instructions (classification, bit casts, bit counts and reversal,
+  high halves of products, mul24, saturate, powi as double pow rounded once): bitwise
+  the interpreter's results (tests/numerics/test_libdevice.py); with those of
+  `libdevice_rounded` and `libdevice_more`, every libdevice symbol runs here
+  (`CPU_LIBDEVICE`: the ones defined in this backend, not by the C library).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ _EXP_POLY = (0.000198527617612853646278381, 0.00139304355252534151077271, 0.0083
 _LOG2E = 1.442695040888963407359924681001892137
 _LN2_HI = 0.693145751953125
 _LN2_LO = 1.428606765330187045e-06
+_SHIFTER = 12582912.0  # 1.5 * 2^23
 
 
 def _f(x: float) -> ir.Constant:
@@ -62,14 +65,18 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     bound = 200.0 if scalef else 104.0
     lo = b.select(b.fcmp_ordered(">", x, _f(-bound)), x, _f(-bound))
     xc = b.select(b.fcmp_ordered("<", lo, _f(bound)), lo, _f(bound))
-    q = intrinsic(b, "rint", [b.fmul(xc, _f(_LOG2E))])
+    # q = round(x·log2 e) by the 1.5·2^23 shifter: t's low mantissa bits are q itself
+    # (|x·log2 e| < 2^22), so the integer needs no conversion; any q within 1/2 + a few
+    # ulps of x·log2 e works, since s below is formed exactly from q
+    t = fma(xc, _f(_LOG2E), _f(_SHIFTER))
+    q = b.fsub(t, _f(_SHIFTER))
     s = fma(q, _f(-_LN2_HI), xc)
     s = fma(q, _f(-_LN2_LO), s)
     u = _f(_EXP_POLY[0])
     for c in _EXP_POLY[1:]:
         u = fma(u, s, _f(c))
     u = b.fadd(_f(1.0), fma(b.fmul(s, s), u, s))
-    qi = b.fptosi(q, I32)
+    qi = b.sub(b.bitcast(t, I32), b.bitcast(_f(_SHIFTER), I32))
     if scalef:
         # u * 2^q rounded once (AVX-512's vscalefps, one instruction): overflow to inf
         # and underflow to 0 come out right by themselves
@@ -178,7 +185,15 @@ _EXACT: dict[str, Callable] = {
     "powif": lambda b, a, r: _powi(b, a[0], a[1]),
     "powi": lambda b, a, r: _powi(b, a[0], a[1]),
 }
-CPU_LIBDEVICE = frozenset("__nv_" + name for name in _EXACT)
+
+def _host_libdevice() -> dict[str, Callable]:
+    from .libdevice_more import MORE
+    return {**MORE, **_EXACT}
+
+
+HOST_LIBDEVICE = _host_libdevice()
+# the libdevice symbols defined here (the others map to the C library's functions)
+CPU_LIBDEVICE = frozenset("__nv_" + name for name in HOST_LIBDEVICE)
 
 
 class CpuScalarTarget(ScalarTarget):
@@ -190,7 +205,7 @@ class CpuScalarTarget(ScalarTarget):
         return super().math(b, name, args, t)
 
     def extern(self, b: ir.IRBuilder, symbol: str, args: Sequence[ir.Value], ret: ir.Type) -> ir.Value:
-        emit = _EXACT.get(symbol[len("__nv_"):]) if symbol.startswith("__nv_") else None
+        emit = HOST_LIBDEVICE.get(symbol[len("__nv_"):]) if symbol.startswith("__nv_") else None
         if emit is not None:
             return emit(b, list(args), ret)
         return super().extern(b, symbol, args, ret)

@@ -9,8 +9,8 @@ here. tegula lists:
   whenever tegula's CUDA backend is part of the installation (it compiles without a
   GPU); `driver.is_active()` is true only where a GPU is usable.
 - `"cpu"`: the host (`CpuCompilerBackend`, tegula's `CpuDriver`, always active). Kernels
-  compiled for `GPUTarget("cpu", ...)` run on tegula's compiled CPU backend when it is
-  enabled (`TEGULA_CPU_BACKEND=1`), else on the reference interpreter.
+  compiled for `GPUTarget("cpu", ...)` run on tegula's compiled CPU backend (unless
+  `TEGULA_CPU_BACKEND=0` or `TEGULA_INTERPRET=1`: the reference interpreter).
 
 PyTorch reads this to decide whether Triton can serve a device
 (`"cpu" in triton.backends.backends` lets `torch._inductor.config.cpu_backend =
