@@ -69,10 +69,11 @@ class TgirOptions:
 
 
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
-    """Software pipelining of the loops that feed dots (not in checked mode, whose
-    checked accesses are plain loads)."""
+    """Software pipelining of the loops that feed dots, and of dot-free loops given
+    their own num_stages (not in checked mode, whose checked accesses are plain loads)."""
     o: TgirOptions = ctx.options
-    if not o.checked and any(ins.op is Op.DOT for ins in kernel.walk()):
+    if not o.checked and any(ins.op is Op.DOT or (ins.op is Op.FOR and getattr(ins.attrs, "num_stages", None))
+                             for ins in kernel.walk()):
         pipeline_loops(kernel, o.num_stages, o.num_warps, o.capability)
     return kernel
 

@@ -31,6 +31,12 @@ iteration when it does not depend on those carried values. Loops that do not fit
 left alone. The write slot was last read in iteration k-1, which every thread finished
 before the barrier of iteration k's wait.
 
+A loop given its own `num_stages` (`tl.range(..., num_stages=S)`) that has no dot is
+pipelined too, as Triton does (a persistent softmax prefetching its next rows): each
+of its loads whose copies move at least 4 bytes (cp.async's smallest) goes through a
+ring and is read back into registers. A non-zero `other` is applied after the read
+(`select(mask, slot, other)`) when the mask and `other` are defined outside the loop.
+
 The interpreter runs the result (copies complete at issue), so the rewrite is
 translation-validated with no GPU.
 """
@@ -48,6 +54,7 @@ from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, PointerType, SmemType, TileType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
 from ...passes.ir_utils import constant_of
+from .checked import pointer_origins
 from .mma import choose_mma
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
@@ -87,9 +94,11 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
     done = 0
     for parent, loop in _loops_inner_first(kernel.body):
         stages = num_stages
-        if isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None:
+        explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
+        if explicit:
             stages = loop.attrs.num_stages
-        plan = _plan(kernel, loop, stages, num_warps, capability)
+        without_dot = explicit and not any(i.op is Op.DOT for i in loop.regions[0].walk())
+        plan = _plan(kernel, loop, stages, num_warps, capability, without_dot)
         if plan is not None:
             _rewrite(kernel, parent, plan)
             done += 1
@@ -122,14 +131,22 @@ def _zero(v: Value) -> bool:
 
 
 def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
-               capability: int) -> bool:
+               capability: int, without_dot: Optional[dict] = None) -> bool:
+    """Whether a load of `body` is pipelined: one read only by tensor-core dots (or
+    through a transpose), or in a dot-free loop with its own num_stages
+    (`without_dot` is then a cache for the kernel's axis analysis), any load whose
+    copies are at least 4-byte vectors."""
     if ins.op is not Op.LOAD or ins.attrs.volatile:
         return False
     res = ins.results[0]
-    if not isinstance(res.type, TileType) or len(res.type.shape) != 2:
+    if not isinstance(res.type, TileType) or not res.type.shape:
         return False
     ptr_elem = element_of(ins.operands[0].type)
     if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
+        return False
+    if without_dot is not None:
+        return _prefetchable(ins, body, without_dot)
+    if len(res.type.shape) != 2:
         return False
     if ins.attrs.has_other and not _zero(ins.operands[2]):
         return False
@@ -142,6 +159,51 @@ def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warp
         u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
         and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
         for u in users)
+
+
+def _defined_in(v: Value, body: Block) -> bool:
+    return any(v in i.results for i in body.walk()) or any(v in r.args for i in body.walk() for r in i.regions) \
+        or v in body.args
+
+
+def _writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) -> bool:
+    """Whether the loop stores (or updates atomically) through a pointer into the same
+    argument one of its prefetched loads reads, or one whose argument is unknown: a
+    later iteration's load, issued S-1 iterations early, could then miss that write.
+    (Distinct arguments are taken not to overlap, as Triton's pipeliner does.)"""
+    origins = pointer_origins(kernel)
+    read = {origins.get(ld.operands[0]) for ld in loads}
+    for ins in body.walk():
+        if ins.op in (Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS):
+            o = origins.get(ins.operands[0])
+            if o is None or o in read:
+                return True
+    return False
+
+
+def _prefetchable(load: Instr, body: Block, cache: dict) -> bool:
+    """A load of a dot-free loop worth a ring: its copies move >= 4 bytes per cp.async
+    (contiguity, pointer alignment and mask constancy along the fastest dimension
+    allow it), and a non-zero `other` comes with a mask, both defined outside the
+    loop, so the body can apply them after reading the slot."""
+    if load.attrs.has_other and not _zero(load.operands[2]):
+        if not load.attrs.has_mask or _defined_in(load.operands[1], body) or _defined_in(load.operands[2], body):
+            return False
+    if "info" not in cache:
+        cache["info"] = axis_info(cache["kernel"])
+    info = cache["info"]
+    ptr = load.operands[0]
+    a = info.get(ptr)
+    if a is None or a.rank == 0:
+        return False
+    unit = element_of(load.results[0].type).bytes
+    d = contiguity_order(ptr, info)[0]
+    run = a.contiguity[d]
+    if load.attrs.has_mask:
+        m = info.get(load.operands[1])
+        run = min(run, m.constancy[d] if m is not None and m.rank == a.rank else 1)
+    nbytes = min(run * unit, a.divisibility[d], 16)
+    return nbytes >= 4
 
 
 def _transposed_by(res: Value, body: Block, uses: dict[Value, list[Instr]]) -> Optional[Instr]:
@@ -176,15 +238,20 @@ def _free_values(ins: Instr) -> list[Value]:
     return [v for sub in ins.walk() for v in sub.operands if v not in inside]
 
 
-def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int) -> Optional[_LoopPlan]:
+def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
+          without_dot: bool = False) -> Optional[_LoopPlan]:
     if stages < 2:
         return None
     body = loop.regions[0]
     uses = _uses(kernel)
-    loads = [ins for ins in body.instrs if _candidate(ins, body, uses, num_warps, capability)]
+    cache = {"kernel": kernel} if without_dot else None
+    loads = [ins for ins in body.instrs if _candidate(ins, body, uses, num_warps, capability, cache)]
     if not loads:
         return None
-    transposes = {ld: t for ld in loads if (t := _transposed_by(ld.results[0], body, uses)) is not None}
+    if without_dot and _writes_what_it_prefetches(kernel, body, loads):
+        return None
+    transposes = {} if without_dot else {
+        ld: t for ld in loads if (t := _transposed_by(ld.results[0], body, uses)) is not None}
     slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
     stages = min(stages, shared_capacity(capability) // slot_bytes)
     if stages < 2:
@@ -346,7 +413,12 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=D - 1))
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
-            M[_dot_operand(ld, plan.transposes)] = nb.op1(Op.LOCAL_LOAD, buf, read)
+            value = nb.op1(Op.LOCAL_LOAD, buf, read)
+            if ld.attrs.has_other and not _zero(ld.operands[2]):
+                # the copy zero-filled the masked-off elements; the load's `other`
+                # (mask and value defined outside the loop, see _prefetchable)
+                value = nb.op1(Op.SELECT, ld.operands[1], value, ld.operands[2])
+            M[_dot_operand(ld, plan.transposes)] = value
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv
