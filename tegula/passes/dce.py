@@ -9,6 +9,9 @@ barriers and assumptions in the same order, from which these are gone:
   dropped, the live one inlined);
 - unused results of `if` (with their yielded operands) and unused loop-carried values
   of `for` whose body argument feeds nothing but its own `yield` slot.
+A `hint` whose result is unused stays while its operand has other uses: it is a claim
+about that operand (hints apply in place, see `axis_analysis`), as Triton's
+`tl.multiple_of(x, v)` with the result discarded still informs the analysis of x.
 An unused non-volatile load is removed like any pure op (as Triton does), so a kernel
 whose only fault is an out-of-bounds load nobody reads no longer reports it.
 """
@@ -69,6 +72,10 @@ class _Sweep:
     def unused(self, values: list[Value]) -> bool:
         return all(self.counts[v] == 0 for v in values)
 
+    def annotates_live(self, ins: Instr) -> bool:
+        """A hint about a value something else still uses (the hint's own use aside)."""
+        return ins.op is Op.HINT and self.counts[ins.operands[0]] > 1
+
     def forget_uses(self, ins: Instr) -> None:
         for nested in ins.walk():
             for v in nested.operands:
@@ -78,7 +85,7 @@ class _Sweep:
         # backwards, so a use disappears before its definition is looked at
         kept: list[Instr] = []
         for ins in reversed(block.instrs):
-            if self.unused(ins.results) and not has_side_effects(ins):
+            if self.unused(ins.results) and not has_side_effects(ins) and not self.annotates_live(ins):
                 self.forget_uses(ins)
                 self.changed = True
                 continue
