@@ -341,8 +341,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     for at_ins, ins in enumerate(body.instrs[:-1]):
         if ins in plan.loads or (ins in members and ins not in plan.keep):
             continue
-        if ins in plan.hints and ins.operands[0] not in M:
-            continue  # about address code of the iteration ahead only: issued with it
+        if ins in plan.hints and (ins.operands[0] not in M or ins.operands[0] in iters):
+            continue  # about the iteration ahead's values: issued with its copies
         nb.insert(clone_instr(ins, M))
         if ins in plan.async_dots.values():
             # in flight into the next iteration; the one before it has finished
