@@ -112,3 +112,37 @@ def test_the_interpreter_runs_a_discarded_hint_as_nothing():
     buf = np.arange(64 * 4, dtype=np.float16)
     execute(k, (1, 1, 1), [buf, 3])
     assert np.array_equal(buf, np.arange(64 * 4, dtype=np.float16))
+
+
+def test_dce_drops_hints_that_only_annotate_each_other():
+    out = run("""
+        kernel @k(%p: ptr<f16>) {
+          %r = arange {start = 0, end = 64} : tile<64xi32>
+          %h1 = hint %r {kind = 'multiple_of', values = (16,)} : tile<64xi32>
+          %h2 = hint %r {kind = 'max_contiguous', values = (16,)} : tile<64xi32>
+          return
+        }""", ["dce"])
+    assert "hint" not in out and "arange" not in out
+
+
+def test_a_discarded_hint_on_a_value_used_through_a_kept_hint_stays():
+    # the used hint's facts start from its operand's, which the discarded claim sets
+    text = """
+        kernel @k(%p: ptr<f16>, %m: i32) {
+          %r = arange {start = 0, end = 64} : tile<64xi32>
+          %ms = splat %m : tile<64xi32>
+          %o = rem %r, %ms : tile<64xi32>
+          %c = hint %o {kind = 'max_contiguous', values = (64,)} : tile<64xi32>
+          %d = hint %o {kind = 'multiple_of', values = (64,)} : tile<64xi32>
+          %ps = splat %p : tile<64xptr<f16>>
+          %q = addptr %ps, %d : tile<64xptr<f16>>
+          %v = load %q {} : tile<64xf16>
+          store %q, %v {}
+          return
+        }"""
+    out = run(text, ["dce"])
+    assert "'max_contiguous'" in out
+    k = parse(out)
+    d = next(ins for ins in k.walk() if ins.op is Op.HINT and ins.attrs.kind == "multiple_of")
+    info = axis_info(k)[d.results[0]]
+    assert info.contiguity == (64,) and info.divisibility == (64,)
