@@ -14,6 +14,8 @@ import tegula
 import tegula.language as tl
 from tegula.backends.compiler import GPUTarget
 from tegula.backends.cuda.ptxas import find_ptxas
+from tegula.ir.parser import parse_ir
+from tegula.ir.printer import print_ir
 from tegula.runtime.source import ASTSource
 
 
@@ -80,6 +82,9 @@ def test_discarded_hints_pipeline_the_pointer_table_gemm_onto_cp_async_and_wgmma
     assert "wgmma.mma_async" in ptx
     assert len(CP_ASYNC_16.findall(ptx)) >= 2 * 2  # both operands, in the loop and its prologue
     assert "ld.global.b16" not in ptx  # no operand element is loaded on its own
+    # the kept hints (results unused) are in the GPU stage, whose text reads back
+    tgir = compiled.asm["tgir"]
+    assert "= hint " in tgir and print_ir(parse_ir(tgir), locs=True) == tgir
     if find_ptxas() is None:
         pytest.skip("ptxas not found")
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
