@@ -2,7 +2,7 @@
 
 Usage (GPU machine):  python benchmarks/autotune_matmul.py [SIZE]
 
-Loads examples/03_matmul.py twice — as tegula code and, with its imports pointing at
+Loads examples/03_matmul.py twice (cuBLAS through torch.matmul beside them) — as tegula code and, with its imports pointing at
 the real Triton, as Triton code — and times each one's first call at SIZE^3 (fresh
 caches: compiling and benchmarking every config), then its tuned speed.
 """
@@ -57,9 +57,22 @@ def main() -> None:
     with triton_is_tegula():
         tg = _import_file("matmul_as_tegula", EXAMPLE)
     results = {"tegula": measure(tg, size), "triton": measure(load_as_triton(), size)}
+    cublas = cublas_tflops(size)
     for who, r in results.items():
         print(f"{who:7} {size}^3: tuning+compile {r['first_call_s']:.2f} s over {r['configs']} configs, "
-              f"{r['TFLOP/s']:.1f} TFLOP/s, best {r['best']}")
+              f"{r['TFLOP/s']:.1f} TFLOP/s ({r['TFLOP/s'] / cublas:.3f}x cuBLAS), best {r['best']}")
+    print(f"cublas  {size}^3: {cublas:.1f} TFLOP/s (torch.matmul, same process); "
+          f"tegula/triton {results['tegula']['TFLOP/s'] / results['triton']['TFLOP/s']:.3f}")
+
+
+def cublas_tflops(size: int) -> float:
+    from triton.testing import do_bench
+
+    a = torch.randn((size, size), device="cuda", dtype=torch.float16)
+    b = torch.randn((size, size), device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    ms = do_bench(lambda: torch.matmul(a, b, out=c), return_mode="median")
+    return 2 * size**3 / ms / 1e9
 
 
 if __name__ == "__main__":

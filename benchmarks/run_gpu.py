@@ -204,6 +204,13 @@ MATMUL_CASES = [  # (size, dtype, (BM, BN, BK, stages, warps)): the tensor-core 
 ]
 
 
+def parse_matmul_case(text: str) -> tuple:
+    """'3000:float16:128,128,64,4,4' → a MATMUL_CASES row."""
+    size, dtype, cfg = text.split(":")
+    bm, bn, bk, stages, warps = (int(x) for x in cfg.split(","))
+    return int(size), dtype, (bm, bn, bk, stages, warps)
+
+
 def bench_matmul(tg, tr) -> None:
     """C = A @ B (fp32 accumulation, output in the input type) with Triton's tutorial
     kernel and a fixed config per row; cuBLAS through torch.matmul."""
@@ -455,8 +462,12 @@ def main() -> None:
     p.add_argument("--out", default=os.environ.get("OUT", tempfile.gettempdir()))
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds per row")
+    p.add_argument("--matmul", nargs="*", default=None, metavar="SIZE:DTYPE:BM,BN,BK,STAGES,WARPS",
+                   help="matmul rows to run instead of the standard ones, e.g. 3000:float16:128,128,64,4,4")
     a = p.parse_args()
     set_rounds(a.rounds)
+    if a.matmul:
+        MATMUL_CASES[:] = [parse_matmul_case(c) for c in a.matmul]
     environment()
     tg = load_tegula_kernels()
     tr = load_triton_kernels()

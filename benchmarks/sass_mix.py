@@ -28,7 +28,8 @@ PTX_OPS = ("wgmma.mma_async", "mma.sync", "ldmatrix", "ld.shared", "st.shared", 
            "st.global", "fma.rn.f32", "bar.sync", "ld.local", "st.local")
 
 
-def sass_counts(cubin: bytes) -> dict[str, int] | None:
+def sass_text(cubin: bytes) -> str | None:
+    """The disassembly of a cubin (None without cuobjdump / nvdisasm)."""
     tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
     if tool is None:
         return None
@@ -36,9 +37,15 @@ def sass_counts(cubin: bytes) -> dict[str, int] | None:
         f.write(cubin)
     try:
         args = [tool, "--dump-sass", f.name] if tool.endswith("cuobjdump") else [tool, f.name]
-        text = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+        return subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
     finally:
         os.unlink(f.name)
+
+
+def sass_counts(cubin: bytes) -> dict[str, int] | None:
+    text = sass_text(cubin)
+    if text is None:
+        return None
     line = r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)"
     ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(line, text))
     return {k: ops.get(k, 0) for k in SASS_OPS}
@@ -87,10 +94,16 @@ def triton_cubin(dtype: str, cfg: tuple[int, ...]) -> bytes | None:
     return k.asm["cubin"]
 
 
+def dump(folder: str, name: str, text: str) -> None:
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    Path(folder, f"{name}.sass").write_text(text)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--config", nargs=5, type=int, default=(128, 256, 64, 3, 8))
     p.add_argument("--dtype", default="float16")
+    p.add_argument("--dump", default=None, help="write each kernel's SASS (or PTX) into this folder")
     a = p.parse_args()
     cfg = tuple(a.config)
     rows = []
@@ -99,11 +112,15 @@ def main() -> None:
         md = ck.metadata
         counts = sass_counts(ck.asm["cubin"]) if "cubin" in ck.asm else None
         kind = "sass" if counts else "ptx"
+        if a.dump:
+            dump(a.dump, f"tegula_sm{arch}", sass_text(ck.asm["cubin"]) if counts else ck.asm["ptx"])
         rows.append((f"tegula sm_{arch}", kind, counts or ptx_counts(ck.asm["ptx"]),
                      f"regs {getattr(md, 'n_regs', '?')} spills {getattr(md, 'n_spills', '?')} smem {md.shared}"))
     cub = triton_cubin(a.dtype, cfg)
     if cub is not None:
         counts = sass_counts(cub)
+        if a.dump and counts:
+            dump(a.dump, "triton", sass_text(cub))
         if counts:
             rows.append(("triton (this GPU)", "sass", counts, ""))
     print(f"matmul {a.dtype} config {cfg}")

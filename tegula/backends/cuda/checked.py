@@ -154,8 +154,18 @@ class CheckedMode:
 
     def report(self, lw: "KernelLowering", kind: int, site: int, fail: ir.Value,
                offset: Optional[ir.Value] = None) -> None:
-        """Record the first failure of the launch when `fail` holds."""
+        """Record the first failure of the launch when `fail` holds. For an access
+        (`offset` given), only the lowest failing lane of the warp competes for the
+        record, so the element reported is the warp's first outside the array, not
+        whichever lane's atomic lands first (the access is converged code: every lane
+        takes part in the warp-wide minimum)."""
         b = lw.b
+        if offset is not None:
+            key = b.select(fail, lw.lane, ir.Constant(I32, 32))
+            for d in (16, 8, 4, 2, 1):
+                other = lw.dev.shfl_i32(b, "bfly", key, ir.Constant(I32, d))
+                key = b.select(b.icmp_unsigned("<", other, key), other, key)
+            fail = b.and_(fail, b.icmp_unsigned("==", key, lw.lane))
         with b.if_then(fail, likely=False):
             slot0 = self.errbuf
             res = b.cmpxchg(slot0, ir.Constant(I64, 0), ir.Constant(I64, kind), "monotonic", "monotonic")

@@ -102,7 +102,11 @@ class KernelLowering:
         self.dev.begin(fn, self.pb, list(fn.args[n_own:]))
         tid = self.dev.sreg(self.pb, "tid.x")
         self.lane = self.pb.and_(tid, ir.Constant(I32, 31))
-        self.warp = self.pb.lshr(tid, ir.Constant(I32, 5))
+        # The warp index read back through a shuffle from lane 0 (as Triton does): the
+        # value is then known warp-uniform, so what derives from it (a warpgroup's
+        # wgmma descriptors, its slot offsets) is computed in the uniform datapath
+        # instead of per thread and moved over with R2UR before every wgmma.
+        self.warp = self.dev.shfl_i32(self.pb, "idx", self.pb.lshr(tid, ir.Constant(I32, 5)), ir.Constant(I32, 0))
         self.tid = tid
         for i, a in enumerate(self.kernel.args):
             p = fn.args[i]
@@ -246,9 +250,20 @@ class KernelLowering:
                 for s, n in dim_fields(lay.shape)]
 
     def element_flat(self, lay: LinearLayout, r: int) -> ir.Value:
-        reg = ir.Constant(I32, lay.reg_element(r))
+        """Register r's flat index (an element offset in shared-memory maps). Where the
+        register's bits cannot meet a bit the thread part sets, the XOR is an add, so
+        the offsets of a thread's registers are one base plus constants (the constants
+        fold into address immediates, one base register instead of one per access;
+        the swizzled slot layouts are the case: their XOR mixes a row's bits into its
+        column chunk, which a thread's copies, 8+ rows apart, leave alone)."""
+        reg = lay.reg_element(r)
         tp = self.thread_part(lay)
-        return self.b.or_(tp, reg) if lay.is_disjoint() else self.b.xor(tp, reg)
+        thread_bits = 0
+        for image in lay.lane + lay.warp:
+            thread_bits |= image
+        if reg & thread_bits == 0:
+            return self.b.add(tp, ir.Constant(I32, reg)) if reg else tp
+        return self.b.xor(tp, ir.Constant(I32, reg))
 
     def duplicate_free(self, lay: Optional[LinearLayout]) -> Optional[ir.Value]:
         """An i1 true in exactly one thread of each group holding the same elements

@@ -150,6 +150,14 @@ def slot_base(lw: "KernelLowering", buf: SharedBuffer, slot: ir.Value) -> ir.Val
     return b.add(b.mul(slot, ir.Constant(I32, buf.slot_bytes)), ir.Constant(I32, buf.offset))
 
 
+def _copy_run(lw: "KernelLowering", ins: Instr, buf: SharedBuffer) -> tuple[int, BitMap]:
+    """(elements per copy instruction, register → slot offset map) of an async_copy:
+    runs consecutive both in global memory and in the slot."""
+    lay = lw.plan.required(ins, 2)
+    where = offset_layout(lay, buf.offsets)
+    return min(access_width(lw, ins, lay), _vector_run(where, CHUNK_BYTES // buf.element.bytes)), where
+
+
 @handles(Op.ASYNC_COPY)
 def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     buf = lw.buffer_of[ins.operands[0]]
@@ -159,8 +167,7 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     masks = lw.operand(ins, 3) if ins.attrs.has_mask else None
     elem = buf.element
     size = elem.bytes
-    where = offset_layout(lay, buf.offsets)
-    run = min(access_width(lw, ins, lay), _vector_run(where, CHUNK_BYTES // size))
+    run, where = _copy_run(lw, ins, buf)
     b = lw.b
     done: set[int] = set()
     for r in range(0, lay.n_regs, run):
@@ -182,11 +189,26 @@ def lower_async_commit(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.cp_async_commit(lw.b)
 
 
+def _slots_written_by_stores(lw: "KernelLowering") -> bool:
+    """Whether some async_copy of the kernel moves runs too narrow for cp.async, which
+    it writes into the slot with ordinary shared-memory stores."""
+    for c in lw.kernel.walk():
+        if c.op is Op.ASYNC_COPY:
+            buf = lw.buffer_of.get(c.operands[0])
+            if buf is not None and _copy_run(lw, c, buf)[0] * buf.element.bytes < 4:
+                return True
+    return False
+
+
 @handles(Op.ASYNC_WAIT)
 def lower_async_wait(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.cp_async_wait(lw.b, ins.attrs.pending)
-    if lw.capability >= 90:
-        # the slots may be read by wgmma (the async proxy): publish this thread's writes
+    # Slots read by wgmma (the async proxy) after ordinary st.shared need the proxy
+    # fence. Slots filled by cp.async alone do not get one, as in Triton's code: on
+    # sm_90 `fence.proxy.async` also assembles to MEMBAR.ALL.CTA, which waits for this
+    # thread's copies still in flight for later stages and so drains the pipeline
+    # every iteration (the 128x128x64 4-warp matmul ran at 0.82x Triton with it).
+    if lw.capability >= 90 and _slots_written_by_stores(lw):
         lw.dev.fence_proxy_async(lw.b)
     # the barrier pass puts a `barrier` after this op: other threads' copies are then
     # visible, and every earlier read of the slot the next copies overwrite is done

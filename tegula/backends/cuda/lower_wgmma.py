@@ -119,10 +119,24 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     a_group = group_part(a_map, (m, kk), g_m, gm, True, 64) if a_map is not None else None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
-    def descriptor(base: ir.Value, elem_off: ir.Value, bits: int) -> ir.Value:
-        addr = lw.dev.shared_address(b, b.add(base, b.mul(elem_off, ir.Constant(I32, size))))
-        start = b.zext(b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
-        return b.or_(start, ir.Constant(I64, bits))
+    def base_descriptor(base: ir.Value, bits: int) -> ir.Value:
+        """A slot's descriptor (start address >> 4 and the constant fields), computed
+        once per dot: a sub-tile's descriptor is then this plus its offset >> 4, one
+        64-bit add of a constant (where the thread's warpgroup does not move it), not
+        a recomputation of the shared address per sub-tile, which kept the issue slots
+        of a one-warp-per-scheduler loop busy. Exact: slots are 1024-byte aligned (16
+        would do), every sub-tile starts on a 16-byte boundary, and shared addresses
+        stay below 2^18 bytes, so the 14-bit start field never carries into the next."""
+        addr = lw.dev.shared_address(b, base)
+        start = b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF))
+        return b.or_(b.zext(start, I64), ir.Constant(I64, bits))
+
+    def descriptor(base_desc: ir.Value, elem_off: ir.Value) -> ir.Value:
+        step = b.lshr(b.mul(elem_off, ir.Constant(I32, size)), ir.Constant(I32, 4))
+        return b.add(base_desc, b.zext(step, I64))
+
+    b_desc = base_descriptor(b_base, b_bits)
+    a_desc = base_descriptor(a_base, a_bits) if a_base is not None else None
 
     chunk = choice.n_instr // 2
     lw.dev.wgmma_fence(b)
@@ -132,14 +146,14 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             regs = acc[first:first + chunk]
             for s in range(k_steps):
                 b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
-                desc_b = descriptor(b_base, b_off, b_bits)
+                desc_b = descriptor(b_desc, b_off)
                 if a_regs is not None:
                     # the fragment registers first, then K steps, then M repetitions
                     frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]
                     regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major)
                     continue
                 a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
-                regs = lw.dev.wgmma(b, choice, descriptor(a_base, a_off, a_bits), desc_b, regs, not b_k_major,
+                regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off), desc_b, regs, not b_k_major,
                                     a_m_major)
             acc[first:first + chunk] = regs
     lw.dev.wgmma_commit(b)

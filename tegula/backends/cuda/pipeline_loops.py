@@ -72,6 +72,8 @@ class _LoopPlan:
     slice: list[Instr]                   # the address code, in body order
     ahead: set[int]                      # loop-carried values the address code advances
     keep: set[Instr] = field(default_factory=set)  # slice ops the rest of the body also uses
+    # load -> the transpose its result goes through (the slot holds the transposed tile)
+    transposes: dict[Instr, Instr] = field(default_factory=dict)
     # hints with unused results about the carried values or the address code's values:
     # issued with each iteration's copy of them, so the copies keep their alignment
     hints: list[Instr] = field(default_factory=list)
@@ -139,10 +141,36 @@ def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warp
     if ins.attrs.has_other and not _zero(ins.operands[2]):
         return False
     users = uses.get(res, [])
+    perm = _transposed_by(res, body, uses)
+    if perm is not None:  # `desc.load(...).T`: the slot holds the transposed tile
+        res = perm.results[0]
+        users = uses.get(res, [])
     return bool(users) and all(
         u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
         and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
         for u in users)
+
+
+def _transposed_by(res: Value, body: Block, uses: dict[Value, list[Instr]]) -> Optional[Instr]:
+    """The 2-D transpose (`permute (1, 0)`, `tl.trans`, `x.T`) that is the only user of a
+    loaded tile, in the same loop body, or None. Such a load is pipelined as the load of
+    the transposed tile: its pointers and mask are transposed instead, and the slot
+    holds what the dot reads (a K-major B from an [N, K] block, as tensor-descriptor
+    matmuls and attention's K^T write it)."""
+    users = uses.get(res, [])
+    if len(users) != 1:
+        return None
+    u = users[0]
+    if u.op is not Op.PERMUTE or u not in body.instrs or tuple(u.attrs.order) != (1, 0):
+        return None
+    return u
+
+
+def _dot_operand(load: Instr, plan_or_perms) -> Value:
+    """The value a pipelined load stands for in the body: its result, or the result of
+    the transpose applied to it."""
+    perm = plan_or_perms.get(load)
+    return perm.results[0] if perm is not None else load.results[0]
 
 
 def _free_values(ins: Instr) -> list[Value]:
@@ -163,6 +191,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     loads = [ins for ins in body.instrs if _candidate(ins, body, uses, num_warps, capability)]
     if not loads:
         return None
+    transposes = {ld: t for ld in loads if (t := _transposed_by(ld.results[0], body, uses)) is not None}
     slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
     stages = min(stages, shared_capacity(capability) // slot_bytes)
     if stages < 2:
@@ -202,7 +231,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
              if ins.op is Op.HINT and not uses.get(ins.results[0]) and ins.operands[0] in annotated]
     keep: set[Instr] = set()
     for ins in body.instrs:
-        if ins in members or ins in load_set or ins in hints:
+        if ins in members or ins in load_set or ins in transposes.values() or ins in hints:
             continue
         reads = _free_values(ins)
         if ins is term:
@@ -225,24 +254,24 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
             return None
     order = [ins for ins in body.instrs if ins in members]
-    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, hints)
+    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints)
     if stages >= 3:
-        plan.async_dots = _async_dots(kernel, loop, load_set, uses, num_warps, capability)
+        plan.async_dots = _async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
 
 
-def _copied_along_rows(kernel: Kernel, load: Instr, cache: dict) -> bool:
-    """Whether an operand's load runs along its first dimension (its pointers are most
-    contiguous along dimension 0: K for a column-major B, M for a column-major A), so
-    its slot is stored that way round. The kernel's axis analysis is computed once,
-    on demand."""
+def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict) -> bool:
+    """Whether an operand's copies run along its first dimension (its pointers are most
+    contiguous along dimension 0: K for a column-major B, M for a column-major A; for a
+    transposed load, along the loaded tile's second), so its slot is stored that way
+    round. The kernel's axis analysis is computed once, on demand."""
     if "info" not in cache:
         cache["info"] = axis_info(kernel)
-    return contiguity_order(load.operands[0], cache["info"])[0] == 0
+    return contiguity_order(load.operands[0], cache["info"])[0] == (1 if transposed else 0)
 
 
-def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], uses: dict[Value, list[Instr]],
-                num_warps: int, capability: int) -> dict[int, Instr]:
+def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
+                uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> dict[int, Instr]:
     """The dots that may stay in flight into the next iteration: wgmma dots over two
     pipelined operands whose result only feeds the next iteration's dot as its
     accumulator (`acc = tl.dot(a, b, acc)`); all of the loop's dots or none."""
@@ -250,18 +279,19 @@ def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], uses: dict[Value
     term = body.terminator
     found: dict[int, Instr] = {}
     axis_cache: dict = {}
+    source = {_dot_operand(ld, transposes): ld for ld in loads}  # dot operand → its pipelined load
     for ins in body.instrs:
-        if ins.op is not Op.DOT or not any(o.owner in loads for o in ins.operands[:2]):
+        if ins.op is not Op.DOT or not any(o in source for o in ins.operands[:2]):
             continue
-        a_load, b_load = ins.operands[0].owner, ins.operands[1].owner
+        a_load, b_load = source.get(ins.operands[0]), source.get(ins.operands[1])
         fp8 = element_of(ins.operands[0].type).is_fp8
         choice = choose_mma(ins, num_warps, capability, b_in_shared=True, a_in_shared=True,
-                            b_k_major=fp8 and isinstance(b_load, Instr) and b_load in loads
-                            and _copied_along_rows(kernel, b_load, axis_cache),
-                            a_k_major=not (fp8 and isinstance(a_load, Instr) and a_load in loads
-                                           and _copied_along_rows(kernel, a_load, axis_cache)))
+                            b_k_major=fp8 and b_load is not None
+                            and _copied_along_rows(kernel, b_load, b_load in transposes, axis_cache),
+                            a_k_major=not (fp8 and a_load is not None
+                                           and _copied_along_rows(kernel, a_load, a_load in transposes, axis_cache)))
         res = ins.results[0]
-        if (choice is None or choice.version != 3 or not all(o.owner in loads for o in ins.operands[:2])
+        if (choice is None or choice.version != 3 or a_load is None or b_load is None
                 or uses.get(res) != [term] or term.operands.count(res) != 1):
             return {}
         k = term.operands.index(res)
@@ -286,7 +316,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
 
     bufs = []
     for ld in plan.loads:
-        t = ld.results[0].type
+        t = _dot_operand(ld, plan.transposes).type
         with b.location(ld.loc):
             bufs.append(b.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
 
@@ -299,11 +329,15 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         live = bb.op1(Op.LT, iteration, ub)
         for ld, buf in zip(plan.loads, bufs):
             with bb.location(ld.loc):
-                shape = shape_of(ld.results[0].type)
-                pred = bb.splat(live, shape)
-                if ld.attrs.has_mask:
-                    pred = bb.op1(Op.AND, mapping.get(ld.operands[1], ld.operands[1]), pred)
+                perm = plan.transposes.get(ld)
                 ptr = mapping.get(ld.operands[0], ld.operands[0])
+                mask = mapping.get(ld.operands[1], ld.operands[1]) if ld.attrs.has_mask else None
+                if perm is not None:  # copy the transposed tile: transpose its addresses
+                    ptr = bb.op1(Op.PERMUTE, ptr, attrs=perm.attrs)
+                    mask = bb.op1(Op.PERMUTE, mask, attrs=perm.attrs) if mask is not None else None
+                pred = bb.splat(live, shape_of(_dot_operand(ld, plan.transposes).type))
+                if mask is not None:
+                    pred = bb.op1(Op.AND, mask, pred)
                 bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
         bb.create(Op.ASYNC_COMMIT, [])
 
@@ -326,7 +360,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=D - 1))
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
-            M[ld.results[0]] = nb.op1(Op.LOCAL_LOAD, buf, read)
+            M[_dot_operand(ld, plan.transposes)] = nb.op1(Op.LOCAL_LOAD, buf, read)
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv
@@ -339,7 +373,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         issue(nb, ahead_map, ahead_iv, write)
     members = set(plan.slice)
     for at_ins, ins in enumerate(body.instrs[:-1]):
-        if ins in plan.loads or (ins in members and ins not in plan.keep):
+        if ins in plan.loads or ins in plan.transposes.values() or (ins in members and ins not in plan.keep):
             continue
         if ins in plan.hints and (ins.operands[0] not in M or ins.operands[0] in iters):
             continue  # about the iteration ahead's values: issued with its copies

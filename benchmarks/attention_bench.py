@@ -1,0 +1,221 @@
+"""Fused attention on the GPU: `tegula.kernels.attention` forward and backward, side by side.
+
+Columns, measured in one run on the same inputs: tegula compiling the library's source;
+Triton 3.6 compiling the *same source files* (tegula/kernels/*.py loaded a second time
+with `tegula` and `tegula.language` resolving to `triton` and `triton.language`); torch's
+`scaled_dot_product_attention` (FlashAttention; for the sliding window, torch's
+FlexAttention through torch.compile). fp16, TFLOP/s with 4·Z·H·N²·D flops
+forward (half for causal) and 2.5× that backward (five matmuls to two).
+
+Rows: Z4 H32 N4096 D64/D128, causal and not; then a sliding window of 1024 at N8192
+(a BlockMask) against dense causal at N8192 (the built-in causal skipping), with the
+fraction of blocks the window skips and the speed-up it achieves over causal.
+
+    python benchmarks/attention_bench.py            # the full table (autotunes: minutes)
+    python benchmarks/attention_bench.py --quick    # small sizes, one config per kernel
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+KERNELS_DIR = Path(__file__).resolve().parents[1] / "tegula" / "kernels"
+# dependency order: each file imports only earlier ones (and tegula's public surface)
+LIBRARY_FILES = ["attention_common", "flex", "mods", "attention_configs", "attention_fwd", "attention_bwd",
+                 "attention"]
+
+
+def load_library_under_triton() -> ModuleType | None:
+    """tegula/kernels loaded again, its `import tegula` / `tegula.language` answered by
+    the real Triton: the same kernel source, compiled by Triton. None without Triton."""
+    try:
+        import triton
+        import triton.language
+        import triton.language.extra
+    except ImportError:
+        return None
+    saved = {k: v for k, v in sys.modules.items() if k == "tegula" or k.startswith("tegula.")}
+    for k in saved:
+        del sys.modules[k]
+    package = ModuleType("tegula.kernels")
+    package.__path__ = []
+    sys.modules.update({"tegula": triton, "tegula.language": triton.language,
+                        "tegula.language.extra": triton.language.extra, "tegula.kernels": package})
+    try:
+        for name in LIBRARY_FILES:
+            spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", KERNELS_DIR / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            setattr(package, name, module)
+        return package
+    finally:
+        for k in [k for k in sys.modules if k == "tegula" or k.startswith("tegula.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def narrow_configs(attention_module) -> None:
+    """--quick: keep the host configs and, for the GPU, 128 x 64 blocks (either way round)
+    with 3 stages and 8 warps, so a smoke run hardly autotunes."""
+    def keep(c):
+        blocks = sorted((c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]))
+        return blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
+    for kernel in (attention_module._fwd, attention_module._dkdv, attention_module._dq):
+        kernel.configs = [c for c in kernel.configs if keep(c)]
+
+
+def torch_flex_sliding_window(window: int, n: int, device):
+    """torch's FlexAttention (Inductor-generated Triton) on the same window, for the
+    window row's torch column; None where this torch has none."""
+    try:
+        import torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        def sliding_window(b, h, q, kv):
+            return (q >= kv) & (q - kv < window)
+        block_mask = create_block_mask(sliding_window, None, None, n, n, device=device)
+        compiled = torch.compile(flex_attention)
+        return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+    except Exception as e:
+        print(f"    torch FlexAttention unavailable: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        return None
+
+
+def flops(Z, H, N, D, causal, visited=None):
+    f = 4 * Z * H * N * N * D
+    if visited is not None:
+        return f * visited
+    return f * (0.5 if causal else 1.0)
+
+
+def time_fwd_bwd(run, q, k, v, bench):
+    """(forward ms, backward ms) of `run(q, k, v)`; None for a pass that failed."""
+    import torch
+    try:
+        fwd = bench(lambda: run(q, k, v))
+    except Exception as e:  # one column failing must not hide the others
+        print(f"    forward failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        return None, None
+    try:
+        out = run(q, k, v)
+        d_out = torch.randn_like(out)
+        bwd = bench(lambda: out.backward(d_out, retain_graph=True), grad_to_none=[q, k, v])
+    except Exception as e:
+        print(f"    backward failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        bwd = None
+    return fwd, bwd
+
+
+def main(quick: bool = False) -> int:
+    import torch
+
+    import importlib
+
+    import tegula.testing
+    from tegula.kernels import create_block_mask, mods
+
+    # the module (the package re-exports the `attention` function under the same name)
+    tegula_attention_module = importlib.import_module("tegula.kernels.attention")
+
+    if not torch.cuda.is_available():
+        print("attention_bench.py measures GPU kernels: no CUDA device here")
+        return 1
+    triton_lib = load_library_under_triton()
+    if quick:
+        narrow_configs(tegula_attention_module)
+        if triton_lib is not None:
+            narrow_configs(triton_lib.attention)
+    bench = tegula.testing.do_bench
+    device, dtype = "cuda", torch.float16
+    Z, H = (1, 4) if quick else (4, 32)
+    n_dense = 1024 if quick else 4096
+    n_window, window = (2048, 256) if quick else (8192, 1024)
+
+    def sdpa(causal):
+        return lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    rows = []
+    for D in (64,) if quick else (64, 128):
+        for causal in (False, True):
+            q, k, v = (torch.randn(Z, H, n_dense, D, device=device, dtype=dtype, requires_grad=True)
+                       for _ in range(3))
+            label = f"Z{Z} H{H} N{n_dense} D{D}{' causal' if causal else ''}"
+            print(f"{label} ...", flush=True)
+            runs = {"tegula": lambda q, k, v, c=causal: tegula_attention_module.attention(q, k, v, causal=c),
+                    "triton": (None if triton_lib is None else
+                               lambda q, k, v, c=causal: triton_lib.attention.attention(q, k, v, causal=c)),
+                    "sdpa": sdpa(causal)}
+            err = (runs["tegula"](q, k, v) - runs["sdpa"](q, k, v)).abs().max().item()
+            times = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs.items()}
+            rows.append((label, flops(Z, H, n_dense, D, causal), times, f"max|out - sdpa| {err:.1e}"))
+
+    # sliding window vs dense causal, same N: the block mask skips what the window leaves out
+    D = 64 if quick else 128
+    q, k, v = (torch.randn(1 if quick else 2, H, n_window, D, device=device, dtype=dtype, requires_grad=True)
+               for _ in range(3))
+    Zw = q.shape[0]
+    mask = mods.sliding_window(window)
+    block_mask = create_block_mask(mask, 1, 1, n_window, device)
+    visited = block_mask.visited_fraction()
+    label_w = f"Z{Zw} H{H} N{n_window} D{D} window {window}"
+    print(f"{label_w} ...", flush=True)
+    runs_w = {"tegula": lambda q, k, v: tegula_attention_module.attention(q, k, v, block_mask=block_mask),
+              "triton": None, "sdpa": torch_flex_sliding_window(window, n_window, device)}
+    if triton_lib is not None:
+        try:
+            bm_triton = triton_lib.flex.create_block_mask(triton_lib.mods.sliding_window(window), 1, 1, n_window,
+                                                          device)
+            runs_w["triton"] = lambda q, k, v: triton_lib.attention.attention(q, k, v, block_mask=bm_triton)
+        except Exception as e:  # report, and keep the other columns
+            print(f"    Triton could not build the block mask: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    times_w = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs_w.items()}
+    label_c = f"Z{Zw} H{H} N{n_window} D{D} causal"
+    print(f"{label_c} ...", flush=True)
+    runs_c = {"tegula": lambda q, k, v: tegula_attention_module.attention(q, k, v, causal=True),
+              "triton": (None if triton_lib is None else
+                         lambda q, k, v: triton_lib.attention.attention(q, k, v, causal=True)),
+              "sdpa": sdpa(True)}
+    times_c = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs_c.items()}
+    # window FLOPs: what the window's pairs cost, q - window < kv <= q
+    pairs = sum(min(i + 1, window) for i in range(n_window)) / (n_window * n_window)
+    rows.append((label_c, flops(Zw, H, n_window, D, True), times_c, ""))
+    rows.append((label_w, flops(Zw, H, n_window, D, False, visited=pairs), times_w,
+                 f"visits {visited:.1%} of blocks (skips {1 - visited:.1%}; causal visits ~50%)"))
+
+    print_table(rows)
+    for p, pass_name in enumerate(("fwd", "bwd")):
+        t_c, t_w = times_c["tegula"][p], times_w["tegula"][p]
+        if t_c and t_w:
+            print(f"sliding window {window} vs dense causal at N{n_window}, {pass_name}: {t_c / t_w:.2f}x faster "
+                  f"(blocks visited {visited:.1%} vs ~{0.5 + 0.5 / math.ceil(n_window / 128):.1%})")
+    return 0
+
+
+def print_table(rows):
+    def tflops(f, ms):
+        return f"{f / ms / 1e9:7.1f}" if ms else "    n/a"
+
+    def ratio(a, b):
+        return f"{b / a:5.2f}" if a and b else "  n/a"
+
+    print()
+    print(f"{'case':36s} {'pass':4s} {'tegula':>7s} {'triton':>7s} {'sdpa':>7s} {'teg/tri':>7s} {'teg/sdpa':>8s}  note")
+    for label, f, times, note in rows:
+        for p, name in enumerate(("fwd", "bwd")):
+            mult = 1.0 if p == 0 else 2.5
+            t, tr, s = (times[k][p] for k in ("tegula", "triton", "sdpa"))
+            print(f"{label:36s} {name:4s} {tflops(f * mult, t)} {tflops(f * mult, tr)} {tflops(f * mult, s)} "
+                  f"{ratio(t, tr):>7s} {ratio(t, s):>8s}  {note if p == 0 else ''}")
+    print("TFLOP/s; teg/tri and teg/sdpa are speed ratios (above 1: tegula faster). In the window row the "
+          "sdpa column is torch's FlexAttention (torch.compile) on the same window.")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one config per kernel: a smoke run")
+    sys.exit(main(quick=parser.parse_args().quick))

@@ -1,0 +1,64 @@
+"""Autotuning configs of the attention kernels and the rules that prune them.
+
+Each kernel gets one list holding host configs (small blocks; the first valid one is
+taken without timing, since timing on the interpreter would cost more than it saves)
+and GPU configs (BLOCK_M 64/128, BLOCK_N 32/64/128, 2-4 stages, 4/8 warps, timed).
+The kernels take an `ON_GPU` constexpr so host and GPU runs never share a tuning-cache
+entry and pick from their own list. Pruning keeps the configs whose blocks fit the
+call: the causal diagonal needs the outer block to be a multiple of the inner one, a
+BlockMask needs the kernel's blocks to divide its blocks, and head dim 256 keeps the
+shared-memory rings small.
+"""
+import itertools
+
+import tegula as triton
+
+_HOST = [(32, 16), (16, 16)]
+_GPU = [(bm, bn, s, w) for bm, bn, s, w in itertools.product((64, 128), (32, 64, 128), (2, 3, 4), (4, 8))]
+
+
+def _configs(host_pairs, gpu, swap=False):
+    host = [triton.Config({"BLOCK_M": n if swap else m, "BLOCK_N": m if swap else n}, num_warps=4, num_stages=2)
+            for m, n in host_pairs]
+    dev = [triton.Config({"BLOCK_M": bn if swap else bm, "BLOCK_N": bm if swap else bn}, num_stages=s, num_warps=w)
+           for bm, bn, s, w in gpu]
+    return host, dev
+
+
+FWD_HOST, FWD_GPU = _configs(_HOST, _GPU)
+DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)
+# dK/dV owns the key block (the outer one) and steps over queries: BLOCK_N outer.
+DKDV_HOST, DKDV_GPU = _configs(_HOST, _GPU, swap=True)
+
+
+def _fits(c, a, outer: str, inner: str) -> bool:
+    kw = c.kwargs
+    if a["CAUSAL"] and not a["SPARSE"] and kw[outer] % kw[inner]:
+        return False
+    if a["SPARSE"] and (a["SPARSE_Q"] % kw["BLOCK_M"] or a["SPARSE_KV"] % kw["BLOCK_N"]):
+        return False
+    if a["HEAD_DIM"] >= 256 and (kw["BLOCK_M"] > 64 or kw["BLOCK_N"] > 64 or c.num_stages > 2):
+        return False
+    return True
+
+
+def _pruner(host, gpu, outer, inner):
+    host_ids, gpu_ids = {id(c) for c in host}, {id(c) for c in gpu}
+
+    def prune(configs, nargs, **kwargs):
+        # filters the autotuner's current list, so a caller may narrow `kernel.configs`
+        a = {**nargs, **kwargs}
+        if a["ON_GPU"]:
+            return [c for c in configs if id(c) in gpu_ids and _fits(c, a, outer, inner)]
+        valid = [c for c in configs if id(c) in host_ids and _fits(c, a, outer, inner)]
+        return valid[:1]
+    return {"early_config_prune": prune}
+
+
+FWD_PRUNE = _pruner(FWD_HOST, FWD_GPU, "BLOCK_M", "BLOCK_N")
+DQ_PRUNE = _pruner(DQ_HOST, DQ_GPU, "BLOCK_M", "BLOCK_N")
+DKDV_PRUNE = _pruner(DKDV_HOST, DKDV_GPU, "BLOCK_N", "BLOCK_M")
+# The mods are not in the key: a config tuned for one shape serves every mod on it (a mod
+# adds elementwise work, it does not move the best tile shape much), so a model with a
+# few variants tunes once per shape rather than once per variant.
+TUNING_KEY = ["N_CTX", "HEAD_DIM", "CAUSAL", "SPARSE", "SPARSE_Q", "SPARSE_KV", "ON_GPU"]

@@ -1,0 +1,129 @@
+"""Fused attention forward, FlashAttention-2 style, with score/mask mods and block sparsity.
+
+Each program owns BLOCK_M query rows of one (batch, head) and streams K and V in
+BLOCK_N-row blocks with an online softmax: a running row maximum m and denominator l,
+the accumulator rescaled by exp2(m_old - m_new) when the maximum grows. It writes the
+output and the base-2 logsumexp (m + log2 l) per row, which the backward kernels use to
+recompute the probabilities without a second pass.
+
+Which KV blocks a program visits:
+- dense, not causal: all; only the tail block past the last whole one is masked;
+- dense, causal: the blocks left of the diagonal unmasked, the diagonal ones masked, the
+  rest skipped (BLOCK_M must be a multiple of BLOCK_N);
+- SPARSE (a BlockMask): the full blocks of its Q block unmasked, then its partial blocks
+  with the mask_mod (and causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks.
+  Blocks are walked as runs of consecutive blocks (flex.py), not one list entry at a time.
+"""
+import tegula as triton
+import tegula.language as tl
+from tegula.kernels.attention_common import allowed_of, scores_base2
+
+
+@triton.jit
+def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, offs_m, offs_d,
+              sm_scale: tl.constexpr, off_b, off_h, N_CTX,
+              SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
+              CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    kt_ptrs = k_base + offs_n[None, :] * stride_n + offs_d[:, None] * stride_d  # K^T block: HEAD_DIM x BLOCK_N
+    v_ptrs = v_base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
+    if MASKED:
+        kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+    else:
+        kt = tl.load(kt_ptrs)
+    qk = tl.dot(q, kt, input_precision=PRECISION)
+    s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
+    if MASKED:
+        allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args)
+        s = tl.where(allowed, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    # A row with nothing allowed so far has m_new = -inf; shifting by 0 instead keeps
+    # exp2(-inf - shift) a clean 0 rather than NaN (masks may leave a row empty).
+    shift = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2(s - shift[:, None])
+    alpha = tl.exp2(m_i - shift)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    if MASKED:
+        v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+    else:
+        v = tl.load(v_ptrs)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
+                         stride_z, stride_h, stride_n, stride_d, H, N_CTX,
+                         sparse, SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
+                         HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+                         SPARSE: tl.constexpr,
+                         SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
+                         ON_GPU: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """`sparse` is () when not SPARSE, else a BlockMask's runs per Q block: (partial run
+    count, run first blocks, run end blocks, the same three for full runs, count strides
+    z, h, run strides z, h, q). A run is a range of consecutive KV blocks: walking one
+    is a loop whose addresses depend only on its counter, which the compiler pipelines."""
+    block_m = tl.program_id(0)
+    batch_head = tl.program_id(1)
+    off_b = batch_head // H
+    off_h = batch_head % H
+    # 64-bit offsets: Z*H*N*D elements can exceed 2**31 for long contexts.
+    base = off_b.to(tl.int64) * stride_z + off_h.to(tl.int64) * stride_h
+    start_m = block_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    in_q = offs_m < N_CTX
+    q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=in_q[:, None], other=0.0)
+    k_base = k_ptr + base
+    v_base = v_ptr + base
+
+    acc_ty = lse_ptr.dtype.element_ty  # fp32, or fp64 for fp64 inputs
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=acc_ty)
+    l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
+    if SPARSE:
+        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
+        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
+        q_blk = start_m // SPARSE_Q
+        cnt_off = off_b * sparse[6] + off_h * sparse[7] + q_blk
+        idx_off = off_b * sparse[8] + off_h * sparse[9] + q_blk * sparse[10]
+        for r in range(tl.load(full_runs + cnt_off)):
+            lo = tl.load(full_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(full_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for r in range(tl.load(part_runs + cnt_off)):
+            lo = tl.load(part_first + idx_off + r) * SPARSE_KV
+            hi = tl.load(part_end + idx_off + r) * SPARSE_KV
+            for start_n in range(lo, hi, BLOCK_N):
+                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+    else:
+        if CAUSAL:
+            # Keys left of this Q block are visible to all of its rows: no mask there.
+            unmasked_end = start_m
+            masked_end = tl.minimum(start_m + BLOCK_M, N_CTX)
+        else:
+            unmasked_end = N_CTX - N_CTX % BLOCK_N
+            masked_end = N_CTX
+        for start_n in range(0, unmasked_end, BLOCK_N):
+            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+        for start_n in range(unmasked_end, masked_end, BLOCK_N):
+            acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                      offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+    # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
+    # probability the backward recomputes for them exp2(s - inf) = 0.
+    empty = l_i == 0.0
+    l_safe = tl.where(empty, 1.0, l_i)
+    out = acc / l_safe[:, None]
+    lse = tl.where(empty, float("inf"), m_i + tl.log2(l_safe))
+    tl.store(out_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
+             out.to(out_ptr.dtype.element_ty), mask=in_q[:, None])
+    tl.store(lse_ptr + batch_head.to(tl.int64) * N_CTX + offs_m, lse, mask=in_q)
