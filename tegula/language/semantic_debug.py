@@ -2,9 +2,11 @@
 debug mode), the multiple_of / max_contiguous / max_constancy hints, assume and
 debug_barrier.
 
-A hint is an op of its own (HINT) whose result is the hinted value: code after
-`x = tl.multiple_of(x, 16)` uses the result, which is how the hint reaches the axis
-analysis.
+A hint is an op of its own (HINT) whose result is the hinted value. As in Triton, where
+the hint is an attribute set on x itself, the claim also holds for the operand: code
+that discards the result (`tl.multiple_of(a_ptrs, 16)` at the top of a loop, as
+Triton's grouped GEMM tutorial does) still informs the axis analysis of every use of
+a_ptrs, and DCE keeps the hint while a_ptrs is live (`passes/axis_analysis`).
 """
 from __future__ import annotations
 

@@ -15,6 +15,17 @@ per-instruction rules are in `axis_rules`; this module walks structured control 
 - `if`: results join the two regions' yields (only the taken one for a constant
   condition); `while` iterates like `for`;
 - results of reductions, scans, dots and loads are unknown.
+
+Hints apply in place, as in Triton (where `tl.multiple_of(x, v)` sets an attribute on
+x's defining op, or for a loop's block argument on the loop): a `hint` instruction's
+claim holds for its result *and* for its operand wherever that value is used, before
+the hint or after it, and whether or not the hint's result is used (Triton's grouped
+GEMM tutorial discards it). A hint on a loop-carried block argument is applied each
+time the fixed point binds the argument, on top of the join of the initial and the
+yielded values; the loop's results are that join alone (the hint is a claim about the
+iterations that run, and says nothing of a value no iteration reads). Hints on kernel
+arguments apply only through their result: Triton sets no attribute on a function's
+argument, and a hint inside a branch must not speak for the whole kernel.
 """
 from __future__ import annotations
 
@@ -26,7 +37,7 @@ from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from ..ir.types import ScalarType, element_of, shape_of
 from .axis_info import AxisInfo, join, make, uniform, unknown
-from .axis_rules import transfer
+from .axis_rules import apply_hint, transfer
 from .const_fold import canonical_literal
 from .dataflow import fixed_point
 from .ir_utils import constant_of
@@ -102,6 +113,18 @@ def collect_assumptions(kernel: Kernel) -> dict[Value, tuple[int, bool]]:
     return facts
 
 
+def collect_hints(kernel: Kernel) -> dict[Value, list[Instr]]:
+    """The `hint` instructions about each hinted value other than a kernel argument, in
+    program order (a later claim of the same kind wins, as a later attribute does in
+    Triton)."""
+    args = set(kernel.args)
+    hints: dict[Value, list[Instr]] = {}
+    for ins in kernel.walk():
+        if ins.op is Op.HINT and ins.operands[0] not in args:
+            hints.setdefault(ins.operands[0], []).append(ins)
+    return hints
+
+
 # ------------------------------------------------------------------ the dataflow walk
 
 class _Analysis:
@@ -109,6 +132,7 @@ class _Analysis:
         self.kernel = kernel
         self.info: dict[Value, AxisInfo] = {}
         self.facts = collect_assumptions(kernel)
+        self.hints = collect_hints(kernel)
 
     def get(self, v: Value) -> AxisInfo:
         found = self.info.get(v)
@@ -118,6 +142,8 @@ class _Analysis:
         e = element_of(v.type)
         if isinstance(e, ScalarType) and e.is_unsigned and not info.nonnegative:
             info = replace(info, nonnegative=True)
+        for hint in self.hints.get(v, ()):
+            info = apply_hint(info, hint, v)
         fact = self.facts.get(v)
         if fact is not None:
             div, nonneg = fact

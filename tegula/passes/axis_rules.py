@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional
 
-from ..ir.core import Instr
+from ..ir.core import Instr, Value
 from ..ir.ops import COMPARISONS, OP_INFO, Kind, Op
 from ..ir.types import PointerType, ScalarType, element_of, shape_of
 from .axis_info import (
@@ -405,21 +405,26 @@ def _split(ins: Instr, args: Infos) -> list[AxisInfo]:
     return [out, out]
 
 
+def apply_hint(info: AxisInfo, hint: Instr, value: Value) -> AxisInfo:
+    """`info` of `value` with the claim of the `hint` instruction (whose operand or result
+    `value` is) put in place of what the analysis found, as Triton does. A hint whose
+    values do not match the rank (a scalar's one value is spread) or of unknown kind
+    leaves `info` alone."""
+    values = tuple(hint.attrs.values)
+    if len(values) != info.rank:
+        values = (values[0],) * info.rank if len(values) == 1 else ()
+    field = {"multiple_of": "divisibility", "max_contiguous": "contiguity",
+             "max_constancy": "constancy"}.get(hint.attrs.kind)
+    if not values or field is None:
+        return info
+    hinted = replace(info, **{field: tuple(max(1, int(v)) for v in values)})
+    return make(shape_of(value.type), hinted.divisibility, hinted.contiguity, hinted.constancy,
+                hinted.constant, hinted.nonnegative, element_unit(value))
+
+
 def _hint(ins: Instr, args: Infos) -> AxisInfo:
     """The user's claim replaces what the analysis found (as in Triton)."""
-    a = args[0]
-    values = tuple(ins.attrs.values)
-    if len(values) != a.rank:
-        values = (values[0],) * a.rank if len(values) == 1 else ()
-    if not values:
-        return a
-    field = {"multiple_of": "divisibility", "max_contiguous": "contiguity",
-             "max_constancy": "constancy"}.get(ins.attrs.kind)
-    if field is None:
-        return a
-    hinted = replace(a, **{field: tuple(max(1, int(v)) for v in values)})
-    return make(_shape(ins), hinted.divisibility, hinted.contiguity, hinted.constancy,
-                hinted.constant, hinted.nonnegative, element_unit(ins.results[0]))
+    return apply_hint(args[0], ins, ins.results[0])
 
 
 def _same_as_operand(ins: Instr, args: Infos) -> AxisInfo:

@@ -9,6 +9,9 @@ barriers and assumptions in the same order, from which these are gone:
   dropped, the live one inlined);
 - unused results of `if` (with their yielded operands) and unused loop-carried values
   of `for` whose body argument feeds nothing but its own `yield` slot.
+A `hint` whose result is unused stays while its operand has other uses: it is a claim
+about that operand (hints apply in place, see `axis_analysis`), as Triton's
+`tl.multiple_of(x, v)` with the result discarded still informs the analysis of x.
 An unused non-volatile load is removed like any pure op (as Triton does), so a kernel
 whose only fault is an out-of-bounds load nobody reads no longer reports it.
 """
@@ -31,7 +34,7 @@ def dce(kernel: Kernel, ctx: Any = None) -> Kernel:
     """Remove dead code from `kernel` in place; returns it."""
     _inline_constant_ifs(kernel)
     for _ in range(_MAX_SWEEPS):
-        sweep = _Sweep(use_counts(kernel.body))
+        sweep = _Sweep(use_counts(kernel.body), kernel.body)
         sweep.block(kernel.body)
         if not sweep.changed:
             break
@@ -62,23 +65,35 @@ def _inline_constant_ifs(kernel: Kernel) -> None:
 
 
 class _Sweep:
-    def __init__(self, counts: Counter) -> None:
+    def __init__(self, counts: Counter, root: Block) -> None:
         self.counts = counts
+        # Uses by hints with unused results do not keep a hint alive (a used hint does:
+        # its result's facts start from its operand's, in-place claims included). Taken
+        # once per sweep; a hint that loses its users during the sweep counts as a use
+        # until the next sweep, which only keeps more.
+        self.unused_hints = {ins for ins in root.walk() if ins.op is Op.HINT and not counts[ins.results[0]]}
+        self.hint_uses = Counter(ins.operands[0] for ins in self.unused_hints)
         self.changed = False
 
     def unused(self, values: list[Value]) -> bool:
         return all(self.counts[v] == 0 for v in values)
 
+    def annotates_live(self, ins: Instr) -> bool:
+        """A hint about a value that something other than unused hints still uses."""
+        return ins.op is Op.HINT and self.counts[ins.operands[0]] > self.hint_uses[ins.operands[0]]
+
     def forget_uses(self, ins: Instr) -> None:
         for nested in ins.walk():
             for v in nested.operands:
                 self.counts[v] -= 1
+            if nested in self.unused_hints:
+                self.hint_uses[nested.operands[0]] -= 1
 
     def block(self, block: Block) -> None:
         # backwards, so a use disappears before its definition is looked at
         kept: list[Instr] = []
         for ins in reversed(block.instrs):
-            if self.unused(ins.results) and not has_side_effects(ins):
+            if self.unused(ins.results) and not has_side_effects(ins) and not self.annotates_live(ins):
                 self.forget_uses(ins)
                 self.changed = True
                 continue

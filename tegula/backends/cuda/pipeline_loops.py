@@ -37,6 +37,10 @@ of its loads whose copies move at least 4 bytes (cp.async's smallest) goes throu
 ring and is read back into registers. A non-zero `other` is applied after the read
 (`select(mask, slot, other)`) when the mask and `other` are defined outside the loop.
 
+A hint whose result is unused (`tl.multiple_of(a_ptrs, 16)`, which applies in place)
+about a carried value or an address-code value is issued again with each copy's
+address code, so the copies keep the alignment it claims.
+
 The interpreter runs the result (copies complete at issue), so the rewrite is
 translation-validated with no GPU.
 """
@@ -77,6 +81,9 @@ class _LoopPlan:
     keep: set[Instr] = field(default_factory=set)  # slice ops the rest of the body also uses
     # load -> the transpose its result goes through (the slot holds the transposed tile)
     transposes: dict[Instr, Instr] = field(default_factory=dict)
+    # hints with unused results about the carried values or the address code's values:
+    # issued with each iteration's copy of them, so the copies keep their alignment
+    hints: list[Instr] = field(default_factory=list)
     # dots left in flight across iterations (wgmma), each the sole producer of the
     # loop-carried accumulator at that index of the yield
     async_dots: dict[int, Instr] = field(default_factory=dict)
@@ -284,9 +291,14 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     for ins in body.instrs:
         if ins in members and any(o in depends_ahead for o in ins.operands):
             depends_ahead.update(ins.results)
+    # A hint whose result is unused speaks of its operand in place (tl.multiple_of(a_ptrs,
+    # 16) at the top of the body): it follows the address code to each iteration's copy.
+    annotated = {iters[k] for k in ahead} | {r for ins in members for r in ins.results}
+    hints = [ins for ins in body.instrs
+             if ins.op is Op.HINT and not uses.get(ins.results[0]) and ins.operands[0] in annotated]
     keep: set[Instr] = set()
     for ins in body.instrs:
-        if ins in members or ins in load_set or ins in transposes.values():
+        if ins in members or ins in load_set or ins in transposes.values() or ins in hints:
             continue
         reads = _free_values(ins)
         if ins is term:
@@ -309,7 +321,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
             return None
     order = [ins for ins in body.instrs if ins in members]
-    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes)
+    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints)
     if stages >= 3:
         plan.async_dots = _async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
@@ -379,6 +391,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         """The address code for `iteration` and its copies into `slot`, one group."""
         for ins in plan.slice:
             bb.insert(clone_instr(ins, mapping))
+        for ins in plan.hints:
+            bb.insert(clone_instr(ins, mapping))
         live = bb.op1(Op.LT, iteration, ub)
         for ld, buf in zip(plan.loads, bufs):
             with bb.location(ld.loc):
@@ -433,6 +447,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     for at_ins, ins in enumerate(body.instrs[:-1]):
         if ins in plan.loads or ins in plan.transposes.values() or (ins in members and ins not in plan.keep):
             continue
+        if ins in plan.hints and (ins.operands[0] not in M or ins.operands[0] in iters):
+            continue  # about the iteration ahead's values: issued with its copies
         nb.insert(clone_instr(ins, M))
         if ins in plan.async_dots.values():
             # in flight into the next iteration; the one before it has finished
