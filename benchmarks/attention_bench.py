@@ -113,9 +113,9 @@ def time_fwd_bwd(run, q, k, v, bench):
 
 
 def main(quick: bool = False, one_config: bool = False) -> int:
-    import torch
-
     import importlib
+
+    import torch
 
     import tegula.testing
     from tegula.kernels import create_block_mask, mods

@@ -93,7 +93,8 @@ def test_transpose_with_other_users_is_not_pipelined():
 
     sig = {"a_ptr": "*fp16", "bt_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    kernel = tir_opt(twice, sig, {"BM": 64, "BN": 32, "BK": 32}, attrs={n: 16 for n in ("a_ptr", "bt_ptr", "c_ptr", "K")})
+    attrs = {n: 16 for n in ("a_ptr", "bt_ptr", "c_ptr", "K")}
+    kernel = tir_opt(twice, sig, {"BM": 64, "BN": 32, "BK": 32}, attrs=attrs)
     ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
     loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
     body = [i.op for i in loop.regions[0].instrs]
