@@ -3,8 +3,9 @@
 Usage (GPU machine):  python benchmarks/autotune_matmul.py [SIZE]
 
 Loads examples/03_matmul.py twice — as tegula code and, with its imports pointing at
-the real Triton, as Triton code (cuBLAS through torch.matmul beside them) — and times each one's first call at SIZE^3 (fresh
-caches: compiling and benchmarking every config), then its tuned speed.
+the real Triton, as Triton code (cuBLAS through torch.matmul beside them) — and times
+each one's first call at SIZE^3 (fresh caches: compiling and benchmarking every
+config), then its tuned speed.
 """
 from __future__ import annotations
 
