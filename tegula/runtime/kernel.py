@@ -268,7 +268,7 @@ class CompiledKernel:
             values = self._full_values(params)
             names = self._value_names()
             g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
-            self._launch_hooked(g, values, current_stream(self))
+            self._launch_hooked(g, values, None)
             return
         if len(args) < 9:
             raise KernelArgumentError(
@@ -292,6 +292,8 @@ class CompiledKernel:
         if not runtime.launch_hooked:
             self._launch(grid, values, *pointers, stream=stream)
             return
+        if stream is None:  # the hooks are told which stream the launch goes to
+            stream = current_stream(self)
         md = self.launch_metadata(grid, stream, *values)
         enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
         if enter:
@@ -305,7 +307,10 @@ class CompiledKernel:
             values = self._full_values(args)
             names = self.metadata.param_names
             g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
-            self._launch_hooked(g, values, current_stream(self) if stream is None else stream)
+            # stream None: the backend's launcher reads the current stream itself, through
+            # the framework's raw getter, as the JIT launch path does (asking
+            # torch.cuda.current_stream() here built a Stream object on every launch)
+            self._launch_hooked(g, values, stream)
 
         return runner
 

@@ -237,6 +237,10 @@ def get_current_stream(device: Optional[int] = None) -> int:
     if torch is not None:
         if device is None:
             device = torch.cuda.current_device()
+        # torch's raw getter: torch.cuda.current_stream() builds a Stream object per call
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(device)
         return torch.cuda.current_stream(device).cuda_stream
     return 0  # the legacy default stream, which is what cuda-bindings users launch on
 
