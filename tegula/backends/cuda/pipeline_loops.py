@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ir import attrs as A
-from ...ir.accessors import for_bounds, for_inits
+from ...ir.accessors import for_bounds, for_inits, memory_operands
 from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
@@ -148,14 +148,15 @@ def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warp
     res = ins.results[0]
     if not isinstance(res.type, TileType) or not res.type.shape:
         return False
-    ptr_elem = element_of(ins.operands[0].type)
+    mem = memory_operands(ins)
+    ptr_elem = element_of(mem.pointer.type)
     if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
         return False
     if without_dot is not None:
         return _prefetchable(ins, body, without_dot)
     if len(res.type.shape) != 2:
         return False
-    if ins.attrs.has_other and not _zero(ins.operands[2]):
+    if mem.other is not None and not _zero(mem.other):
         return False
     users = uses.get(res, [])
     perm = _transposed_by(res, body, uses)
@@ -169,8 +170,22 @@ def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warp
 
 
 def _defined_in(v: Value, body: Block) -> bool:
-    return any(v in i.results for i in body.walk()) or any(v in r.args for i in body.walk() for r in i.regions) \
-        or v in body.args
+    """Whether `v` is computed inside `body` (a result or a block argument in it)."""
+    if v in body.args:
+        return True
+    for ins in body.walk():
+        if v in ins.results or any(v in region.args for region in ins.regions):
+            return True
+    return False
+
+
+def _other_after_read(load: Instr) -> Optional[tuple[Value, Value]]:
+    """(mask, other) of a load whose `other` is not zero: the zero-filled slot gets
+    `select(mask, slot, other)` after the read; None when `other` is absent or 0."""
+    mem = memory_operands(load)
+    if mem.other is None or _zero(mem.other):
+        return None
+    return mem.mask, mem.other
 
 
 def _writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) -> bool:
@@ -179,10 +194,10 @@ def _writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) 
     later iteration's load, issued S-1 iterations early, could then miss that write.
     (Distinct arguments are taken not to overlap, as Triton's pipeliner does.)"""
     origins = pointer_origins(kernel)
-    read = {origins.get(ld.operands[0]) for ld in loads}
+    read = {origins.get(memory_operands(ld).pointer) for ld in loads}
     for ins in body.walk():
         if ins.op in (Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS):
-            o = origins.get(ins.operands[0])
+            o = origins.get(memory_operands(ins).pointer)
             if o is None or o in read:
                 return True
     return False
@@ -193,21 +208,24 @@ def _prefetchable(load: Instr, body: Block, cache: dict) -> bool:
     (contiguity, pointer alignment and mask constancy along the fastest dimension
     allow it), and a non-zero `other` comes with a mask, both defined outside the
     loop, so the body can apply them after reading the slot."""
-    if load.attrs.has_other and not _zero(load.operands[2]):
-        if not load.attrs.has_mask or _defined_in(load.operands[1], body) or _defined_in(load.operands[2], body):
+    after = _other_after_read(load)
+    if after is not None:
+        mask, other = after
+        if mask is None or _defined_in(mask, body) or _defined_in(other, body):
             return False
     if "info" not in cache:
         cache["info"] = axis_info(cache["kernel"])
     info = cache["info"]
-    ptr = load.operands[0]
+    mem = memory_operands(load)
+    ptr = mem.pointer
     a = info.get(ptr)
     if a is None or a.rank == 0:
         return False
     unit = element_of(load.results[0].type).bytes
     d = contiguity_order(ptr, info)[0]
     run = a.contiguity[d]
-    if load.attrs.has_mask:
-        m = info.get(load.operands[1])
+    if mem.mask is not None:
+        m = info.get(mem.mask)
         run = min(run, m.constancy[d] if m is not None and m.rank == a.rank else 1)
     nbytes = min(run * unit, a.divisibility[d], 16)
     return nbytes >= 4
@@ -334,7 +352,7 @@ def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dic
     round. The kernel's axis analysis is computed once, on demand."""
     if "info" not in cache:
         cache["info"] = axis_info(kernel)
-    return contiguity_order(load.operands[0], cache["info"])[0] == (1 if transposed else 0)
+    return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
 
 
 def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
@@ -397,8 +415,9 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         for ld, buf in zip(plan.loads, bufs):
             with bb.location(ld.loc):
                 perm = plan.transposes.get(ld)
-                ptr = mapping.get(ld.operands[0], ld.operands[0])
-                mask = mapping.get(ld.operands[1], ld.operands[1]) if ld.attrs.has_mask else None
+                mem = memory_operands(ld)
+                ptr = mapping.get(mem.pointer, mem.pointer)
+                mask = mapping.get(mem.mask, mem.mask) if mem.mask is not None else None
                 if perm is not None:  # copy the transposed tile: transpose its addresses
                     ptr = bb.op1(Op.PERMUTE, ptr, attrs=perm.attrs)
                     mask = bb.op1(Op.PERMUTE, mask, attrs=perm.attrs) if mask is not None else None
@@ -428,10 +447,11 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
             value = nb.op1(Op.LOCAL_LOAD, buf, read)
-            if ld.attrs.has_other and not _zero(ld.operands[2]):
+            after = _other_after_read(ld)
+            if after is not None:
                 # the copy zero-filled the masked-off elements; the load's `other`
                 # (mask and value defined outside the loop, see _prefetchable)
-                value = nb.op1(Op.SELECT, ld.operands[1], value, ld.operands[2])
+                value = nb.op1(Op.SELECT, after[0], value, after[1])
             M[_dot_operand(ld, plan.transposes)] = value
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
