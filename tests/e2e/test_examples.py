@@ -74,6 +74,11 @@ def test_attention_causal_and_not(capsys):
     assert "causal=False" in out and "causal=True" in out and "MISMATCH" not in out
 
 
+def test_grouped_gemm_pointer_tables_and_descriptors(capsys):
+    assert load_example("09_grouped_gemm").main(small=True)
+    out = capsys.readouterr().out
+    assert "pointer tables on" in out and "tensor descriptors on" in out and "MISMATCH" not in out
+
 def test_a_wrong_result_is_reported(capsys, monkeypatch):
     module = load_example("01_vector_add")
     right = module.add
