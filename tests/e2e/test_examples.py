@@ -79,6 +79,11 @@ def test_grouped_gemm_pointer_tables_and_descriptors(capsys):
     out = capsys.readouterr().out
     assert "pointer tables on" in out and "tensor descriptors on" in out and "MISMATCH" not in out
 
+def test_fp8_scaled_matmul_both_scale_granularities(capsys):
+    assert load_example("10_fp8_scaled_matmul").main(small=True)
+    out = capsys.readouterr().out
+    assert out.count(" -> OK") == 4 and "per-row/column scales, bfloat16" in out and "MISMATCH" not in out
+
 def test_a_wrong_result_is_reported(capsys, monkeypatch):
     module = load_example("01_vector_add")
     right = module.add
