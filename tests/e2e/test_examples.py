@@ -84,6 +84,11 @@ def test_fp8_scaled_matmul_both_scale_granularities(capsys):
     out = capsys.readouterr().out
     assert out.count(" -> OK") == 4 and "per-row/column scales, bfloat16" in out and "MISMATCH" not in out
 
+def test_split_k_atomics_and_deterministic_workspace(capsys):
+    assert load_example("11_split_k_matmul").main(small=True)
+    out = capsys.readouterr().out
+    assert "atomics (float32 output)" in out and "identical bits twice: True" in out and "MISMATCH" not in out
+
 def test_a_wrong_result_is_reported(capsys, monkeypatch):
     module = load_example("01_vector_add")
     right = module.add
