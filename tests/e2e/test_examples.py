@@ -111,7 +111,8 @@ def test_script_exit_code(tmp_path):
     assert "OK" in run.stdout
 
 
-@pytest.mark.parametrize("stem", ["01_vector_add", "03_matmul"])
+@pytest.mark.parametrize("stem", ["01_vector_add", "03_matmul", "09_grouped_gemm", "10_fp8_scaled_matmul",
+                                  "11_split_k_matmul"])
 def test_runs_as_triton_code_through_compat(tmp_path, stem):
     source = (EXAMPLES / f"{stem}.py").read_text()
     triton_source = (source.replace("import tegula.language as tl", "import triton.language as tl")
