@@ -12,8 +12,9 @@ sum, and the SPLIT_K partials of a tile are added up afterwards, in one of two w
     order and rounds to C's dtype (here fp16): bit-for-bit repeatable, at the price of
     a second launch and the workspace's memory traffic.
 Each slice is a whole number of BLOCK_SIZE_K steps, so slices start on a step boundary;
-masks cover K's partial last step and the steps past K that the last slice may get. The tile sizes are autotuned on a GPU; the atomic kernel names C
-in `reset_to_zero`, since every benchmarking run adds into it.
+masks cover K's partial last step and the steps past K that the last slices may get.
+The tile sizes are autotuned on a GPU; the atomic kernel names C in `reset_to_zero`,
+since every benchmarking run adds into it.
 
     python examples/11_split_k_matmul.py [--m M --n N --k K --split-k S] [--small]
 """
