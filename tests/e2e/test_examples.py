@@ -74,6 +74,21 @@ def test_attention_causal_and_not(capsys):
     assert "causal=False" in out and "causal=True" in out and "MISMATCH" not in out
 
 
+def test_grouped_gemm_pointer_tables_and_descriptors(capsys):
+    assert load_example("09_grouped_gemm").main(small=True)
+    out = capsys.readouterr().out
+    assert "pointer tables on" in out and "tensor descriptors on" in out and "MISMATCH" not in out
+
+def test_fp8_scaled_matmul_both_scale_granularities(capsys):
+    assert load_example("10_fp8_scaled_matmul").main(small=True)
+    out = capsys.readouterr().out
+    assert out.count(" -> OK") == 4 and "per-row/column scales, bfloat16" in out and "MISMATCH" not in out
+
+def test_split_k_atomics_and_deterministic_workspace(capsys):
+    assert load_example("11_split_k_matmul").main(small=True)
+    out = capsys.readouterr().out
+    assert "atomics (float32 output)" in out and "identical bits twice: True" in out and "MISMATCH" not in out
+
 def test_a_wrong_result_is_reported(capsys, monkeypatch):
     module = load_example("01_vector_add")
     right = module.add
@@ -96,7 +111,8 @@ def test_script_exit_code(tmp_path):
     assert "OK" in run.stdout
 
 
-@pytest.mark.parametrize("stem", ["01_vector_add", "03_matmul"])
+@pytest.mark.parametrize("stem", ["01_vector_add", "03_matmul", "09_grouped_gemm", "10_fp8_scaled_matmul",
+                                  "11_split_k_matmul"])
 def test_runs_as_triton_code_through_compat(tmp_path, stem):
     source = (EXAMPLES / f"{stem}.py").read_text()
     triton_source = (source.replace("import tegula.language as tl", "import triton.language as tl")
