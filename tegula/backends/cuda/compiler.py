@@ -72,8 +72,7 @@ def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Software pipelining of the loops that feed dots, and of dot-free loops given
     their own num_stages (not in checked mode, whose checked accesses are plain loads)."""
     o: TgirOptions = ctx.options
-    if not o.checked and any(ins.op is Op.DOT or (ins.op is Op.FOR and getattr(ins.attrs, "num_stages", None))
-                             for ins in kernel.walk()):
+    if not o.checked:  # pipeline_loops picks the loops (dots inside, or their own num_stages)
         pipeline_loops(kernel, o.num_stages, o.num_warps, o.capability)
     return kernel
 

@@ -55,11 +55,16 @@ from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
-from ...ir.types import I32, PointerType, SmemType, TileType, element_of, shape_of
+from ...ir.types import I32, SmemType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
-from ...passes.ir_utils import constant_of
-from .checked import pointer_origins
 from .mma import choose_mma
+from .pipeline_candidates import (
+    dot_operand,
+    is_candidate,
+    other_after_read,
+    transposed_by,
+    writes_what_it_prefetches,
+)
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
@@ -104,8 +109,10 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
         if explicit:
             stages = loop.attrs.num_stages
-        without_dot = explicit and not any(i.op is Op.DOT for i in loop.regions[0].walk())
-        plan = _plan(kernel, loop, stages, num_warps, capability, without_dot)
+        has_dot = any(i.op is Op.DOT for i in loop.regions[0].walk())
+        if not has_dot and not explicit:
+            continue  # nothing feeds a dot, and no num_stages asks for prefetching
+        plan = _plan(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
         if plan is not None:
             _rewrite(kernel, parent, plan)
             done += 1
@@ -130,129 +137,6 @@ def _uses(kernel: Kernel) -> dict[Value, list[Instr]]:
     return uses
 
 
-def _zero(v: Value) -> bool:
-    c = constant_of(v)
-    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
-        c = constant_of(v.owner.operands[0])
-    return c is not None and c == 0 and not (isinstance(c, float) and str(c) == "-0.0")
-
-
-def _candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
-               capability: int, without_dot: Optional[dict] = None) -> bool:
-    """Whether a load of `body` is pipelined: one read only by tensor-core dots (or
-    through a transpose), or in a dot-free loop with its own num_stages
-    (`without_dot` is then a cache for the kernel's axis analysis), any load whose
-    copies are at least 4-byte vectors."""
-    if ins.op is not Op.LOAD or ins.attrs.volatile:
-        return False
-    res = ins.results[0]
-    if not isinstance(res.type, TileType) or not res.type.shape:
-        return False
-    mem = memory_operands(ins)
-    ptr_elem = element_of(mem.pointer.type)
-    if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
-        return False
-    if without_dot is not None:
-        return _prefetchable(ins, body, without_dot)
-    if len(res.type.shape) != 2:
-        return False
-    if mem.other is not None and not _zero(mem.other):
-        return False
-    users = uses.get(res, [])
-    perm = _transposed_by(res, body, uses)
-    if perm is not None:  # `desc.load(...).T`: the slot holds the transposed tile
-        res = perm.results[0]
-        users = uses.get(res, [])
-    return bool(users) and all(
-        u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
-        and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
-        for u in users)
-
-
-def _defined_in(v: Value, body: Block) -> bool:
-    """Whether `v` is computed inside `body` (a result or a block argument in it)."""
-    if v in body.args:
-        return True
-    for ins in body.walk():
-        if v in ins.results or any(v in region.args for region in ins.regions):
-            return True
-    return False
-
-
-def _other_after_read(load: Instr) -> Optional[tuple[Value, Value]]:
-    """(mask, other) of a load whose `other` is not zero: the zero-filled slot gets
-    `select(mask, slot, other)` after the read; None when `other` is absent or 0."""
-    mem = memory_operands(load)
-    if mem.other is None or _zero(mem.other):
-        return None
-    return mem.mask, mem.other
-
-
-def _writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) -> bool:
-    """Whether the loop stores (or updates atomically) through a pointer into the same
-    argument one of its prefetched loads reads, or one whose argument is unknown: a
-    later iteration's load, issued S-1 iterations early, could then miss that write.
-    (Distinct arguments are taken not to overlap, as Triton's pipeliner does.)"""
-    origins = pointer_origins(kernel)
-    read = {origins.get(memory_operands(ld).pointer) for ld in loads}
-    for ins in body.walk():
-        if ins.op in (Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS):
-            o = origins.get(memory_operands(ins).pointer)
-            if o is None or o in read:
-                return True
-    return False
-
-
-def _prefetchable(load: Instr, body: Block, cache: dict) -> bool:
-    """A load of a dot-free loop worth a ring: its copies move >= 4 bytes per cp.async
-    (contiguity, pointer alignment and mask constancy along the fastest dimension
-    allow it), and a non-zero `other` comes with a mask, both defined outside the
-    loop, so the body can apply them after reading the slot."""
-    after = _other_after_read(load)
-    if after is not None:
-        mask, other = after
-        if mask is None or _defined_in(mask, body) or _defined_in(other, body):
-            return False
-    if "info" not in cache:
-        cache["info"] = axis_info(cache["kernel"])
-    info = cache["info"]
-    mem = memory_operands(load)
-    ptr = mem.pointer
-    a = info.get(ptr)
-    if a is None or a.rank == 0:
-        return False
-    unit = element_of(load.results[0].type).bytes
-    d = contiguity_order(ptr, info)[0]
-    run = a.contiguity[d]
-    if mem.mask is not None:
-        m = info.get(mem.mask)
-        run = min(run, m.constancy[d] if m is not None and m.rank == a.rank else 1)
-    nbytes = min(run * unit, a.divisibility[d], 16)
-    return nbytes >= 4
-
-
-def _transposed_by(res: Value, body: Block, uses: dict[Value, list[Instr]]) -> Optional[Instr]:
-    """The 2-D transpose (`permute (1, 0)`, `tl.trans`, `x.T`) that is the only user of a
-    loaded tile, in the same loop body, or None. Such a load is pipelined as the load of
-    the transposed tile: its pointers and mask are transposed instead, and the slot
-    holds what the dot reads (a K-major B from an [N, K] block, as tensor-descriptor
-    matmuls and attention's K^T write it)."""
-    users = uses.get(res, [])
-    if len(users) != 1:
-        return None
-    u = users[0]
-    if u.op is not Op.PERMUTE or u not in body.instrs or tuple(u.attrs.order) != (1, 0):
-        return None
-    return u
-
-
-def _dot_operand(load: Instr, plan_or_perms) -> Value:
-    """The value a pipelined load stands for in the body: its result, or the result of
-    the transpose applied to it."""
-    perm = plan_or_perms.get(load)
-    return perm.results[0] if perm is not None else load.results[0]
-
-
 def _free_values(ins: Instr) -> list[Value]:
     """The values `ins` reads, including those its regions read from outside."""
     inside = set()
@@ -270,13 +154,13 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     body = loop.regions[0]
     uses = _uses(kernel)
     cache = {"kernel": kernel} if without_dot else None
-    loads = [ins for ins in body.instrs if _candidate(ins, body, uses, num_warps, capability, cache)]
+    loads = [ins for ins in body.instrs if is_candidate(ins, body, uses, num_warps, capability, cache)]
     if not loads:
         return None
-    if without_dot and _writes_what_it_prefetches(kernel, body, loads):
+    if without_dot and writes_what_it_prefetches(kernel, body, loads):
         return None
     transposes = {} if without_dot else {
-        ld: t for ld in loads if (t := _transposed_by(ld.results[0], body, uses)) is not None}
+        ld: t for ld in loads if (t := transposed_by(ld.results[0], body, uses)) is not None}
     slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
     stages = min(stages, shared_capacity(capability) // slot_bytes)
     if stages < 2:
@@ -364,7 +248,7 @@ def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict
     term = body.terminator
     found: dict[int, Instr] = {}
     axis_cache: dict = {}
-    source = {_dot_operand(ld, transposes): ld for ld in loads}  # dot operand → its pipelined load
+    source = {dot_operand(ld, transposes): ld for ld in loads}  # dot operand → its pipelined load
     for ins in body.instrs:
         if ins.op is not Op.DOT or not any(o in source for o in ins.operands[:2]):
             continue
@@ -401,7 +285,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
 
     bufs = []
     for ld in plan.loads:
-        t = _dot_operand(ld, plan.transposes).type
+        t = dot_operand(ld, plan.transposes).type
         with b.location(ld.loc):
             bufs.append(b.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
 
@@ -421,7 +305,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                 if perm is not None:  # copy the transposed tile: transpose its addresses
                     ptr = bb.op1(Op.PERMUTE, ptr, attrs=perm.attrs)
                     mask = bb.op1(Op.PERMUTE, mask, attrs=perm.attrs) if mask is not None else None
-                pred = bb.splat(live, shape_of(_dot_operand(ld, plan.transposes).type))
+                pred = bb.splat(live, shape_of(dot_operand(ld, plan.transposes).type))
                 if mask is not None:
                     pred = bb.op1(Op.AND, mask, pred)
                 bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
@@ -447,12 +331,12 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
             value = nb.op1(Op.LOCAL_LOAD, buf, read)
-            after = _other_after_read(ld)
+            after = other_after_read(ld)
             if after is not None:
                 # the copy zero-filled the masked-off elements; the load's `other`
                 # (mask and value defined outside the loop, see _prefetchable)
                 value = nb.op1(Op.SELECT, after[0], value, after[1])
-            M[_dot_operand(ld, plan.transposes)] = value
+            M[dot_operand(ld, plan.transposes)] = value
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv

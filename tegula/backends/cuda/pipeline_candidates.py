@@ -1,0 +1,143 @@
+"""Which loads of a loop the software pipeliner takes (`pipeline_loops`): a load read
+only as an operand of tensor-core dots in the same body, directly or through a 2-D
+transpose (then the slot holds the transposed tile); or, in a dot-free loop given its
+own `num_stages`, any load whose copies move at least 4 bytes, unless the loop writes
+into an argument it prefetches from.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...ir.accessors import memory_operands
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.ops import Op
+from ...ir.types import PointerType, TileType, element_of
+from ...passes import axis_info, contiguity_order
+from ...passes.ir_utils import constant_of
+from .checked import pointer_origins
+from .mma import choose_mma
+
+
+def is_zero(v: Value) -> bool:
+    """Whether `v` is the constant 0 (a scalar or a splat of one; not -0.0): what a
+    cp.async's zero fill already gives."""
+    c = constant_of(v)
+    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
+        c = constant_of(v.owner.operands[0])
+    return c is not None and c == 0 and not (isinstance(c, float) and str(c) == "-0.0")
+
+
+def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
+                 capability: int, without_dot: Optional[dict] = None) -> bool:
+    """Whether a load of `body` is pipelined: one read only by tensor-core dots (or
+    through a transpose), or in a dot-free loop with its own num_stages
+    (`without_dot` is then a cache for the kernel's axis analysis), any load whose
+    copies are at least 4-byte vectors."""
+    if ins.op is not Op.LOAD or ins.attrs.volatile:
+        return False
+    res = ins.results[0]
+    if not isinstance(res.type, TileType) or not res.type.shape:
+        return False
+    mem = memory_operands(ins)
+    ptr_elem = element_of(mem.pointer.type)
+    if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
+        return False
+    if without_dot is not None:
+        return _prefetchable(ins, body, without_dot)
+    if len(res.type.shape) != 2:
+        return False
+    if mem.other is not None and not is_zero(mem.other):
+        return False
+    users = uses.get(res, [])
+    perm = transposed_by(res, body, uses)
+    if perm is not None:  # `desc.load(...).T`: the slot holds the transposed tile
+        res = perm.results[0]
+        users = uses.get(res, [])
+    return bool(users) and all(
+        u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
+        and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
+        for u in users)
+
+
+def _defined_in(v: Value, body: Block) -> bool:
+    """Whether `v` is computed inside `body` (a result or a block argument in it)."""
+    if v in body.args:
+        return True
+    for ins in body.walk():
+        if v in ins.results or any(v in region.args for region in ins.regions):
+            return True
+    return False
+
+
+def other_after_read(load: Instr) -> Optional[tuple[Value, Value]]:
+    """(mask, other) of a load whose `other` is not zero: the zero-filled slot gets
+    `select(mask, slot, other)` after the read; None when `other` is absent or 0."""
+    mem = memory_operands(load)
+    if mem.other is None or is_zero(mem.other):
+        return None
+    return mem.mask, mem.other
+
+
+def writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) -> bool:
+    """Whether the loop stores (or updates atomically) through a pointer into the same
+    argument one of its prefetched loads reads, or one whose argument is unknown: a
+    later iteration's load, issued S-1 iterations early, could then miss that write.
+    (Distinct arguments are taken not to overlap, as Triton's pipeliner does.)"""
+    origins = pointer_origins(kernel)
+    read = {origins.get(memory_operands(ld).pointer) for ld in loads}
+    for ins in body.walk():
+        if ins.op in (Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS):
+            o = origins.get(memory_operands(ins).pointer)
+            if o is None or o in read:
+                return True
+    return False
+
+
+def _prefetchable(load: Instr, body: Block, cache: dict) -> bool:
+    """A load of a dot-free loop worth a ring: its copies move >= 4 bytes per cp.async
+    (contiguity, pointer alignment and mask constancy along the fastest dimension
+    allow it), and a non-zero `other` comes with a mask, both defined outside the
+    loop, so the body can apply them after reading the slot."""
+    after = other_after_read(load)
+    if after is not None:
+        mask, other = after
+        if mask is None or _defined_in(mask, body) or _defined_in(other, body):
+            return False
+    if "info" not in cache:
+        cache["info"] = axis_info(cache["kernel"])
+    info = cache["info"]
+    mem = memory_operands(load)
+    ptr = mem.pointer
+    a = info.get(ptr)
+    if a is None or a.rank == 0:
+        return False
+    unit = element_of(load.results[0].type).bytes
+    d = contiguity_order(ptr, info)[0]
+    run = a.contiguity[d]
+    if mem.mask is not None:
+        m = info.get(mem.mask)
+        run = min(run, m.constancy[d] if m is not None and m.rank == a.rank else 1)
+    nbytes = min(run * unit, a.divisibility[d], 16)
+    return nbytes >= 4
+
+
+def transposed_by(res: Value, body: Block, uses: dict[Value, list[Instr]]) -> Optional[Instr]:
+    """The 2-D transpose (`permute (1, 0)`, `tl.trans`, `x.T`) that is the only user of a
+    loaded tile, in the same loop body, or None. Such a load is pipelined as the load of
+    the transposed tile: its pointers and mask are transposed instead, and the slot
+    holds what the dot reads (a K-major B from an [N, K] block, as tensor-descriptor
+    matmuls and attention's K^T write it)."""
+    users = uses.get(res, [])
+    if len(users) != 1:
+        return None
+    u = users[0]
+    if u.op is not Op.PERMUTE or u not in body.instrs or tuple(u.attrs.order) != (1, 0):
+        return None
+    return u
+
+
+def dot_operand(load: Instr, transposes: dict[Instr, Instr]) -> Value:
+    """The value a pipelined load stands for in the body: its result, or the result of
+    the transpose applied to it."""
+    perm = transposes.get(load)
+    return perm.results[0] if perm is not None else load.results[0]
