@@ -32,6 +32,7 @@ from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
 from .lower_reduce import ReduceOps
 from .mask_facts import MaskFacts
+from .pending_values import PendingValues
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
 from .vector_math import CpuScalarTarget
 
@@ -76,7 +77,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValues):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -288,33 +289,6 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts):
         if self.single_use.get(id(ins.result)):
             return False
         return None
-
-    def _flush_pending(self, ins: Instr) -> None:
-        """Store the pending values `ins` reads (in its operands or nested regions) before
-        it runs, so they are computed once, where they dominate every later use; a
-        reduction reads its own operands as they are (it stores them in its loop)."""
-        own = {id(o) for o in ins.operands} if ins.op is Op.REDUCE else ()
-        used = {id(o) for x in ins.walk() for o in x.operands}
-        for k in [k for k in self.pending if k in used and k not in own]:
-            v = self.pending.pop(k)
-            self.env[k] = self.tile(v)
-
-    def store_through(self, v: Value) -> Optional[Tile]:
-        """For a pending `v` read once per element by the loop about to be emitted: make
-        each read also store the element into `v`'s buffer, which is returned (bind it
-        to `v` after the loop); None when `v` is not pending."""
-        if id(v) not in self.pending:
-            return None
-        del self.pending[id(v)]
-        x = self.env[id(v)]
-        t = self.new_tile(v.type)
-
-        def fn(i):
-            out = x.fn(i)
-            self.b.store(out, self.elem_ptr(t, i))
-            return out
-        self.env[id(v)] = Lazy(fn, v.type, cheap=False)
-        return t
 
     def elementwise(self, ins: Instr) -> None:
         types = [o.type for o in ins.operands]
