@@ -16,7 +16,13 @@ transposed lists of a BlockMask.
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, score_mod_grad, scores_base2
+from tegula.kernels.attention_common import (
+    allowed_of,
+    score_mod_grad,
+    scores_base2,
+    sparse_run_bounds,
+    sparse_run_count,
+)
 
 
 @triton.jit
@@ -89,9 +95,9 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
                               sparse, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
                               MASK_MOD: tl.constexpr, mask_args,
                               HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
-                         SPARSE: tl.constexpr,
+                              SPARSE: tl.constexpr,
                               SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
-                         ON_GPU: tl.constexpr,
+                              ON_GPU: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse`: () or a BlockMask's runs per KV block (of Q blocks), laid out as the
     forward's (attention_fwd.py)."""
@@ -115,21 +121,15 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
     dk = tl.zeros((BLOCK_N, HEAD_DIM), dtype=acc_ty)
     dv = tl.zeros((BLOCK_N, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
-        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
-        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         kv_blk = start_n // SPARSE_KV
-        cnt_off = off_b * sparse[6] + off_h * sparse[7] + kv_blk
-        idx_off = off_b * sparse[8] + off_h * sparse[9] + kv_blk * sparse[10]
-        for r in range(tl.load(full_runs + cnt_off)):
-            lo = tl.load(full_first + idx_off + r) * SPARSE_Q
-            hi = tl.load(full_end + idx_off + r) * SPARSE_Q
+        for r in range(sparse_run_count(sparse, off_b, off_h, kv_blk, True)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, kv_blk, r, True, SPARSE_Q)
             for start_m in range(lo, hi, BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                     start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                     SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
-        for r in range(tl.load(part_runs + cnt_off)):
-            lo = tl.load(part_first + idx_off + r) * SPARSE_Q
-            hi = tl.load(part_end + idx_off + r) * SPARSE_Q
+        for r in range(sparse_run_count(sparse, off_b, off_h, kv_blk, False)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, kv_blk, r, False, SPARSE_Q)
             for start_m in range(lo, hi, BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                     start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
@@ -199,9 +199,9 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
                             sparse, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr, score_args,
                             MASK_MOD: tl.constexpr, mask_args,
                             HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
-                         SPARSE: tl.constexpr,
+                            SPARSE: tl.constexpr,
                             SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
-                         ON_GPU: tl.constexpr,
+                            ON_GPU: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse`: () or the forward's runs (per Q block, of KV blocks)."""
     batch_head = tl.program_id(1)
@@ -222,21 +222,15 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
     v_base = v_ptr + base
     dq = tl.zeros((BLOCK_M, HEAD_DIM), dtype=lse_ptr.dtype.element_ty)
     if SPARSE:
-        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
-        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         q_blk = start_m // SPARSE_Q
-        cnt_off = off_b * sparse[6] + off_h * sparse[7] + q_blk
-        idx_off = off_b * sparse[8] + off_h * sparse[9] + q_blk * sparse[10]
-        for r in range(tl.load(full_runs + cnt_off)):
-            lo = tl.load(full_first + idx_off + r) * SPARSE_KV
-            hi = tl.load(full_end + idx_off + r) * SPARSE_KV
+        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, True)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, True, SPARSE_KV)
             for start_n in range(lo, hi, BLOCK_N):
                 dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
                               offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
                               mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for r in range(tl.load(part_runs + cnt_off)):
-            lo = tl.load(part_first + idx_off + r) * SPARSE_KV
-            hi = tl.load(part_end + idx_off + r) * SPARSE_KV
+        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, False)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, False, SPARSE_KV)
             for start_n in range(lo, hi, BLOCK_N):
                 dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
                               offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,

@@ -51,3 +51,31 @@ def allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL: tl.constexpr,
         allowed = allowed & MASK_MOD(off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *mask_args)
     return allowed
 
+
+
+# A BlockMask's runs as the kernels get them (flex.BlockMask.kernel_args): `sparse` =
+# (partial count, first, end, full count, first, end, count strides z, h, run strides
+# z, h, row). Only these two helpers read that layout.
+
+@triton.jit
+def sparse_run_count(sparse, off_b, off_h, blk, FULL: tl.constexpr):
+    """How many runs of full (FULL) or partial blocks block `blk` of this (b, h) walks."""
+    if FULL:
+        counts = sparse[3]
+    else:
+        counts = sparse[0]
+    return tl.load(counts + off_b * sparse[6] + off_h * sparse[7] + blk)
+
+
+@triton.jit
+def sparse_run_bounds(sparse, off_b, off_h, blk, r, FULL: tl.constexpr, SCALE: tl.constexpr):
+    """Run `r`'s first and end positions (its mask blocks times SCALE, the mask block
+    size along the walked dimension)."""
+    if FULL:
+        first = sparse[4]
+        end = sparse[5]
+    else:
+        first = sparse[1]
+        end = sparse[2]
+    at = off_b * sparse[8] + off_h * sparse[9] + blk * sparse[10] + r
+    return tl.load(first + at) * SCALE, tl.load(end + at) * SCALE

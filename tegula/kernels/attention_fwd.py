@@ -16,7 +16,7 @@ Which KV blocks a program visits:
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, scores_base2
+from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_run_bounds, sparse_run_count
 
 
 @triton.jit
@@ -83,21 +83,15 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
-        part_runs, part_first, part_end = sparse[0], sparse[1], sparse[2]
-        full_runs, full_first, full_end = sparse[3], sparse[4], sparse[5]
         q_blk = start_m // SPARSE_Q
-        cnt_off = off_b * sparse[6] + off_h * sparse[7] + q_blk
-        idx_off = off_b * sparse[8] + off_h * sparse[9] + q_blk * sparse[10]
-        for r in range(tl.load(full_runs + cnt_off)):
-            lo = tl.load(full_first + idx_off + r) * SPARSE_KV
-            hi = tl.load(full_end + idx_off + r) * SPARSE_KV
+        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, True)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, True, SPARSE_KV)
             for start_n in range(lo, hi, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                           offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
                                           MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for r in range(tl.load(part_runs + cnt_off)):
-            lo = tl.load(part_first + idx_off + r) * SPARSE_KV
-            hi = tl.load(part_end + idx_off + r) * SPARSE_KV
+        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, False)):
+            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, False, SPARSE_KV)
             for start_n in range(lo, hi, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                           offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
