@@ -24,6 +24,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.load import tegula_is_triton  # noqa: E402
+
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "tegula" / "kernels"
 # dependency order: each file imports only earlier ones (and tegula's public surface)
 LIBRARY_FILES = ["attention_common", "flex", "mods", "attention_configs", "attention_fwd", "attention_bwd",
@@ -34,30 +38,19 @@ def load_library_under_triton() -> ModuleType | None:
     """tegula/kernels loaded again, its `import tegula` / `tegula.language` answered by
     the real Triton: the same kernel source, compiled by Triton. None without Triton."""
     try:
-        import triton
-        import triton.language
         import triton.language.extra
     except ImportError:
         return None
-    saved = {k: v for k, v in sys.modules.items() if k == "tegula" or k.startswith("tegula.")}
-    for k in saved:
-        del sys.modules[k]
     package = ModuleType("tegula.kernels")
     package.__path__ = []
-    sys.modules.update({"tegula": triton, "tegula.language": triton.language,
-                        "tegula.language.extra": triton.language.extra, "tegula.kernels": package})
-    try:
+    with tegula_is_triton({"tegula.language.extra": triton.language.extra, "tegula.kernels": package}):
         for name in LIBRARY_FILES:
             spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", KERNELS_DIR / f"{name}.py")
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
             spec.loader.exec_module(module)
             setattr(package, name, module)
-        return package
-    finally:
-        for k in [k for k in sys.modules if k == "tegula" or k.startswith("tegula.")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
+    return package
 
 
 def narrow_configs(attention_module) -> None:

@@ -41,6 +41,26 @@ def triton_is_tegula():
         sys.modules.update(saved)
 
 
+@contextmanager
+def tegula_is_triton(extra: dict | None = None):
+    """The other way round: `import tegula` / `tegula.language` (and `extra` names)
+    answer the real Triton's modules, so a file written for tegula (an example, the
+    attention library) compiles under Triton; tegula's modules are put back after."""
+    import triton
+    import triton.language
+
+    saved = {k: v for k, v in sys.modules.items() if k == "tegula" or k.startswith("tegula.")}
+    for k in saved:
+        del sys.modules[k]
+    sys.modules.update({"tegula": triton, "tegula.language": triton.language, **(extra or {})})
+    try:
+        yield
+    finally:
+        for k in [k for k in sys.modules if k == "tegula" or k.startswith("tegula.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
 def load_tegula_kernels() -> ModuleType:
     with triton_is_tegula():
         return _import_file("bench_kernels_tegula", KERNELS)

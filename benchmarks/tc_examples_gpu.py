@@ -20,6 +20,10 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.load import tegula_is_triton  # noqa: E402
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 STEMS = {"grouped": "09_grouped_gemm", "fp8": "10_fp8_scaled_matmul", "split_k": "11_split_k_matmul"}
 
@@ -37,20 +41,11 @@ def load_example(stem: str, under_triton: bool) -> ModuleType | None:
     if not under_triton:
         return _exec(f"tc_{stem}_tegula", EXAMPLES / f"{stem}.py")
     try:
-        import triton
-        import triton.language
+        import triton  # noqa: F401
     except ImportError:
         return None
-    saved = {k: v for k, v in sys.modules.items() if k == "tegula" or k.startswith("tegula.")}
-    for k in saved:
-        del sys.modules[k]
-    sys.modules.update({"tegula": triton, "tegula.language": triton.language})
-    try:
+    with tegula_is_triton():
         return _exec(f"tc_{stem}_triton", EXAMPLES / f"{stem}.py")
-    finally:
-        for k in [k for k in sys.modules if k == "tegula" or k.startswith("tegula.")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
 
 
 def one_config(module: ModuleType) -> None:
