@@ -1,32 +1,64 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: the whole test suite (GPU tests run there), the GPU
-# smoke cases, the examples at full size, and the side-by-side benchmarks.
-# Usage (device tool, from the repository root):  bash benchmarks/device_run.sh
-# Logs go to $OUT (or /tmp/tegula-device), the table is printed last.
+# Checks on the GPU machine, in stages that each fit one device call (600 s):
+#
+#   bash benchmarks/device_run.sh STAGE [STAGE...]
+#
+#   smoke      hand-built IR kernels vs the interpreter (benchmarks/gpu_smoke.py)
+#   tests      the test suite minus the slow GPU files, GPU tests included
+#   tests-slow the slow GPU files: attention kernels, full-size examples, pipelined shapes
+#   examples   every examples/0*.py on the GPU
+#   mix        instruction mix of the benchmark matmul (sass_mix.py)
+#   bench      the side-by-side benchmarks (run_gpu.py)
+#   tc         the tensor-core examples' benchmark, small sizes (tc_examples_gpu.py --quick)
+#   softmax    tutorial 02's grid inputs and times, Triton then tegula (softmax_occupancy.py)
+#   tutorials  Triton's tutorials 02 03 05 06 08 09 under Triton and tegula (needs
+#              .tutorials/ carried: mkdir -p .tutorials && cp ../shared/upstream/tutorials/*.py .tutorials/)
+#   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
+#
+# Logs go to $OUT (or /tmp/tegula-device); each stage prints its short result last.
 set -u
 OUT=${OUT:-/tmp/tegula-device}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-export TEGULA_CACHE_DIR=$(mktemp -d)
+export TEGULA_CACHE_DIR=${TEGULA_CACHE_DIR:-$(mktemp -d)}
+JOBS=${JOBS:-14}
+SLOW="tests/e2e/test_attention_kernels.py tests/e2e/test_examples.py tests/e2e/test_pipelined_shapes.py"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/env.txt"
 python3 -c "import torch, triton, llvmlite, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/env.txt"
 
-echo "== GPU smoke cases (hand-built IR kernels vs the interpreter)"
-timeout 240 python3 benchmarks/gpu_smoke.py "$OUT/gpu_smoke.log" > "$OUT/gpu_smoke.out" 2>&1
-echo "gpu_smoke exit $?"; tail -n 25 "$OUT/gpu_smoke.out"
+stage() {
+  case "$1" in
+  smoke)
+    timeout 240 python3 benchmarks/gpu_smoke.py "$OUT/gpu_smoke.log" > "$OUT/gpu_smoke.out" 2>&1
+    echo "gpu_smoke exit $?"; tail -n 25 "$OUT/gpu_smoke.out" ;;
+  tests)
+    local ignore=""; for f in $SLOW; do ignore="$ignore --ignore=$f"; done
+    timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -n "$JOBS" -p no:cacheprovider --durations=15 $ignore tests > "$OUT/tests.log" 2>&1
+    echo "pytest exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30; tail -n 25 "$OUT/tests.log" ;;
+  tests-slow)
+    timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -n "$JOBS" -p no:cacheprovider --durations=15 $SLOW > "$OUT/tests_slow.log" 2>&1
+    echo "pytest (slow files) exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/tests_slow.log" | head -30; tail -n 20 "$OUT/tests_slow.log" ;;
+  examples)
+    for e in examples/0*.py examples/1*.py; do
+      [ -f "$e" ] || continue
+      timeout 300 python3 "$e" > "$OUT/$(basename "$e" .py).log" 2>&1; echo "$e exit $?"; tail -n 3 "$OUT/$(basename "$e" .py).log"
+    done ;;
+  mix)
+    timeout 300 python3 benchmarks/sass_mix.py 2>&1 | tee "$OUT/sass_mix.log" | tail -n 5 ;;
+  bench)
+    python3 benchmarks/run_gpu.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 40 ;;
+  tc)
+    timeout 300 python3 benchmarks/tc_examples_gpu.py --quick 2>&1 | tee "$OUT/tc_examples.log" | tail -n 20 ;;
+  softmax)
+    timeout 120 python3 benchmarks/softmax_occupancy.py 2>&1 | tee "$OUT/softmax_triton.log" | tail -n 12
+    timeout 180 python3 -m tegula.compat benchmarks/softmax_occupancy.py 2>&1 | tee "$OUT/softmax_tegula.log" | tail -n 12 ;;
+  tutorials)
+    timeout "${TUTORIALS_TIMEOUT:-560}" python3 benchmarks/tutorials_gpu.py .tutorials --only ${TUTORIALS:-02 03 05 06 08 09} \
+      --timeout "${TUTORIAL_TIMEOUT:-150}" --out "$OUT" 2>&1 | tee "$OUT/tutorials.log" | tail -n 60 ;;
+  all)
+    for s in smoke tests tests-slow examples mix bench; do stage "$s"; done ;;
+  *) echo "unknown stage $1"; exit 2 ;;
+  esac
+}
 
-echo "== test suite (GPU tests included)"
-python3 -m pytest -q -n 8 -p no:cacheprovider tests > "$OUT/tests.log" 2>&1
-echo "pytest exit $?"; tail -n 15 "$OUT/tests.log"
-
-echo "== examples on the GPU"
-for e in examples/0*.py; do
-  timeout 300 python3 "$e" > "$OUT/$(basename "$e" .py).log" 2>&1; echo "$e exit $?"; tail -n 3 "$OUT/$(basename "$e" .py).log"
-done
-
-echo "== instruction mix of the benchmark matmul (tegula sm_80 / sm_90a, Triton on this GPU)"
-timeout 300 python3 benchmarks/sass_mix.py 2>&1 | tee "$OUT/sass_mix.log" | tail -n 5
-
-[ "${SKIP_BENCH:-0}" = 1 ] && exit 0
-echo "== benchmarks"
-python3 benchmarks/run_gpu.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 40
+for s in "${@:-all}"; do echo "== $s"; stage "$s"; done

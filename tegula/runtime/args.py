@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..errors import KernelArgumentError
 
+_NOT_DTYPES: set = set()  # classes whose instances are never dtypes
+
 
 class MockTensor:
     """A stand-in for a tensor of `dtype` whose address is assumed 16-byte aligned."""
@@ -39,12 +41,17 @@ class MockTensor:
     def wrap_dtype(arg: Any) -> Any:
         """`arg` itself, or a MockTensor when it is a dtype (torch, numpy or tl)."""
         cls = type(arg)
+        if cls in _NOT_DTYPES:
+            return arg
         if cls.__name__ == "dtype" and (cls.__module__ in ("torch", "numpy")
                                         or cls.__module__.startswith(("tegula.language", "triton.language"))):
             return MockTensor(arg)
         np = sys.modules.get("numpy")
         if np is not None and isinstance(arg, np.dtype):
             return MockTensor(arg)
+        # whether an instance is a dtype depends on its class alone (a numpy dtype
+        # cannot exist before numpy is imported), so the answer is kept per class
+        _NOT_DTYPES.add(cls)
         return arg
 
     def __repr__(self) -> str:

@@ -254,7 +254,7 @@ class JITFunction(KernelInterface):
     # those of used globals); `fn` pickles by reference when it can (PyTorch sets it to
     # None first, as it does `__globals__` and `used_global_vals`).
     _UNPICKLED = ("_runner", "_bound", "_locks", "_locks_guard", "_kernel_cache", "used_globals",
-                  "_used_global_vals", "_hash_lock", "__globals__", "_tegula_key")
+                  "_used_global_vals", "_hash_lock", "__globals__", "_tegula_key", "run", "warmup")
 
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
@@ -320,11 +320,13 @@ class JITFunction(KernelInterface):
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
         """Compile for these arguments without launching. Dtypes (torch, numpy, tl) may
         stand in for tensors: `k.warmup(torch.float16, torch.float16, 1024, grid=(1,), BLOCK=64)`."""
-        args = tuple(a if i < len(self.params) and self.params[i].is_constexpr else MockTensor.wrap_dtype(a)
-                     for i, a in enumerate(args))
-        cx = {p.name for p in self.params if p.is_constexpr}
-        kwargs = {k: (v if k in cx else MockTensor.wrap_dtype(v)) for k, v in kwargs.items()}
-        return self.run(*args, grid=grid, warmup=True, **kwargs)
+        wrap, params = MockTensor.wrap_dtype, self.params
+        if any(wrap(a) is not a for a in args):
+            args = tuple(a if i < len(params) and params[i].is_constexpr else wrap(a) for i, a in enumerate(args))
+        if any(wrap(v) is not v for v in kwargs.values()):
+            cx = {p.name for p in params if p.is_constexpr}
+            kwargs = {k: (v if k in cx else wrap(v)) for k, v in kwargs.items()}
+        return (self._runner or self._build_runner())(grid, *args, _tg_warmup=True, **kwargs)
 
     def _build_runner(self) -> Callable[..., Any]:
         # Built on first use, so decorating a kernel stays cheap; the source key is

@@ -32,6 +32,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import KernelArgumentError
+from ..knobs import runtime as _runtime_knobs
 from .arg_trees import flattener
 
 
@@ -177,10 +178,8 @@ class CompiledKernel:
             return
         if self.backend is None:
             raise KernelArgumentError(f"kernel '{self.name}' has no backend to run it")
-        from ..knobs import runtime
-
-        if runtime.kernel_load_start_hook:
-            runtime.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
+        if _runtime_knobs.kernel_load_start_hook:
+            _runtime_knobs.kernel_load_start_hook(None, None, self.name, self.metadata_group, self.hash)
         launch = self.backend.load(self, self.device)
         trees = getattr(self.src, "arg_trees", None)
         if trees:
@@ -194,8 +193,8 @@ class CompiledKernel:
         if self.__dict__.get("run", False) is None:
             del self.__dict__["run"]  # a rebuilt kernel: the class's run again
         self._launch = launch
-        if runtime.kernel_load_end_hook:
-            runtime.kernel_load_end_hook(self.module, self.function, self.name, self.metadata_group, self.hash)
+        if _runtime_knobs.kernel_load_end_hook:
+            _runtime_knobs.kernel_load_end_hook(self.module, self.function, self.name, self.metadata_group, self.hash)
 
     def _launch(self, grid: tuple, values: Sequence[Any], *pointers: Any, stream: Any = None) -> None:
         # Replaced by the backend's launcher on the first call (see the module docstring).
@@ -205,6 +204,7 @@ class CompiledKernel:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_launch", None)
+        state.pop("_last_grid_runner", None)
         state.update(module=None, function=None)
         return state
 
@@ -236,9 +236,7 @@ class CompiledKernel:
         """What launch hooks receive: None when no launch-enter hook is set, else the
         kernel's name, function and stream plus what its `launch_metadata=` function
         (given to `@jit`) computes from `(grid, metadata, {param: value})`."""
-        from ..knobs import runtime
-
-        if not runtime.launch_enter_hook:
+        if not _runtime_knobs.launch_enter_hook:
             return None
         self._init_handles()
         ret = LazyDict({"name": self.name, "function": self.function, "stream": stream})
@@ -287,15 +285,13 @@ class CompiledKernel:
 
     def _launch_hooked(self, grid: tuple, values: Sequence[Any], stream: Any, *pointers: Any) -> None:
         """A launch with the `knobs.runtime` launch hooks around it (when any is set)."""
-        from ..knobs import runtime
-
-        if not runtime.launch_hooked:
+        if not _runtime_knobs.launch_hooked:
             self._launch(grid, values, *pointers, stream=stream)
             return
         if stream is None:  # the hooks are told which stream the launch goes to
             stream = current_stream(self)
         md = self.launch_metadata(grid, stream, *values)
-        enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
+        enter, exit_ = _runtime_knobs.launch_enter_hook, _runtime_knobs.launch_exit_hook
         if enter:
             enter(md)
         self._launch(grid, values, *pointers, stream=stream)
@@ -303,16 +299,38 @@ class CompiledKernel:
             exit_(md)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
+        # Code such as Triton's tutorial 02 writes `kernel[(n, 1, 1)](...)` on every call:
+        # the launcher of the latest 3-tuple grid is reused, such a grid is taken as it
+        # is, and the hooks are one attribute read
+        fixed = grid if grid.__class__ is tuple and len(grid) == 3 else None
+        last = self.__dict__.get("_last_grid_runner")
+        if fixed is not None and last is not None and last[0] == fixed:
+            return last[1]
+        n_params = len(self.metadata.param_names)
+
         def runner(*args: Any, stream: Any = None) -> None:
-            values = self._full_values(args)
-            names = self.metadata.param_names
-            g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
+            values = args if len(args) == n_params and not self.src_has_trees else self._full_values(args)
+            if fixed is not None:
+                g = fixed
+            else:
+                names = self.metadata.param_names
+                g = normalize_grid(grid, lambda: dict(zip(names, values)), self.name)
             # stream None: the backend's launcher reads the current stream itself, through
             # the framework's raw getter, as the JIT launch path does (asking
             # torch.cuda.current_stream() here built a Stream object on every launch)
-            self._launch_hooked(g, values, stream)
+            if _runtime_knobs.launch_hooked:
+                self._launch_hooked(g, values, stream)
+            else:
+                self._launch(g, values, stream=stream)
 
+        if fixed is not None:
+            self.__dict__["_last_grid_runner"] = (fixed, runner)
         return runner
+
+    @property
+    def src_has_trees(self) -> bool:
+        """Whether the kernel has tuple or descriptor parameters (launched with all of them)."""
+        return bool(getattr(self.src, "arg_trees", None))
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} for {self.metadata.target} ({self.hash[:12]})>"

@@ -153,4 +153,10 @@ class public_entry:
         bound = self.method.__get__(obj, cls)
         call = partial(entry, bound)
         call.__wrapped__ = bound  # type: ignore[attr-defined]  # inspect.signature shows the method's
+        # Kept on the instance, which shadows this (non-data) descriptor: later reads are
+        # one dict lookup. Per-call code such as Triton's tutorial 02, which calls
+        # `kernel.warmup(...)` before every launch, paid ~3 us per read for the partial.
+        # A class that pickles its instances leaves these names out of the state.
+        if isinstance(getattr(obj, "__dict__", None), dict):
+            obj.__dict__[self.__name__] = call
         return call
