@@ -15,6 +15,7 @@ import inspect
 from typing import Any, Callable, Optional
 
 from ..errors import TegulaError
+from .base import base_type, base_value  # noqa: F401  (Triton's core has them)
 from .constexpr import constexpr, unwrap_constexpr
 
 
@@ -190,6 +191,25 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__") or not hasattr(language, name):
         raise AttributeError(f"module 'tegula.language.core' has no attribute '{name}'")
     return getattr(language, name)
+
+
+# Triton's core defines these; libraries use them in kernel signatures and helpers
+# (flash-linear-attention: `descending: tl.constexpr = tl.core.CONSTEXPR_0`)
+CONSTEXPR_0 = constexpr(0)
+
+
+def _normalize_tuple(t: Any) -> Any:
+    """Triton's helper: a list or tuple (constexprs unwrapped) as a tuple; anything else
+    unwrapped."""
+    t = unwrap_constexpr(t)
+    if isinstance(t, (list, tuple)):
+        return tuple(unwrap_constexpr(x) for x in t)
+    return t
+
+
+def _unwrap_shape(shape: Any) -> list:
+    """Triton's helper: a shape's sizes as plain ints."""
+    return [unwrap_constexpr(s) for s in unwrap_constexpr(shape)]
 
 
 def _unwrap_if_constexpr(o: Any) -> Any:

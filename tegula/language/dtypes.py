@@ -14,6 +14,7 @@ from typing import Sequence
 
 from .. import ir
 from ..ir import types as irt
+from .base import base_type
 from .constexpr import is_power_of_two, unwrap_constexpr
 
 TRITON_MAX_TENSOR_NUMEL = 1048576
@@ -39,7 +40,7 @@ _TO_IR_NAME = {
 _FROM_IR_NAME = {v: k for k, v in _TO_IR_NAME.items()}
 
 
-class dtype:
+class dtype(base_type):
     """A scalar element type. Subclasses: `pointer_type`, `block_type`."""
 
     SINT_TYPES = list(_SINT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .base import base_value
 from .constexpr import constexpr, unwrap_constexpr
 from .dtypes import dtype
 
@@ -29,7 +30,7 @@ def _delegate(module: str, name: str):
     return method
 
 
-class tensor:
+class tensor(base_value):
     """A scalar or tile value inside a @jit function."""
 
     def __init__(self, handle, type: dtype, sem=None):

@@ -16,6 +16,9 @@ The protocol (see docs/internals.md, "backends"):
         def compile(self, kernel, options, target, io) -> tuple[dict[str, str | bytes], dict]
         def load(self, compiled: CompiledKernel, device: int) -> Launcher
         def device_driver(self) -> DeviceDriver      # optional: see `device_driver` below
+        ignored_options: tuple[str, ...]  # optional: launch options its code does not depend
+                                          # on (num_warps on the CPU); the autotuner times
+                                          # configs differing only in these once
 
     Launcher = Callable[[tuple[int, int, int], Sequence[Any]], None]
         # launcher(grid, values): `values` holds one value per parameter of the kernel

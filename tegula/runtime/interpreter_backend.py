@@ -20,6 +20,9 @@ class InterpreterBackend:
     binary_stage = None
     # Its "binary" is the IR object itself, rebuilt in milliseconds: nothing to store.
     disk_cacheable = False
+    # launch options the interpreter's results do not depend on (the autotuner times
+    # configs differing only in these once)
+    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
     def available(self) -> tuple[bool, str]:
         return True, ""

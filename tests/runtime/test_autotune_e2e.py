@@ -230,3 +230,37 @@ def test_disk_cache_is_reused_by_a_second_process(tmp_path):
         assert run.returncode == 0, run.stderr
     assert runs[0].stdout.split() == ["benchmarks", "3", "best", "16"]
     assert runs[1].stdout.split() == ["benchmarks", "0", "best", "16"]
+
+
+def test_configs_differing_only_in_warps_and_stages_compile_and_time_once_on_the_host():
+    """On the CPU backend and the interpreter num_warps / num_stages change nothing: a
+    library's 12 configs over two block sizes are two programs, compiled and timed once."""
+
+    @tegula.jit
+    def scale_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(dst_ptr + offs, 2 * tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+    cfgs = [tegula.Config({"BLOCK": b}, num_warps=w, num_stages=s) for b in (16, 32) for w in (2, 4, 8) for s in (2, 3)]
+    bench = counting_bench()
+    kernel = tegula.autotune(cfgs, key=["n"], do_bench=bench)(scale_kernel)
+    src = np.random.default_rng(7).standard_normal(77).astype(np.float32)
+    dst = np.zeros_like(src)
+    launch(kernel, src, dst)
+    np.testing.assert_array_equal(dst, 2 * src)
+    assert bench.calls == 2
+    assert len(scale_kernel.kernel_cache) == 2
+    assert set(kernel.configs_timings) == set(cfgs) and kernel.best_config in cfgs
+
+
+def test_equivalent_configs_keep_meta_parameters_hooks_and_other_options_apart():
+    from tegula.runtime.autotuner import equivalent_configs
+
+    hook = lambda nargs: None  # noqa: E731
+    cfgs = [tegula.Config({"B": 16}, num_warps=4), tegula.Config({"B": 16}, num_warps=8),
+            tegula.Config({"B": 32}, num_warps=4), tegula.Config({"B": 16}, num_warps=4, pre_hook=hook),
+            tegula.Config({"B": 16}, num_stages=1, maxnreg=128), tegula.Config({"B": 16, "C": 1})]
+    ignored = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+    assert equivalent_configs(cfgs, ignored) == [[0, 1, 4], [2], [3], [5]]
+    assert equivalent_configs(cfgs, frozenset()) == [[i] for i in range(6)]

@@ -129,6 +129,10 @@ class CpuBackend:
     binary_stage = "obj"
     disk_cacheable = True
 
+    # launch options the generated code does not depend on: the autotuner compiles and
+    # times configs differing only in these once (runtime.autotuner.equivalent_configs)
+    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
     # selected for host memory unless TEGULA_CPU_BACKEND=0 (or TEGULA_INTERPRET=1): the
     # registry asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)
     opt_in = True
