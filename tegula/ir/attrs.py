@@ -194,6 +194,18 @@ class AsyncWaitAttrs:
     pending: int = 0
 
 
+@dataclass(frozen=True)
+class DescriptorReduceAttrs:
+    """descriptor_reduce: the update applied to each element of the block (`add`, `min`,
+    `max`, `and`, `or`, `xor`; min/max compare signed or unsigned by the element type),
+    atomically per element, relaxed, at GPU scope (as Triton's descriptor atomics)."""
+
+    kind: str = "add"
+
+
+DESCRIPTOR_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
+
+
 def attr_fields(attrs: Any) -> list[tuple[str, Any]]:
     """(name, value) pairs of an attribute record, in declaration order."""
     return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)]
@@ -205,6 +217,6 @@ ATTR_CLASSES = {
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
-        AsyncWaitAttrs,
+        AsyncWaitAttrs, DescriptorReduceAttrs,
     )
 }

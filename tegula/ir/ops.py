@@ -24,7 +24,19 @@ import numpy as np
 
 from . import attrs as A
 from . import numpy_ops as npo
-from .types import I1, I32, PointerType, SmemType, TileType, Type, element_of, shape_of, with_element, with_shape
+from .types import (
+    I1,
+    I32,
+    PointerType,
+    SmemType,
+    TensorDescType,
+    TileType,
+    Type,
+    element_of,
+    shape_of,
+    with_element,
+    with_shape,
+)
 
 
 class Kind(enum.Enum):
@@ -36,6 +48,7 @@ class Kind(enum.Enum):
     SHAPE = "shape"
     SOURCE = "source"  # no data operands: constants, program ids, arange
     DOT = "dot"
+    DESCRIPTOR = "descriptor"  # makes a tensor descriptor (a value, no memory access)
     SHARED = "shared"  # tgir only: shared-memory buffers and asynchronous copies into them
     LAYOUT = "layout"  # tgir only: moves a tile between encodings (values unchanged)
 
@@ -107,6 +120,11 @@ class Op(enum.Enum):
     STORE = "store"
     ATOMIC_RMW = "atomic_rmw"
     ATOMIC_CAS = "atomic_cas"
+    # tensor descriptors (block accesses of a strided tensor, bounds-checked per dimension)
+    MAKE_TENSOR_DESCRIPTOR = "make_tensor_descriptor"
+    DESCRIPTOR_LOAD = "descriptor_load"
+    DESCRIPTOR_STORE = "descriptor_store"
+    DESCRIPTOR_REDUCE = "descriptor_reduce"
     # reductions, scans, matrix product
     REDUCE = "reduce"
     SCAN = "scan"
@@ -222,6 +240,10 @@ def _split(ts, _a):
 def _load(ts, _a):
     pointee = element_of(ts[0]).pointee if isinstance(element_of(ts[0]), PointerType) else None
     return None if pointee is None else [with_element(ts[0], pointee)]
+
+
+def _descriptor_block(ts, _a):
+    return [ts[0].block_type] if ts and isinstance(ts[0], TensorDescType) else None
 
 
 def _reduce(ts, a):
@@ -344,6 +366,17 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.ATOMIC_RMW: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.AtomicAttrs, pure=False, result=_second),
     Op.ATOMIC_CAS: OpInfo(Kind.MEMORY, 3, attrs=A.AtomicCasAttrs, pure=False, result=_third),
 
+    # make_tensor_descriptor base, shape x n (i32), strides x n (i64) -> tensordesc<block>
+    # (the producer states the type: block shape and padding are not in the operands);
+    # descriptor_load desc, offsets x n (i32) -> the block at those coordinates, elements
+    # outside the tensor read the padding; descriptor_store desc, offsets, value writes
+    # the block's in-range part; descriptor_reduce likewise updates it atomically
+    Op.MAKE_TENSOR_DESCRIPTOR: OpInfo(Kind.DESCRIPTOR, VARIADIC),
+    Op.DESCRIPTOR_LOAD: OpInfo(Kind.MEMORY, VARIADIC, result=_descriptor_block),
+    Op.DESCRIPTOR_STORE: OpInfo(Kind.MEMORY, VARIADIC, results=0, pure=False, result=_none),
+    Op.DESCRIPTOR_REDUCE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.DescriptorReduceAttrs, pure=False,
+                                 result=_none),
+
     Op.REDUCE: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ReduceAttrs, result=_reduce, regions=1),
     Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),
     Op.DOT: OpInfo(Kind.DOT, 3, attrs=A.DotAttrs, result=_dot),
@@ -396,6 +429,9 @@ OP_BY_NAME = {op.value: op for op in Op}
 # ops that exist only in the backend stage `tgir` (target-independent passes and the
 # interpreter-first stages never see them)
 TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind in (Kind.SHARED, Kind.LAYOUT))
+
+DESCRIPTOR_OPS = frozenset({Op.MAKE_TENSOR_DESCRIPTOR, Op.DESCRIPTOR_LOAD, Op.DESCRIPTOR_STORE,
+                            Op.DESCRIPTOR_REDUCE})
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

@@ -8,7 +8,7 @@ from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
 from tegula.ir.core import ArgAttrs, Block, Kernel, Loc, Value
 from tegula.ir.ops import Op
-from tegula.ir.types import BF16, F8E4M3, F8E5M2, F16, F32, I1, I32, I64, U32, PointerType, SmemType, TileType
+from tegula.ir.types import BF16, F8E4M3, F8E5M2, F16, F32, I1, I32, I64, U32, PointerType, SmemType, TensorDescType, TileType
 
 SRC = "/tmp/tegula_samples/kernel.py"
 
@@ -129,6 +129,13 @@ def build_all_ops_kernel() -> Kernel:
     b.op1(Op.ATOMIC_RMW, xp, v, mask, attrs=A.AtomicAttrs("fadd", True, "relaxed", "cta"))
     ip = b.op1(Op.BITCAST, xp, type=tile(PointerType(I32), 128))
     b.op1(Op.ATOMIC_CAS, ip, idx, idx, attrs=A.AtomicCasAttrs("acquire", "sys"))
+    # tensor descriptors: a 2-D view of x, a block load, a store and an atomic update of it
+    col = b.constant(0, I32)
+    desc = b.op1(Op.MAKE_TENSOR_DESCRIPTOR, x, n, n, b.cast(n, I64), b.constant(1, I64),
+                 type=TensorDescType((8, 16), F32))
+    blk = b.op1(Op.DESCRIPTOR_LOAD, desc, pid, col)
+    b.create(Op.DESCRIPTOR_STORE, [desc, pid, col, blk])
+    b.create(Op.DESCRIPTOR_REDUCE, [desc, pid, col, blk], A.DescriptorReduceAttrs("add"))
     # shape ops
     row = b.op1(Op.EXPAND_DIMS, v, attrs=A.ExpandDimsAttrs(0))            # 1x128
     wide = b.broadcast(row, (4, 128))                                      # 4x128

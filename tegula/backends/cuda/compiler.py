@@ -5,7 +5,7 @@ mode parameters and the source sites they report).
 
 `to_tgir` runs the registered pass pipeline `"cuda_tgir"` through the pass manager
 (verified between passes when `TEGULA_VERIFY_IR` or debug is on, timed, named in
-errors): software pipelining, layout assignment written into the types
+errors): tensor-descriptor accesses as pointer code where TMA does not take them, software pipelining, layout assignment written into the types
 (`encode_layouts`), shared-memory allocation and barrier placement (`shared_memory`).
 Its output is printed as `asm["tgir"]`, parseable IR; the lowering
 reads nothing but that IR (`encode_layouts.plan_from_types`).
@@ -28,6 +28,7 @@ from ...ir.parser import parse_ir
 from ...ir.printer import print_ir
 from ...ir.types import PointerType, element_of
 from ...ir.verifier import verify
+from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
 from . import codegen, ptxas
@@ -68,6 +69,11 @@ class TgirOptions:
     checked: bool
 
 
+def _lower_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Tensor-descriptor accesses as pointer code (then cleaned up as `tir_opt` does)."""
+    return lower_descriptors(kernel, None, PassContext(verify=ctx.verify, timings=ctx.timings))
+
+
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Software pipelining of the loops that feed dots, and of dot-free loops given
     their own num_stages (not in checked mode, whose checked accesses are plain loads)."""
@@ -94,11 +100,12 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
     return insert_barriers(kernel)
 
 
+register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
-register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts", "cuda.allocate_shared_memory",
+register_pipeline("cuda_tgir", ["cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.encode_layouts", "cuda.allocate_shared_memory",
                                 "cuda.insert_barriers"])
 
 
