@@ -203,6 +203,15 @@ class DescriptorReduceAttrs:
     kind: str = "add"
 
 
+@dataclass(frozen=True)
+class TmaLoadAttrs:
+    """tma_load: whether the slot holds the transpose of the descriptor's block (the
+    load fed a dot through `.T`; the copy itself writes the block, the slot's layout
+    reads it transposed)."""
+
+    transposed: bool = False
+
+
 DESCRIPTOR_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
 
 
@@ -217,6 +226,6 @@ ATTR_CLASSES = {
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
-        AsyncWaitAttrs, DescriptorReduceAttrs,
+        AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs,
     )
 }

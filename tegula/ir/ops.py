@@ -144,6 +144,10 @@ class Op(enum.Enum):
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
     DOT_WAIT = "dot_wait"
+    TMA_LOAD = "tma_load"
+    MBARRIER_INIT = "mbarrier_init"
+    MBARRIER_WAIT = "mbarrier_wait"
+    MBARRIER_INVAL = "mbarrier_inval"
     BARRIER = "barrier"
     # encodings (the backend stage `tgir` only)
     CONVERT_LAYOUT = "convert_layout"
@@ -405,6 +409,18 @@ OP_INFO: dict[Op, OpInfo] = {
     # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`
     # more recent dots are in flight; the value itself is unchanged
     Op.DOT_WAIT: OpInfo(Kind.SHARED, 1, attrs=A.AsyncWaitAttrs, pure=False, result=_same),
+    # tma_load buf, slot, bars, pred, desc, offsets...: when `pred` (an i1 scalar), the
+    # descriptor's block at `offsets` is copied into slot `slot` of `buf` by the copy
+    # engine (zero / NaN outside the tensor, as descriptor_load), its completion counted
+    # on mbarrier `slot` of `bars` (an smem<Sx1xi64>); mbarrier_init bars readies every
+    # slot's mbarrier for one arrival per phase; mbarrier_wait bars, slot, phase returns
+    # once phase `phase` (0/1: its parity) of that mbarrier has completed, the copy's
+    # data then visible; mbarrier_inval ends the mbarriers' life (before their bytes
+    # are reused). Sequentially (the interpreter) copies complete at issue.
+    Op.TMA_LOAD: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.TmaLoadAttrs, pure=False, result=_none),
+    Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
+    Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, pure=False, result=_none),
+    Op.MBARRIER_INVAL: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
     # convert_layout x: the same tile in the encoding its result type names (the
     # backend chooses how: a register renaming, a recomputation or a trip through
     # shared memory); no rule can infer that encoding, the result type states it

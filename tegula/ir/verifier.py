@@ -213,6 +213,9 @@ class _Verifier:
             self.fail(f"'local_alloc' makes a shared-memory buffer of slots (rank >= 2), not a {rts[0]}", ins)
         if op is Op.LOCAL_DEALLOC and not isinstance(ts[0], SmemType):
             self.fail(f"'local_dealloc' frees a shared-memory buffer, not a {ts[0]}", ins)
+        if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.TMA_LOAD):
+            self.tma(ins, ts)
+            return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
             return
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:
@@ -225,6 +228,26 @@ class _Verifier:
                           f"{' and a mask' if want == 4 else ''}, got {_types(ts[2:])}", ins)
             if want == 4 and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
                 self.fail(f"'async_copy' mask must be i1 of shape {slot_type.shape}, got {ts[3]}", ins)
+
+    def tma(self, ins: Instr, ts: list[Type]) -> None:
+        op = ins.op
+        bars = ts[2] if op is Op.TMA_LOAD else ts[0]
+        if not (isinstance(bars, SmemType) and len(bars.shape) == 2 and bars.shape[1] == 1 and bars.element == I64):
+            self.fail(f"'{op.value}' takes a buffer of mbarriers (smem<Sx1xi64>), got {bars}", ins)
+        if op is Op.MBARRIER_WAIT and ts[1:] != [I32, I32]:
+            self.fail(f"'mbarrier_wait' takes an i32 slot and an i32 phase, got {_types(ts[1:])}", ins)
+        if op is not Op.TMA_LOAD:
+            return
+        buf, desc = ts[0], ts[4] if len(ts) > 4 else None
+        if not isinstance(desc, TensorDescType) or not isinstance(buf, SmemType):
+            self.fail(f"'tma_load' takes (buffer, slot, mbarriers, pred, descriptor, offsets...), "
+                      f"got {_types(ts)}", ins)
+        block = tuple(reversed(desc.block)) if ins.attrs.transposed else desc.block
+        if (ts[1] != I32 or ts[3] != I1 or ts[5:] != [I32] * desc.rank or buf.element != desc.element
+                or tuple(buf.shape[1:]) != block or bars.shape[0] != buf.shape[0]):
+            self.fail(f"'tma_load' of {desc} takes a buffer of {'transposed ' if ins.attrs.transposed else ''}"
+                      f"blocks with as many mbarriers, an i32 slot, an i1 predicate and {desc.rank} i32 offsets, "
+                      f"got {_types(ts)}", ins)
 
     def op_rules(self, ins: Instr, kind: Kind) -> None:
         op, ts = ins.op, [v.type for v in ins.operands]

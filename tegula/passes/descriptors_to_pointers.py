@@ -16,7 +16,8 @@ sees what it always saw:
     atomic_rmw ptrs, value, inside {relaxed, gpu}
 
 (i1 elements go through i8 memory, as `tl.load`/`tl.store` do.) A
-`make_tensor_descriptor` left without users is removed. The pass does not clean up
+`make_tensor_descriptor` left without users is removed (one still read by a kept
+access, or by a backend op such as `tma_load`, stays). The pass does not clean up
 after itself: run `canonicalize`, `cse`, `licm`, `dce` next (`lower_descriptors`
 does), which fold the splatted constants and hoist the address code out of loops as
 they did when the frontend emitted it.
@@ -33,7 +34,7 @@ from ..ir.clone import clone_kernel
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import DESCRIPTOR_OPS, Op
 from ..ir.types import I1, I8, I32, I64, PointerType, TensorDescType, TileType, shape_of
-from .ir_utils import resolve
+from .ir_utils import resolve, use_counts
 
 Keep = Callable[[Instr], bool]
 
@@ -45,19 +46,25 @@ def has_descriptors(kernel: Kernel) -> bool:
 def descriptors_to_pointers(kernel: Kernel, ctx: Any = None, keep: Optional[Keep] = None) -> Kernel:
     """Rewrite the descriptor accesses `keep` (default: none) does not claim."""
     _Rewriter(keep or (lambda ins: False)).block(kernel.body)
+    used = use_counts(kernel.body)
+    for ins in list(kernel.walk()):
+        for region in ins.regions:
+            region.instrs = [i for i in region.instrs if i.op is not Op.MAKE_TENSOR_DESCRIPTOR or used[i.result]]
+    kernel.body.instrs = [i for i in kernel.body.instrs if i.op is not Op.MAKE_TENSOR_DESCRIPTOR or used[i.result]]
     return kernel
 
 
-def lower_descriptors(kernel: Kernel, keep: Optional[Keep] = None, ctx: Any = None) -> Kernel:
+def lower_descriptors(kernel: Kernel, keep: Optional[Keep] = None, ctx: Any = None, copy: bool = True) -> Kernel:
     """`kernel` with the descriptor accesses `keep` does not claim rewritten and the
-    result cleaned up (a copy; `kernel` itself when it has no descriptor ops)."""
+    result cleaned up: a copy (`kernel` itself when `copy` is False, or when it has no
+    descriptor ops; `keep` is asked about the instructions being rewritten)."""
     if not has_descriptors(kernel):
         return kernel
     from .manager import PassContext, run_pipeline
 
     rewrite = functools.partial(descriptors_to_pointers, keep=keep)
     rewrite.__name__ = "descriptors_to_pointers"  # type: ignore[attr-defined]
-    return run_pipeline(clone_kernel(kernel), [rewrite, *CLEANUP], ctx or PassContext())
+    return run_pipeline(clone_kernel(kernel) if copy else kernel, [rewrite, *CLEANUP], ctx or PassContext())
 
 
 # what `tir_opt` runs, so the rewritten address code is folded, merged and hoisted as
@@ -69,7 +76,6 @@ class _Rewriter:
     def __init__(self, keep: Keep) -> None:
         self.keep = keep
         self.replaced: dict[Value, Value] = {}
-        self.kept_descs: set[Value] = set()
 
     def block(self, block: Block) -> None:
         out: list[Instr] = []
@@ -77,18 +83,14 @@ class _Rewriter:
             ins.operands = [resolve(v, self.replaced) for v in ins.operands]
             for region in ins.regions:
                 self.block(region)
-            if ins.op in (Op.DESCRIPTOR_LOAD, Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE):
-                if self.keep(ins):
-                    self.kept_descs.add(ins.operands[0])
-                else:
-                    b = Builder(Block())
-                    b.loc = ins.loc
-                    self.rewrite(b, ins)
-                    out.extend(b.block.instrs)
-                    continue
+            if ins.op in (Op.DESCRIPTOR_LOAD, Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE) and not self.keep(ins):
+                b = Builder(Block())
+                b.loc = ins.loc
+                self.rewrite(b, ins)
+                out.extend(b.block.instrs)
+                continue
             out.append(ins)
-        # a descriptor is needed only by the accesses left as ops
-        block.instrs = [i for i in out if i.op is not Op.MAKE_TENSOR_DESCRIPTOR or i.result in self.kept_descs]
+        block.instrs = out
 
     def rewrite(self, b: Builder, ins: Instr) -> None:
         desc_val = ins.operands[0]

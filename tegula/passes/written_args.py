@@ -5,7 +5,8 @@ those; a CPU-side copy is written back only for those). It must never miss one, 
 every unclear case answers "all pointer arguments".
 
 Each memory op that is not pure (`store`, `atomic_rmw`, `atomic_cas`,
-`descriptor_store`, `descriptor_reduce`; its pointer or descriptor is operand 0) is traced back to the arguments its pointer can derive from, through
+`descriptor_store`, `descriptor_reduce`; its pointer or descriptor is operand 0) is
+traced back to the arguments its pointer can derive from, through
 `addptr` (the pointer side), `select` (both values), shape ops, `hint`, pointer
 bitcasts, `join`/`split`, `make_tensor_descriptor` (a descriptor access writes through
 its base), and loop-carried values (`for` / `while` / `if` results and

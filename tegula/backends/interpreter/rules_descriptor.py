@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...ir.core import Instr
+from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import TensorDescType
 from .access import AccessFault, read_modify_write
@@ -126,3 +126,29 @@ def descriptor_reduce(ins: Instr, c: Compiler) -> Step:
         except AccessFault as fault:
             raise located_access_error(fault, ins, env) from None
     return step
+
+
+@rule(Op.TMA_LOAD)
+def tma_load(ins: Instr, c: Compiler) -> Step:
+    """The copy completes at issue: the block as `descriptor_load` reads it, into the
+    slot (transposed when the slot holds the transpose)."""
+    buf, slot, _bars, pred = c.slots(ins.operands[:4])
+    desc_type: TensorDescType = ins.operands[4].type
+    landed = Value(desc_type.block_type)
+    as_load = Instr(Op.DESCRIPTOR_LOAD, ins.operands[4:], [landed], loc=ins.loc)
+    read = descriptor_load(as_load, c)
+    v = c.slot(landed)
+    transposed = ins.attrs.transposed
+
+    def step(env):
+        if not env[pred]:
+            return
+        read(env)
+        env[buf][int(env[slot])] = env[v].T if transposed else env[v]
+    return step
+
+
+@rule(Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL)
+def mbarrier(ins: Instr, c: Compiler) -> None:
+    """Copies complete at issue, so a phase has always completed when it is waited for."""
+    return None
