@@ -28,6 +28,7 @@ from ...errors import DeviceAssertionError, KernelArgumentError, OutOfBoundsErro
 from ...ir.core import Loc
 from ...ir.types import PointerType, ScalarType, parse_type
 from . import driver as drv
+from . import tensormaps
 from .checked import ERROR_WORDS, KIND_ASSERT, KIND_NAMES
 from .tensormaps import TensorMapEncoder
 from .tensormaps import source_text as tm_source
@@ -200,7 +201,7 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     for j, spec in enumerate(maps):
         # the map's address goes straight into the parameter array (the driver copies its
         # 128 bytes), from the argument values the slots above were just given
-        env[f"_tm{j}"] = TensorMapEncoder(spec, name).address
+        env[f"_tm{j}"] = TensorMapEncoder(spec, name, tensormaps.encode_map).address
         parts = [tm_source(s, lambda i: f"_s{i}.value") for s in (spec.base, *spec.shape, *spec.strides)]
         n_dims = len(spec.shape)
         lines.append(f"    _params_arr[{len(slots) + j}] = _tm{j}({parts[0]}, ({', '.join(parts[1:1 + n_dims])},), "

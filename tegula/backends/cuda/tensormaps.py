@@ -14,7 +14,7 @@ shared with the emulator, which packs the same numbers into its host model's map
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ...errors import KernelArgumentError
 from . import driver as drv
@@ -43,7 +43,7 @@ def encode_args(spec: TensorMapSpec, base: int, shape: Sequence[int], strides: S
     return dims, byte_strides
 
 
-def _encode(spec: TensorMapSpec, base: int, dims: tuple[int, ...], byte_strides: tuple[int, ...]) -> Any:
+def encode_map(spec: TensorMapSpec, base: int, dims: tuple[int, ...], byte_strides: tuple[int, ...]) -> Any:
     cu = drv.cu()
     dtype = {"f16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
              "bf16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
@@ -62,13 +62,14 @@ def _encode(spec: TensorMapSpec, base: int, dims: tuple[int, ...], byte_strides:
 class TensorMapEncoder:
     """The maps of one descriptor of one kernel, cached by what they encode."""
 
-    def __init__(self, spec: TensorMapSpec, kernel: str, encode: Callable = _encode) -> None:
+    def __init__(self, spec: TensorMapSpec, kernel: str, encode: Optional[Callable] = None) -> None:
         self.spec = spec
         self.kernel = kernel
-        self.encode = encode
+        self.encode = encode or encode_map
         self.cache: dict[tuple, tuple[Any, int]] = {}
 
     def address(self, base: int, shape: Sequence[int], strides: Sequence[int]) -> int:
+        """The address of the map of this tensor (encoded on first use)."""
         key = (base, *shape, *strides)
         hit = self.cache.get(key)
         if hit is None:
