@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # PTX instruction families counted (a line's opcode up to its first '.')
-COUNTED = ("ld", "st", "cp", "mma", "wgmma", "ldmatrix", "bar", "shfl", "fma", "add", "mul", "mov", "cvt",
+COUNTED = ("ld", "st", "cp", "mbarrier", "mma", "wgmma", "ldmatrix", "bar", "shfl", "fma", "add", "mul", "mov", "cvt",
            "setp", "selp", "ex2", "bra")
 
 
@@ -55,6 +55,15 @@ def _variants():
         attrs = {k: 16 for k in ("a_ptr", "b_ptr", "c_ptr")}
         attrs.update({k: div for k in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")})
         yield (f"matmul_{t}_{bm}x{bn}x{bk}_s{s}w{w}_d{div}", mod.matmul_kernel, sig, cx, attrs,
+               {"num_warps": w, "num_stages": s})
+    desc_sig = {"a_ptr": "*{t}", "b_ptr": "*{t}", "c_ptr": "*{t}", "M": "i32", "N": "i32", "K": "i32",
+                "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32", "BLOCK_M": "constexpr",
+                "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}
+    for t, (bm, bn, bk, s, w) in (("fp16", (128, 256, 64, 3, 8)), ("bf16", (128, 128, 64, 4, 4))):
+        sig = {k: v.format(t=t) for k, v in desc_sig.items()}
+        cx = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}
+        attrs = div16("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+        yield (f"matmul_desc_{t}_{bm}x{bn}x{bk}_s{s}w{w}", mod.matmul_desc_kernel, sig, cx, attrs,
                {"num_warps": w, "num_stages": s})
     for d in (64, 128):
         for causal in (False, True):

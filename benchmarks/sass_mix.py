@@ -2,7 +2,10 @@
 compiled code is on (HMMA = mma.sync, HGMMA = wgmma), and how much of it is shared-
 memory traffic, global loads, FMAs or spills.
 
-    python benchmarks/sass_mix.py [--config BM BN BK STAGES WARPS] [--dtype float16]
+    python benchmarks/sass_mix.py [--config BM BN BK STAGES WARPS] [--dtype float16] [--desc]
+
+`--desc` takes the tensor-descriptor matmul (`matmul_desc_kernel`: TMA on sm_90a,
+UTMALDG in SASS, its mbarrier operations SYNCS) instead of the pointer one.
 
 tegula's kernel is compiled ahead of time for sm_80 and sm_90a (no GPU needed); with
 `cuobjdump` (or `nvdisasm`) on PATH the cubins are disassembled, else the PTX is
@@ -23,8 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SASS_OPS = ("HGMMA", "HMMA", "IMMA", "LDSM", "LDS", "STS", "LDGSTS", "LDG", "STG", "FFMA", "BAR", "LDL", "STL")
-PTX_OPS = ("wgmma.mma_async", "mma.sync", "ldmatrix", "ld.shared", "st.shared", "cp.async", "ld.global",
+SASS_OPS = ("HGMMA", "HMMA", "IMMA", "LDSM", "LDS", "STS", "LDGSTS", "UTMALDG", "SYNCS", "LDG", "STG", "FFMA", "BAR",
+            "LDL", "STL")
+PTX_OPS = ("wgmma.mma_async", "mma.sync", "ldmatrix", "ld.shared", "st.shared", "cp.async.bulk.tensor",
+           "cp.async.cg", "mbarrier.try_wait", "ld.global",
            "st.global", "fma.rn.f32", "bar.sync", "ld.local", "st.local")
 
 
@@ -55,7 +60,7 @@ def ptx_counts(ptx: str) -> dict[str, int]:
     return {k: len(re.findall(re.escape(k), ptx)) for k in PTX_OPS}
 
 
-def tegula_compile(arch: int, dtype: str, cfg: tuple[int, ...]):
+def tegula_compile(arch: int, dtype: str, cfg: tuple[int, ...], desc: bool = False):
     import tegula
     from benchmarks.load import load_tegula_kernels
     from tegula.backends.compiler import GPUTarget
@@ -64,6 +69,14 @@ def tegula_compile(arch: int, dtype: str, cfg: tuple[int, ...]):
     bm, bn, bk, stages, warps = cfg
     t = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[dtype]
     mod = load_tegula_kernels()
+    if desc:
+        sig = {"a_ptr": t, "b_ptr": t, "c_ptr": t, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+               "stride_bk": "i32", "stride_cm": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+               "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}
+        src = ASTSource(mod.matmul_desc_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+                        attrs={k: 16 for k, v in sig.items() if v != "constexpr"})
+        return tegula.compile(src, target=GPUTarget("cuda", arch, 32),
+                              options={"num_warps": warps, "num_stages": stages})
     sig = {"a_ptr": t, "b_ptr": t, "c_ptr": t, "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
            "stride_cm": "i32", "stride_cn": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
@@ -103,12 +116,13 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--config", nargs=5, type=int, default=(128, 256, 64, 3, 8))
     p.add_argument("--dtype", default="float16")
+    p.add_argument("--desc", action="store_true", help="the tensor-descriptor matmul (TMA on sm_90a)")
     p.add_argument("--dump", default=None, help="write each kernel's SASS (or PTX) into this folder")
     a = p.parse_args()
     cfg = tuple(a.config)
     rows = []
     for arch in (80, 90):
-        ck = tegula_compile(arch, a.dtype, cfg)
+        ck = tegula_compile(arch, a.dtype, cfg, a.desc)
         md = ck.metadata
         counts = sass_counts(ck.asm["cubin"]) if "cubin" in ck.asm else None
         kind = "sass" if counts else "ptx"
@@ -116,14 +130,14 @@ def main() -> None:
             dump(a.dump, f"tegula_sm{arch}", sass_text(ck.asm["cubin"]) if counts else ck.asm["ptx"])
         rows.append((f"tegula sm_{arch}", kind, counts or ptx_counts(ck.asm["ptx"]),
                      f"regs {getattr(md, 'n_regs', '?')} spills {getattr(md, 'n_spills', '?')} smem {md.shared}"))
-    cub = triton_cubin(a.dtype, cfg)
+    cub = None if a.desc else triton_cubin(a.dtype, cfg)
     if cub is not None:
         counts = sass_counts(cub)
         if a.dump and counts:
             dump(a.dump, "triton", sass_text(cub))
         if counts:
             rows.append(("triton (this GPU)", "sass", counts, ""))
-    print(f"matmul {a.dtype} config {cfg}")
+    print(f"matmul{' (descriptors)' if a.desc else ''} {a.dtype} config {cfg}")
     for name, kind, counts, extra in rows:
         print(f"{name:18} {kind:4} " + " ".join(f"{k}={v}" for k, v in counts.items() if v) + f"  {extra}")
 

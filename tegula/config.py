@@ -82,6 +82,8 @@ _knob("dot_tensor_cores", "TEGULA_DOT_TENSOR_CORES", None, _bool, True,
       "Compute tl.dot on tensor cores where an instruction fits (0: every dot on FMAs).")
 _knob("wgmma", "TEGULA_WGMMA", None, _bool, True,
       "On sm_90a, compute pipelined f16/bf16 dots with wgmma (0: mma.sync, the sm_80 path).")
+_knob("tma", "TEGULA_TMA", None, _bool, True,
+      "On sm_90a, copy pipelined tensor-descriptor loads with TMA (0: cp.async through pointers).")
 
 
 class _Knobs:

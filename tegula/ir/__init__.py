@@ -22,6 +22,7 @@ from .types import (  # noqa: F401
     U64,
     PointerType,
     ScalarType,
+    TensorDescType,
     TileType,
     Type,
     element_of,

@@ -194,6 +194,27 @@ class AsyncWaitAttrs:
     pending: int = 0
 
 
+@dataclass(frozen=True)
+class DescriptorReduceAttrs:
+    """descriptor_reduce: the update applied to each element of the block (`add`, `min`,
+    `max`, `and`, `or`, `xor`; min/max compare signed or unsigned by the element type),
+    atomically per element, relaxed, at GPU scope (as Triton's descriptor atomics)."""
+
+    kind: str = "add"
+
+
+@dataclass(frozen=True)
+class TmaLoadAttrs:
+    """tma_load: whether the slot holds the transpose of the descriptor's block (the
+    load fed a dot through `.T`; the copy itself writes the block, the slot's layout
+    reads it transposed)."""
+
+    transposed: bool = False
+
+
+DESCRIPTOR_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
+
+
 def attr_fields(attrs: Any) -> list[tuple[str, Any]]:
     """(name, value) pairs of an attribute record, in declaration order."""
     return [(f.name, getattr(attrs, f.name)) for f in fields(attrs)]
@@ -205,6 +226,6 @@ ATTR_CLASSES = {
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
-        AsyncWaitAttrs,
+        AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs,
     )
 }

@@ -24,7 +24,19 @@ import numpy as np
 
 from . import attrs as A
 from . import numpy_ops as npo
-from .types import I1, I32, PointerType, SmemType, TileType, Type, element_of, shape_of, with_element, with_shape
+from .types import (
+    I1,
+    I32,
+    PointerType,
+    SmemType,
+    TensorDescType,
+    TileType,
+    Type,
+    element_of,
+    shape_of,
+    with_element,
+    with_shape,
+)
 
 
 class Kind(enum.Enum):
@@ -36,6 +48,7 @@ class Kind(enum.Enum):
     SHAPE = "shape"
     SOURCE = "source"  # no data operands: constants, program ids, arange
     DOT = "dot"
+    DESCRIPTOR = "descriptor"  # makes a tensor descriptor (a value, no memory access)
     SHARED = "shared"  # tgir only: shared-memory buffers and asynchronous copies into them
     LAYOUT = "layout"  # tgir only: moves a tile between encodings (values unchanged)
 
@@ -107,6 +120,11 @@ class Op(enum.Enum):
     STORE = "store"
     ATOMIC_RMW = "atomic_rmw"
     ATOMIC_CAS = "atomic_cas"
+    # tensor descriptors (block accesses of a strided tensor, bounds-checked per dimension)
+    MAKE_TENSOR_DESCRIPTOR = "make_tensor_descriptor"
+    DESCRIPTOR_LOAD = "descriptor_load"
+    DESCRIPTOR_STORE = "descriptor_store"
+    DESCRIPTOR_REDUCE = "descriptor_reduce"
     # reductions, scans, matrix product
     REDUCE = "reduce"
     SCAN = "scan"
@@ -126,6 +144,10 @@ class Op(enum.Enum):
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
     DOT_WAIT = "dot_wait"
+    TMA_LOAD = "tma_load"
+    MBARRIER_INIT = "mbarrier_init"
+    MBARRIER_WAIT = "mbarrier_wait"
+    MBARRIER_INVAL = "mbarrier_inval"
     BARRIER = "barrier"
     # encodings (the backend stage `tgir` only)
     CONVERT_LAYOUT = "convert_layout"
@@ -222,6 +244,10 @@ def _split(ts, _a):
 def _load(ts, _a):
     pointee = element_of(ts[0]).pointee if isinstance(element_of(ts[0]), PointerType) else None
     return None if pointee is None else [with_element(ts[0], pointee)]
+
+
+def _descriptor_block(ts, _a):
+    return [ts[0].block_type] if ts and isinstance(ts[0], TensorDescType) else None
 
 
 def _reduce(ts, a):
@@ -344,6 +370,17 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.ATOMIC_RMW: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.AtomicAttrs, pure=False, result=_second),
     Op.ATOMIC_CAS: OpInfo(Kind.MEMORY, 3, attrs=A.AtomicCasAttrs, pure=False, result=_third),
 
+    # make_tensor_descriptor base, shape x n (i32), strides x n (i64) -> tensordesc<block>
+    # (the producer states the type: block shape and padding are not in the operands);
+    # descriptor_load desc, offsets x n (i32) -> the block at those coordinates, elements
+    # outside the tensor read the padding; descriptor_store desc, offsets, value writes
+    # the block's in-range part; descriptor_reduce likewise updates it atomically
+    Op.MAKE_TENSOR_DESCRIPTOR: OpInfo(Kind.DESCRIPTOR, VARIADIC),
+    Op.DESCRIPTOR_LOAD: OpInfo(Kind.MEMORY, VARIADIC, result=_descriptor_block),
+    Op.DESCRIPTOR_STORE: OpInfo(Kind.MEMORY, VARIADIC, results=0, pure=False, result=_none),
+    Op.DESCRIPTOR_REDUCE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.DescriptorReduceAttrs, pure=False,
+                                 result=_none),
+
     Op.REDUCE: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ReduceAttrs, result=_reduce, regions=1),
     Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),
     Op.DOT: OpInfo(Kind.DOT, 3, attrs=A.DotAttrs, result=_dot),
@@ -372,6 +409,18 @@ OP_INFO: dict[Op, OpInfo] = {
     # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`
     # more recent dots are in flight; the value itself is unchanged
     Op.DOT_WAIT: OpInfo(Kind.SHARED, 1, attrs=A.AsyncWaitAttrs, pure=False, result=_same),
+    # tma_load buf, slot, bars, pred, desc, offsets...: when `pred` (an i1 scalar), the
+    # descriptor's block at `offsets` is copied into slot `slot` of `buf` by the copy
+    # engine (zero / NaN outside the tensor, as descriptor_load), its completion counted
+    # on mbarrier `slot` of `bars` (an smem<Sx1xi64>); mbarrier_init bars readies every
+    # slot's mbarrier for one arrival per phase; mbarrier_wait bars, slot, phase returns
+    # once phase `phase` (0/1: its parity) of that mbarrier has completed, the copy's
+    # data then visible; mbarrier_inval ends the mbarriers' life (before their bytes
+    # are reused). Sequentially (the interpreter) copies complete at issue.
+    Op.TMA_LOAD: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.TmaLoadAttrs, pure=False, result=_none),
+    Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
+    Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, pure=False, result=_none),
+    Op.MBARRIER_INVAL: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
     # convert_layout x: the same tile in the encoding its result type names (the
     # backend chooses how: a register renaming, a recomputation or a trip through
     # shared memory); no rule can infer that encoding, the result type states it
@@ -396,6 +445,9 @@ OP_BY_NAME = {op.value: op for op in Op}
 # ops that exist only in the backend stage `tgir` (target-independent passes and the
 # interpreter-first stages never see them)
 TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind in (Kind.SHARED, Kind.LAYOUT))
+
+DESCRIPTOR_OPS = frozenset({Op.MAKE_TENSOR_DESCRIPTOR, Op.DESCRIPTOR_LOAD, Op.DESCRIPTOR_STORE,
+                            Op.DESCRIPTOR_REDUCE})
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

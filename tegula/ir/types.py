@@ -3,6 +3,8 @@
 A scalar is a rank-0 value and has a `ScalarType` (or `PointerType`) directly; a tile
 has a `TileType` whose shape is static and whose element is a scalar or pointer type.
 `SmemType` (a shared-memory buffer handle) exists only in the backend stage `tgir`.
+`TensorDescType` is a tensor descriptor (`tl.make_tensor_descriptor`, a host
+`TensorDescriptor` argument): a strided global tensor read and written in blocks.
 Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
 is what the printer writes and the parser reads. In the backend stage `tgir` a tile type
 also carries an *encoding* (where its elements live: `tile<128x64xf16, #blocked<...>>`),
@@ -152,7 +154,37 @@ class SmemType:
     __repr__ = __str__
 
 
-Type = Union[ScalarType, PointerType, TileType, SmemType]
+@dataclass(frozen=True)
+class TensorDescType:
+    """A tensor descriptor: a strided tensor in global memory that `descriptor_load` /
+    `descriptor_store` access in whole blocks of `block` elements of `element`, every
+    dimension bounds-checked; a load reads `padding` ("zero" or "nan") outside the
+    tensor. The value itself (base, shape, strides) is made by `make_tensor_descriptor`;
+    the block shape and padding are static, so they are part of the type, as in
+    Triton's `!tt.tensordesc<tensor<...>>`. Text: `tensordesc<64x64xf16>`,
+    `tensordesc<32xf32, nan>`."""
+
+    block: tuple[int, ...]
+    element: ScalarType
+    padding: str = "zero"
+
+    @property
+    def rank(self) -> int:
+        return len(self.block)
+
+    @property
+    def block_type(self) -> "TileType":
+        """The type of the tiles it loads and stores."""
+        return TileType(self.block, self.element)
+
+    def __str__(self) -> str:
+        pad = ", nan" if self.padding == "nan" else ""
+        return "tensordesc<" + "x".join(str(d) for d in self.block) + f"x{self.element}{pad}>"
+
+    __repr__ = __str__
+
+
+Type = Union[ScalarType, PointerType, TileType, SmemType, TensorDescType]
 
 
 def element_of(t: Type) -> ElementType:
@@ -202,6 +234,15 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
             raise ValueError(f"bad pointer type: {s!r}")
         space = int(parts[1]) if len(parts) > 1 else 1
         return PointerType(pointee, space), rest
+    if s.startswith("tensordesc<"):
+        inner, rest = _split_angle(s[len("tensordesc"):])
+        parts = _split_top_comma(inner)
+        if len(parts) > 2 or (len(parts) == 2 and parts[1] not in ("zero", "nan")):
+            raise ValueError(f"bad tensordesc type: {s!r}")
+        block = parse_type(f"tile<{parts[0]}>")
+        if not isinstance(block.element, ScalarType) or block.encoding is not None:
+            raise ValueError(f"bad tensordesc type: {s!r}")
+        return TensorDescType(block.shape, block.element, parts[1] if len(parts) == 2 else "zero"), rest
     if s.startswith("tile<") or s.startswith("smem<"):
         kind = TileType if s.startswith("tile<") else SmemType
         inner, rest = _split_angle(s[4:])

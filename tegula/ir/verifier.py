@@ -6,6 +6,9 @@ the op table (`ops.OP_INFO`), the table's result-type rules, per-op typing (elem
 shapes, pointers, loads/stores, shape ops, dot), power-of-two tile shapes, SSA
 dominance across nested regions, the region conventions of `core.py` (for / if / while /
 reduce / scan), terminators, and which ops a compilation stage allows (`STAGE_OPS`).
+Tensor descriptors: a `tensordesc` value is only ever the result of
+`make_tensor_descriptor` (never a kernel or region argument, never carried out of a
+region), so a pass that rewrites descriptor accesses finds each one's parts there.
 
 The error message shows the printed IR with a `^^^ error: ...` marker under the
 offending instruction and, when its source location is known, the user's source line.
@@ -14,16 +17,18 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS
+from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DESCRIPTOR_REDUCE_KINDS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
-from .ops import COMPARISONS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
+from .ops import COMPARISONS, DESCRIPTOR_OPS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
 from .types import (
     I1,
     I32,
+    I64,
     PointerType,
     ScalarType,
     SmemType,
+    TensorDescType,
     TileType,
     Type,
     element_of,
@@ -111,14 +116,23 @@ class _Verifier:
         if v in self.defined:
             self.fail(f"value {self.name(v)} is defined more than once", ins)
         self.check_type(v.type, f"value {self.name(v)}", ins)
+        if isinstance(v.type, TensorDescType) and not (isinstance(v.owner, Instr)
+                                                       and v.owner.op is Op.MAKE_TENSOR_DESCRIPTOR):
+            self.fail(f"value {self.name(v)} of type {v.type}: tensor descriptors are made by "
+                      "'make_tensor_descriptor' only (not carried through regions or arguments)", ins)
         self.defined.add(v)
         self.visible.add(v)
 
     def check_type(self, t: Type, what: str, ins: Optional[Instr]) -> None:
-        if not isinstance(t, (ScalarType, PointerType, TileType, SmemType)):
+        if not isinstance(t, (ScalarType, PointerType, TileType, SmemType, TensorDescType)):
             self.fail(f"{what} has no IR type ({t!r})", ins)
         if isinstance(t, TileType) and not all(_is_pow2(d) for d in t.shape):
             self.fail(f"{what} has type {t}: tile dimensions must be powers of two", ins)
+        if isinstance(t, TensorDescType):
+            if not (1 <= t.rank <= 5 and all(_is_pow2(d) for d in t.block)):
+                self.fail(f"{what} has type {t}: a descriptor's block has 1 to 5 power-of-two dimensions", ins)
+            if t.padding not in ("zero", "nan") or (t.padding == "nan" and not t.element.is_float):
+                self.fail(f"{what} has type {t}: padding is 'zero', or 'nan' for float elements", ins)
 
     def block(self, block: Block, owner: Optional[Instr], terminator: Op) -> None:
         for a in block.args:
@@ -199,6 +213,9 @@ class _Verifier:
             self.fail(f"'local_alloc' makes a shared-memory buffer of slots (rank >= 2), not a {rts[0]}", ins)
         if op is Op.LOCAL_DEALLOC and not isinstance(ts[0], SmemType):
             self.fail(f"'local_dealloc' frees a shared-memory buffer, not a {ts[0]}", ins)
+        if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.TMA_LOAD):
+            self.tma(ins, ts)
+            return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
             return
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:
@@ -212,11 +229,33 @@ class _Verifier:
             if want == 4 and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
                 self.fail(f"'async_copy' mask must be i1 of shape {slot_type.shape}, got {ts[3]}", ins)
 
+    def tma(self, ins: Instr, ts: list[Type]) -> None:
+        op = ins.op
+        bars = ts[2] if op is Op.TMA_LOAD else ts[0]
+        if not (isinstance(bars, SmemType) and len(bars.shape) == 2 and bars.shape[1] == 1 and bars.element == I64):
+            self.fail(f"'{op.value}' takes a buffer of mbarriers (smem<Sx1xi64>), got {bars}", ins)
+        if op is Op.MBARRIER_WAIT and ts[1:] != [I32, I32]:
+            self.fail(f"'mbarrier_wait' takes an i32 slot and an i32 phase, got {_types(ts[1:])}", ins)
+        if op is not Op.TMA_LOAD:
+            return
+        buf, desc = ts[0], ts[4] if len(ts) > 4 else None
+        if not isinstance(desc, TensorDescType) or not isinstance(buf, SmemType):
+            self.fail(f"'tma_load' takes (buffer, slot, mbarriers, pred, descriptor, offsets...), "
+                      f"got {_types(ts)}", ins)
+        block = tuple(reversed(desc.block)) if ins.attrs.transposed else desc.block
+        if (ts[1] != I32 or ts[3] != I1 or ts[5:] != [I32] * desc.rank or buf.element != desc.element
+                or tuple(buf.shape[1:]) != block or bars.shape[0] != buf.shape[0]):
+            self.fail(f"'tma_load' of {desc} takes a buffer of {'transposed ' if ins.attrs.transposed else ''}"
+                      f"blocks with as many mbarriers, an i32 slot, an i1 predicate and {desc.rank} i32 offsets, "
+                      f"got {_types(ts)}", ins)
+
     def op_rules(self, ins: Instr, kind: Kind) -> None:
         op, ts = ins.op, [v.type for v in ins.operands]
         rts = [r.type for r in ins.results]
         if kind is Kind.ELEMENTWISE:
             self.elementwise(ins, ts, rts)
+        elif op in DESCRIPTOR_OPS:
+            self.descriptor(ins, ts, rts)
         elif op is Op.SPLAT:
             if shape_of(ts[0]) != () or element_of(rts[0]) != ts[0]:
                 self.fail(f"'splat' turns a scalar into a tile of it: {ts[0]} -> {rts[0]}", ins)
@@ -343,6 +382,32 @@ class _Verifier:
             if getattr(t, "encoding", None) != getattr(ts[0], "encoding", None):
                 self.fail(f"'{ins.op.value}' {name} must be laid out as its pointers (tgir), got {t} "
                           f"for pointers {ts[0]}", ins)
+
+    def descriptor(self, ins: Instr, ts: list[Type], rts: list[Type]) -> None:
+        op = ins.op
+        if op is Op.MAKE_TENSOR_DESCRIPTOR:
+            desc = rts[0] if rts else None
+            if not isinstance(desc, TensorDescType):
+                self.fail(f"'make_tensor_descriptor' makes a tensordesc, not a {desc}", ins)
+            n = desc.rank
+            want = [PointerType(desc.element)] + [I32] * n + [I64] * n
+            if ts != want:
+                self.fail(f"'make_tensor_descriptor' of {desc} takes (base, shape..., strides...) "
+                          f"{_types(want)}, got {_types(ts)}", ins)
+            return
+        desc = ts[0] if ts else None
+        if not isinstance(desc, TensorDescType):
+            self.fail(f"'{op.value}' takes a tensor descriptor first, got {desc}", ins)
+        n = desc.rank
+        want = [desc] + [I32] * n + ([] if op is Op.DESCRIPTOR_LOAD else [desc.block_type])
+        if [without_encoding(t) for t in ts] != want:
+            value = "" if op is Op.DESCRIPTOR_LOAD else ", value"
+            self.fail(f"'{op.value}' of {desc} takes (descriptor, offsets...{value}) {_types(want)}, "
+                      f"got {_types(ts)}", ins)
+        if op is Op.DESCRIPTOR_REDUCE:
+            kind, elem = ins.attrs.kind, desc.element
+            if kind not in DESCRIPTOR_REDUCE_KINDS or (kind != "add" and not elem.is_int) or elem.bits < 16:
+                self.fail(f"'descriptor_reduce' kind {kind!r} is not defined for {elem}", ins)
 
     def atomic(self, ins: Instr, ts: list[Type]) -> None:
         a, rmw = ins.attrs, ins.op is Op.ATOMIC_RMW

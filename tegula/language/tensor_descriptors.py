@@ -3,23 +3,33 @@
 `tl.load_tensor_descriptor` and `tl.store_tensor_descriptor` (Triton 3.6 names and
 checks).
 
-On Hopper Triton backs these with the TMA engine; tegula gives them their meaning with
-the block-pointer machinery (`block_pointers.pointers_and_mask`): a load reads the
-block at `offsets` with every dimension bounds-checked and out-of-range elements
-padded (`padding_option` "zero" or "nan"), a store or reduction writes only the
-in-range part, as a TMA transfer clips. TMA itself is the tensor-core issue's work.
-A host-side descriptor (`triton.tools.tensor_descriptor.TensorDescriptor` as a kernel
-argument) is passed as its base, shape and strides (`runtime.arg_trees`) and becomes the
-same `tensor_descriptor` in the kernel (`host_descriptor`), with its block shape and
-padding as compile-time values.
+They reach the IR as ops (`ir.ops`): `make_tensor_descriptor base, shape..., strides...`
+gives a `tensordesc<block x elem[, nan]>` value, and `descriptor_load` /
+`descriptor_store` / `descriptor_reduce` access one block at `offsets`: every dimension
+bounds-checked, out-of-range elements of a load read the padding ("zero" or "nan"), a
+store or reduction writes only the in-range part, as a TMA transfer clips. Backends
+lower them natively (TMA on Hopper) or run `passes.descriptors_to_pointers`, which
+rewrites them into the pointer arithmetic this module used to emit. All of Triton's
+checks stay here, so errors point at the user's line.
+
+The language value (`tensor_descriptor`) is the descriptor's parts — base, shape (i32),
+strides (i64) — an `Aggregate` carried through loops and branches part by part; the IR
+value is made from them where an access needs it, once per block (`_handle`): a
+`tensordesc` value never crosses a region boundary (the verifier's rule), and CSE/LICM
+merge and hoist the `make_tensor_descriptor`s. A host-side descriptor
+(`triton.tools.tensor_descriptor.TensorDescriptor` as a kernel argument) is passed as
+its base, shape and strides (`runtime.arg_trees`) and becomes the same
+`tensor_descriptor` (`host_descriptor`), with its block shape and padding as
+compile-time values.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .. import ir
+from ..ir import attrs as A
 from . import dtypes as T
 from .aggregate import Aggregate
-from .block_pointers import block_ptr, pointers_and_mask
 from .constexpr import unwrap_constexpr as U
 from .core import builtin
 from .tensor import tensor
@@ -31,6 +41,7 @@ class tensor_descriptor(Aggregate):
     def __init__(self, base: tensor, shape: tuple, strides: tuple, block_shape: tuple, padding: str):
         self.base, self.shape, self.strides = base, shape, strides
         self.block_shape, self.padding = block_shape, padding
+        self._made: Any = None  # (IR block, tensordesc value) of the latest make_tensor_descriptor
 
     @property
     def dtype(self) -> Any:
@@ -57,24 +68,38 @@ class tensor_descriptor(Aggregate):
     def _sem(self) -> Any:
         return self.base._sem
 
-    def _block(self, offsets: Any) -> tuple[tensor, tensor]:
+    def ir_type(self) -> ir.Type:
+        return ir.TensorDescType(tuple(self.block_shape), self.dtype.to_ir(), self.padding)
+
+    def _handle(self) -> ir.Value:
+        """The IR descriptor, made at the insertion point unless this block made it already
+        (an earlier value of this block dominates the rest of it)."""
+        builder = self._sem().builder
+        if self._made is None or self._made[0] is not builder.block:
+            parts = [self.base.handle] + [s.handle for s in self.shape] + [s.handle for s in self.strides]
+            v = builder.op1(ir.Op.MAKE_TENSOR_DESCRIPTOR, *parts, type=self.ir_type())
+            self._made = (builder.block, v)
+        return self._made[1]
+
+    def _offsets(self, offsets: Any) -> list[ir.Value]:
         sem = self._sem()
         offsets = U(offsets)
         offsets = list(offsets) if isinstance(offsets, (list, tuple)) else [offsets]
         if len(offsets) != len(self.block_shape):
             raise ValueError(f"expected {len(self.block_shape)} offsets, but got {len(offsets)}")
-        offs = tuple(sem.cast(sem.to_tensor(U(o)), T.int32) for o in offsets)
-        shape64 = tuple(sem.cast(s, T.int64) for s in self.shape)
-        view = block_ptr(self.base, shape64, self.strides, offs, self.block_shape,
-                         tuple(reversed(range(len(self.block_shape)))))
-        return pointers_and_mask(sem, view, tuple(range(len(self.block_shape))))
+        out = []
+        for o in offsets:
+            t = sem.to_tensor(U(o))
+            if t.type.is_block() or not t.dtype.is_int():
+                raise ValueError(f"descriptor offsets must be integer scalars, got {t.type}")
+            out.append(sem.cast(t, T.int32).handle)
+        return out
 
     def load(self, offsets: Any) -> tensor:
         """The block at `offsets`; elements outside the tensor read the padding."""
+        offs = self._offsets(offsets)
         sem = self._sem()
-        ptrs, inside = self._block(offsets)
-        fill = float("nan") if self.padding == "nan" else 0
-        return sem.load(ptrs, inside, sem.to_tensor(fill))
+        return sem.wrap(sem.builder.op1(ir.Op.DESCRIPTOR_LOAD, self._handle(), *offs))
 
     def _value(self, value: Any) -> tensor:
         sem = self._sem()
@@ -82,23 +107,21 @@ class tensor_descriptor(Aggregate):
         if tuple(sem.shape_of(value)) != tuple(self.block_shape):
             raise ValueError(f"the value's shape {list(sem.shape_of(value))} must be the descriptor's block shape "
                              f"{list(self.block_shape)}")
-        return value
+        return sem.cast(value, self.dtype)
 
     def store(self, offsets: Any, value: Any) -> None:
         """Write `value` (cast to the element type) to the in-range part of the block."""
-        ptrs, inside = self._block(offsets)
-        self._sem().store(ptrs, self._value(value), inside)
+        offs = self._offsets(offsets)
+        value = self._value(value)
+        self._sem().builder.create(ir.Op.DESCRIPTOR_STORE, [self._handle(), *offs, value.handle], result_types=[])
 
     def _reduce(self, op: str, offsets: Any, value: Any, allowed: tuple) -> None:
         if self.dtype not in allowed:
             raise ValueError(f"descriptor atomic_{op} does not support {self.dtype}")
-        sem = self._sem()
-        ptrs, inside = self._block(offsets)
+        offs = self._offsets(offsets)
         value = self._value(value)
-        if op in ("max", "min"):
-            sem.atomic_max_min(op, ptrs, value, inside, "relaxed", "gpu")
-        else:
-            sem.atomic_rmw(op, ptrs, value, inside, "relaxed", "gpu")
+        self._sem().builder.create(ir.Op.DESCRIPTOR_REDUCE, [self._handle(), *offs, value.handle],
+                                   A.DescriptorReduceAttrs(op), result_types=[])
 
     def atomic_add(self, offsets: Any, value: Any) -> None:
         self._reduce("add", offsets, value, (T.uint32, T.int32, T.uint64, T.float32, T.float16, T.bfloat16))

@@ -2,7 +2,9 @@
 
 Transformations are plain functions `pass_fn(kernel, ctx) -> kernel` run by
 `run_pipeline` from named pipelines (`PIPELINES`): `canonicalize`, `cse`, `dce`,
-`licm`. Analyses leave the IR alone: `axis_info` (divisibility / contiguity /
+`licm`, and `descriptors_to_pointers` (tensor-descriptor ops as pointer code, for
+backends without a native lowering; `lower_descriptors` runs it with the cleanup).
+Analyses leave the IR alone: `axis_info` (divisibility / contiguity /
 constancy per value, with `vector_width` and `contiguity_order` for the GPU backend)
 and `written_arguments` (pointer arguments a kernel may store through).
 This package never imports `tegula.frontend`.
@@ -12,6 +14,7 @@ from .axis_info import AxisInfo, contiguity_order, vector_width
 from .canonicalize import canonicalize
 from .cse import cse
 from .dce import dce
+from .descriptors_to_pointers import descriptors_to_pointers, has_descriptors, lower_descriptors
 from .licm import licm
 from .manager import PASSES, PassContext, PassError, register_pass, run_pipeline
 from .pipelines import PIPELINES, register_pipeline
@@ -19,6 +22,7 @@ from .written_args import read_arguments, written_arguments
 
 __all__ = [
     "AxisInfo", "PASSES", "PIPELINES", "PassContext", "PassError", "axis_info",
-    "canonicalize", "contiguity_order", "cse", "dce", "licm", "register_pass",
+    "canonicalize", "contiguity_order", "cse", "dce", "descriptors_to_pointers", "has_descriptors", "licm",
+    "lower_descriptors", "register_pass",
     "read_arguments", "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
 ]

@@ -13,6 +13,7 @@ from typing import Sequence
 from .canonicalize import canonicalize
 from .cse import cse
 from .dce import dce
+from .descriptors_to_pointers import descriptors_to_pointers
 from .licm import licm
 from .manager import PASSES, register_pass
 
@@ -20,6 +21,7 @@ register_pass("canonicalize", canonicalize)
 register_pass("cse", cse)
 register_pass("dce", dce)
 register_pass("licm", licm)
+register_pass("descriptors_to_pointers", descriptors_to_pointers)
 
 PIPELINES: dict[str, list[str]] = {
     # canonicalize first so CSE sees folded constants; once more after LICM, which

@@ -4,10 +4,12 @@ The runtime uses this to know which arrays a launch modifies (autotuning restore
 those; a CPU-side copy is written back only for those). It must never miss one, so
 every unclear case answers "all pointer arguments".
 
-Each memory op that is not pure (`store`, `atomic_rmw`, `atomic_cas`; its pointer is
-operand 0) is traced back to the arguments its pointer can derive from, through
+Each memory op that is not pure (`store`, `atomic_rmw`, `atomic_cas`,
+`descriptor_store`, `descriptor_reduce`; its pointer or descriptor is operand 0) is
+traced back to the arguments its pointer can derive from, through
 `addptr` (the pointer side), `select` (both values), shape ops, `hint`, pointer
-bitcasts, `join`/`split`, and loop-carried values (`for` / `while` / `if` results and
+bitcasts, `join`/`split`, `make_tensor_descriptor` (a descriptor access writes through
+its base), and loop-carried values (`for` / `while` / `if` results and
 region arguments, following initial values and yields). Anything else that produces a
 pointer — a pointer loaded from memory, `int_to_ptr`, a constant — could point
 anywhere: all pointer arguments are reported.
@@ -24,6 +26,8 @@ _PASS_THROUGH = {
     Op.ADDPTR: (0,), Op.SELECT: (1, 2), Op.BITCAST: (0,), Op.SPLAT: (0,),
     Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,), Op.PERMUTE: (0,),
     Op.HINT: (0,), Op.JOIN: (0, 1), Op.SPLIT: (0,),
+    # a descriptor's accesses reach its base pointer (descriptor ops take it as operand 0)
+    Op.MAKE_TENSOR_DESCRIPTOR: (0,),
 }
 
 

@@ -8,7 +8,21 @@ from tegula.ir import attrs as A
 from tegula.ir.builder import Builder, new_kernel
 from tegula.ir.core import ArgAttrs, Block, Kernel, Loc, Value
 from tegula.ir.ops import Op
-from tegula.ir.types import BF16, F8E4M3, F8E5M2, F16, F32, I1, I32, I64, U32, PointerType, SmemType, TileType
+from tegula.ir.types import (
+    BF16,
+    F8E4M3,
+    F8E5M2,
+    F16,
+    F32,
+    I1,
+    I32,
+    I64,
+    U32,
+    PointerType,
+    SmemType,
+    TensorDescType,
+    TileType,
+)
 
 SRC = "/tmp/tegula_samples/kernel.py"
 
@@ -60,8 +74,24 @@ def _combine_region(elem_types, body_fn) -> Block:
     return region
 
 
-def build_all_ops_kernel() -> Kernel:
-    """A valid kernel that contains every op of the table at least once."""
+def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Value) -> None:
+    """TMA copies of a descriptor's block (transposed) into a two-slot ring, on mbarriers (tgir)."""
+    tring = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 16, 8), F32))
+    tring.owner.smem = (1024, 1024)
+    bars = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 1), I64))
+    bars.owner.smem = (2048, 16)
+    b.create(Op.MBARRIER_INIT, [bars])
+    b.create(Op.TMA_LOAD, [tring, slot, bars, b.op1(Op.LT, pid, n), desc, pid, col], A.TmaLoadAttrs(True))
+    b.create(Op.MBARRIER_WAIT, [bars, slot, col])
+    b.op1(Op.LOCAL_LOAD, tring, slot)
+    b.create(Op.MBARRIER_INVAL, [bars])
+    b.create(Op.LOCAL_DEALLOC, [bars])
+    b.create(Op.LOCAL_DEALLOC, [tring])
+
+
+def build_all_ops_kernel(tma: bool = True) -> Kernel:
+    """A valid kernel that contains every op of the table at least once (but the TMA
+    ops, which only sm_90 has, when `tma` is False)."""
     k = new_kernel("all_ops", [PointerType(F32), PointerType(BF16), PointerType(F8E4M3), I32, F32,
                                PointerType(F16, 3)],
                    ["x", "y", "z", "n", "alpha", "smem"], loc=Loc(SRC, 1, 0))
@@ -129,6 +159,15 @@ def build_all_ops_kernel() -> Kernel:
     b.op1(Op.ATOMIC_RMW, xp, v, mask, attrs=A.AtomicAttrs("fadd", True, "relaxed", "cta"))
     ip = b.op1(Op.BITCAST, xp, type=tile(PointerType(I32), 128))
     b.op1(Op.ATOMIC_CAS, ip, idx, idx, attrs=A.AtomicCasAttrs("acquire", "sys"))
+    # tensor descriptors: a 2-D view of x, a block load, a store and an atomic update of it
+    col = b.constant(0, I32)
+    desc = b.op1(Op.MAKE_TENSOR_DESCRIPTOR, x, n, n, b.constant(64, I64), b.constant(1, I64),
+                 type=TensorDescType((8, 16), F32))
+    blk = b.op1(Op.DESCRIPTOR_LOAD, desc, pid, col)
+    b.create(Op.DESCRIPTOR_STORE, [desc, pid, col, blk])
+    b.create(Op.DESCRIPTOR_REDUCE, [desc, pid, col, blk], A.DescriptorReduceAttrs("add"))
+    if tma:
+        _tma_ops(b, desc, slot, pid, n, col)
     # shape ops
     row = b.op1(Op.EXPAND_DIMS, v, attrs=A.ExpandDimsAttrs(0))            # 1x128
     wide = b.broadcast(row, (4, 128))                                      # 4x128

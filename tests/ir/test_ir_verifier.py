@@ -402,3 +402,39 @@ def test_an_if_without_results_may_return_early():
           yield %n
         }
         """, "must end in 'yield', but it ends in 'return'")
+
+
+DESC_HEAD = "kernel @d(%x: ptr<f16>, %n: i32, %s: i64, %t: tile<16x16xf16>, %c: i1) {\n"
+
+
+def desc_fails(body: str, match: str) -> None:
+    with pytest.raises(VerificationError, match=match):
+        verify(parse_ir(DESC_HEAD + textwrap.dedent(body) + "return\n}\n"))
+
+
+def test_descriptor_ops_check_their_operands():
+    make = "%d = make_tensor_descriptor %x, %n, %n, %s, %s : tensordesc<16x16xf16>\n"
+    verify(parse_ir(DESC_HEAD + make + "%v = descriptor_load %d, %n, %n : tile<16x16xf16>\n"
+                    "descriptor_store %d, %n, %n, %v\n"
+                    "descriptor_reduce %d, %n, %n, %v {kind = 'add'}\nreturn\n}\n"))
+    desc_fails("%d = make_tensor_descriptor %x, %n, %s, %s : tensordesc<16x16xf16>\n",
+               r"takes \(base, shape..., strides...\)")
+    desc_fails("%d = make_tensor_descriptor %x, %n, %n, %s, %s : tensordesc<16x16xf32>\n",
+               r"takes \(base, shape..., strides...\) \(ptr<f32>")
+    desc_fails(make + "%v = descriptor_load %d, %n : tile<16x16xf16>\n", "takes .descriptor, offsets...")
+    desc_fails(make + "%v = descriptor_load %d, %n, %n : tile<16x8xf16>\n", "should have result types")
+    desc_fails(make + "descriptor_store %d, %n, %n, %x\n", "offsets..., value")
+    desc_fails(make + "descriptor_reduce %d, %n, %n, %t {kind = 'max'}\n", "kind 'max' is not defined for f16")
+    desc_fails("%d = make_tensor_descriptor %x, %n, %n, %s, %s : tensordesc<16x12xf16>\n",
+               "power-of-two dimensions")
+    desc_fails("%d = make_tensor_descriptor %x, %n, %s, %s : tensordesc<16xi16, nan>\n", "padding is 'zero'")
+
+
+def test_descriptors_are_not_carried_through_regions():
+    desc_fails("""%d = make_tensor_descriptor %x, %n, %n, %s, %s : tensordesc<16x16xf16>
+                  %e = if %c : i1 -> tensordesc<16x16xf16> {
+                    yield %d
+                  } {
+                    yield %d
+                  }
+               """, "tensor descriptors are made by 'make_tensor_descriptor' only")

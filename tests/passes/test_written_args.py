@@ -110,3 +110,20 @@ def test_read_arguments_follow_loads_and_atomics():
           return
         }""")
     assert read_arguments(k) == {"x"} and written_arguments(k) == {"out"}
+
+
+def test_descriptor_store_writes_its_base_and_load_reads_it():
+    from tegula.passes import read_arguments
+
+    k = parse("""
+        kernel @k(%x: ptr<f16>, %out: ptr<f16>, %n: i32, %s: i64) {
+          %c0 = constant {value = 0} : i32
+          %one = constant {value = 1} : i64
+          %dx = make_tensor_descriptor %x, %n, %n, %s, %one : tensordesc<16x16xf16>
+          %do = make_tensor_descriptor %out, %n, %n, %s, %one : tensordesc<16x16xf16>
+          %t = descriptor_load %dx, %c0, %c0 : tile<16x16xf16>
+          descriptor_store %do, %c0, %c0, %t
+          return
+        }""")
+    assert written_arguments(k) == {"out"}
+    assert read_arguments(k) == {"x", "out"}

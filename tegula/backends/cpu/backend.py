@@ -25,6 +25,7 @@ from ...config import knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
 from ...ir.ops import Op
 from ...ir.types import PointerType, element_of, parse_type
+from ...passes.descriptors_to_pointers import lower_descriptors
 from ..compiler import GPUTarget
 from ..llvm import host_jit
 from .lower import lower
@@ -106,7 +107,8 @@ def _object_code(llir: str, assembly: bool) -> tuple[bytes, str]:
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
     """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
     metadata a launch needs without the IR (error sites, argument types, prints)."""
-    module, lw = lower(kernel, checked=checked, debug=debug)
+    # descriptor accesses become pointer code (the host has no copy engine to give them)
+    module, lw = lower(lower_descriptors(kernel), checked=checked, debug=debug)
     llir = str(module)
     obj, asm = _object_code(llir, assembly)
     stages = {"llir": llir, "obj": obj}

@@ -5,8 +5,10 @@ mode parameters and the source sites they report).
 
 `to_tgir` runs the registered pass pipeline `"cuda_tgir"` through the pass manager
 (verified between passes when `TEGULA_VERIFY_IR` or debug is on, timed, named in
-errors): software pipelining, layout assignment written into the types
-(`encode_layouts`), shared-memory allocation and barrier placement (`shared_memory`).
+errors): tensor-descriptor accesses as pointer code where TMA does not take them
+(`tma.tma_loads`), software pipelining (TMA rings on sm_90a), the leftover descriptor
+loads as pointer code, layout assignment written into the types (`encode_layouts`),
+shared-memory allocation and barrier placement (`shared_memory`).
 Its output is printed as `asm["tgir"]`, parseable IR; the lowering
 reads nothing but that IR (`encode_layouts.plan_from_types`).
 
@@ -28,6 +30,7 @@ from ...ir.parser import parse_ir
 from ...ir.printer import print_ir
 from ...ir.types import PointerType, element_of
 from ...ir.verifier import verify
+from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
 from . import codegen, ptxas
@@ -36,6 +39,7 @@ from .encode_layouts import encode_layouts, plan_from_types
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
+from .tma import tma_enabled, tma_loads
 
 Emit = Callable[[str, Any], Any]
 
@@ -68,6 +72,23 @@ class TgirOptions:
     checked: bool
 
 
+def _lower_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Tensor-descriptor accesses as pointer code (then cleaned up as `tir_opt` does),
+    but for the loads TMA will copy on sm_90a (`tma.tma_loads`)."""
+    o: TgirOptions = ctx.options
+    keep = tma_loads(kernel, o.num_warps, o.capability) if tma_enabled(o.capability, o.checked) else set()
+    return lower_descriptors(kernel, keep.__contains__, PassContext(verify=ctx.verify, timings=ctx.timings),
+                             copy=False)
+
+
+def _leftover_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """The descriptor loads kept for TMA that the pipeliner did not take (their loop
+    did not fit it) as pointer code after all."""
+    if not any(ins.op is Op.DESCRIPTOR_LOAD for ins in kernel.walk()):
+        return kernel
+    return lower_descriptors(kernel, None, PassContext(verify=ctx.verify, timings=ctx.timings), copy=False)
+
+
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Software pipelining of the loops that feed dots, and of dot-free loops given
     their own num_stages (not in checked mode, whose checked accesses are plain loads)."""
@@ -94,12 +115,14 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
     return insert_barriers(kernel)
 
 
+register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
+register_pass("cuda.leftover_descriptors", _leftover_descriptors)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
-register_pipeline("cuda_tgir", ["cuda.pipeline_loops", "cuda.encode_layouts", "cuda.allocate_shared_memory",
-                                "cuda.insert_barriers"])
+register_pipeline("cuda_tgir", ["cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
+                                "cuda.encode_layouts", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
@@ -172,6 +195,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
         "debug": debug, "checked": lw.checked is not None,
         "checked_sites": lw.checked.site_records() if lw.checked else [],
         "n_regs": None, "n_spills": None, "ptxas": None,
+        # TMA descriptors: the launcher encodes one tensor map each (parameters after the others)
+        "tensormaps": [spec.to_json() for _make, spec in lw.tensormap_specs],
     }
     exe = ptxas.find_ptxas()
     if exe is not None:

@@ -8,6 +8,11 @@ taken from the JIT launch path (which read them for the alignment key), with
 `__dlpack__`) and for launches that hand over no addresses, the current torch/CuPy
 stream, and no `inspect` or binding work.
 
+Kernels that read tensor descriptors through TMA get one `CUtensorMap` per descriptor
+after their own parameters (and checked mode's): encoded at launch from the argument
+values (`tensormaps.TensorMapEncoder`, cached by base, shape and strides), its address
+written into the parameter array.
+
 In checked mode the launcher also fills the hidden parameters (an error buffer and each
 pointer argument's byte extent), synchronises after the launch and raises
 `OutOfBoundsError` / `DeviceAssertionError` naming the kernel line, program id and
@@ -23,7 +28,11 @@ from ...errors import DeviceAssertionError, KernelArgumentError, OutOfBoundsErro
 from ...ir.core import Loc
 from ...ir.types import PointerType, ScalarType, parse_type
 from . import driver as drv
+from . import tensormaps
 from .checked import ERROR_WORDS, KIND_ASSERT, KIND_NAMES
+from .tensormaps import TensorMapEncoder
+from .tensormaps import source_text as tm_source
+from .tma import TensorMapSpec
 
 BIG_EXTENT = 1 << 62  # "unknown": never reported out of bounds
 
@@ -153,7 +162,9 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
     if checked:
         ctypes_of += [ctypes.c_void_p] + [ctypes.c_int64] * len(pointer_args)
     slots = [t() for t in ctypes_of]
-    params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(s) for s in slots])
+    maps = [TensorMapSpec.from_json(m) for m in md.get("tensormaps") or ()]
+    params = (ctypes.c_void_p * max(1, len(slots) + len(maps)))(
+        *[ctypes.addressof(s) for s in slots], *[None] * len(maps))
     cu = drv.cu()
     env: dict[str, Any] = {
         "_launch": cu.cuLaunchKernel, "_ok": cu.CUresult.CUDA_SUCCESS, "_fn": function,
@@ -186,6 +197,15 @@ def make_launcher(function: Any, metadata: Any, arg_types: Sequence[str], device
             lines.append(f"    _s{i}.value = _narrow(values[{idx}], {t!r})")
         else:
             lines.append(f"    _s{i}.value = values[{idx}]")
+    env["_params_arr"] = params
+    for j, spec in enumerate(maps):
+        # the map's address goes straight into the parameter array (the driver copies its
+        # 128 bytes), from the argument values the slots above were just given
+        env[f"_tm{j}"] = TensorMapEncoder(spec, name, tensormaps.encode_map).address
+        parts = [tm_source(s, lambda i: f"_s{i}.value") for s in (spec.base, *spec.shape, *spec.strides)]
+        n_dims = len(spec.shape)
+        lines.append(f"    _params_arr[{len(slots) + j}] = _tm{j}({parts[0]}, ({', '.join(parts[1:1 + n_dims])},), "
+                     f"({', '.join(parts[1 + n_dims:])},))")
     block = 32 * int(md["num_warps"])
     shared = int(md.get("shared") or 0)
     if checked:

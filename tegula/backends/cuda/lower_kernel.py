@@ -35,6 +35,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_scan,
     lower_shape,
     lower_shared,
+    lower_tma,
     lower_wgmma,
 )
 from .assign_layouts import LayoutPlan
@@ -44,6 +45,7 @@ from .linear_layout import LinearLayout, dim_fields
 from .nvptx_target import NVPTXTarget
 from .nvvm import NVPTXDevice
 from .registry import HANDLERS
+from .tma import tensormap_params
 
 
 @dataclass
@@ -77,6 +79,8 @@ class KernelLowering:
         # local_load results read in place by their users: (buffer, slot byte offset)
         self.shared_views: dict[Value, tuple[Any, ir.Value]] = {}
         self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
+        # tensor descriptors TMA reads through: the generic address of their tensor map
+        self.tensormap_of: dict[Value, ir.Value] = {}
         self.current: Optional[Instr] = None
 
     # ---------------------------------------------------------------- the function
@@ -88,6 +92,10 @@ class KernelLowering:
             params.append(I32 if isinstance(e, ScalarType) and e.is_bool else llvm_type(e))
         if self.checked:
             params += self.checked.param_types()
+        # TMA tensor maps the launcher encodes, one per descriptor TMA reads through
+        self.tensormap_specs = tensormap_params(self.kernel)
+        first_map = len(params)
+        params += [self.dev.tensormap_param_type()] * len(self.tensormap_specs)
         n_own = len(params)
         params += self.dev.extra_params()
         fnty = ir.FunctionType(ir.VoidType(), params)
@@ -117,6 +125,10 @@ class KernelLowering:
             self.vals[a] = Tile([p], None)
         if self.checked:
             self.checked.bind(self, fn.args[len(self.kernel.args):])
+        for i, (make, _spec) in enumerate(self.tensormap_specs):
+            self.dev.tensormap_param(self.module, fn, first_map + i)
+            fn.args[first_map + i].name = f"tensormap{i}"
+            self.tensormap_of[make.results[0]] = self.dev.tensormap_address(self.pb, fn.args[first_map + i])
         self.lower_block(self.kernel.body)
         if not self.b.block.is_terminated:
             self.b.ret_void()

@@ -94,6 +94,10 @@ def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
     from a column-major matrix, or transposed (attention's K^T), is then stored
     K-contiguous so that its copies stay 16-byte vectors."""
     for u in _users(lw, buf):
+        if u.op is Op.TMA_LOAD and u.operands[0] is buf:
+            # a descriptor's blocks run along their last dimension: the slot's second,
+            # or its first when it holds the transpose
+            return u.attrs.transposed
         if u.op is Op.ASYNC_COPY:
             # the same judgement as assign_layouts' (an fp8 wgmma was chosen on it)
             return contiguity_order(u.operands[2], lw.plan.axis)[0] == 0

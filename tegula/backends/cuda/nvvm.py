@@ -48,7 +48,9 @@ class NVPTXDevice:
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
-                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol")
+                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol",
+                    "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
+                    "tma_load", "mbarrier_wait", "mbarrier_inval")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -60,6 +62,69 @@ class NVPTXDevice:
         """`.reqntid`: the launcher always starts exactly `num_threads` threads per CTA
         (32 × num_warps), and saying so (as Triton does) lets ptxas rely on it."""
         module.add_named_metadata("nvvm.annotations", [fn, "reqntidx", ir.Constant(I32, num_threads)])
+
+    def tensormap_param_type(self) -> ir.Type:
+        """The type of a kernel parameter holding a TMA tensor map (`tensormap_param`)."""
+        return ptr_type(0)
+
+    def tensormap_param(self, module: ir.Module, fn: ir.Function, index: int) -> None:
+        """Parameter `index` of `fn` is a 128-byte `CUtensorMap` passed by value, 64-byte
+        aligned, read in place (`.param .align 64 .b8 name[128]`, a grid constant, as
+        Triton passes it): TMA instructions take its generic address."""
+        attrs = _ByValue128()
+        attrs.add("byval")
+        attrs.align = 64
+        fn.args[index].attributes = attrs
+        module.add_named_metadata("nvvm.annotations", [fn, "grid_constant", module.add_metadata([
+            ir.Constant(I32, index + 1)])])
+
+    def tensormap_address(self, b: ir.IRBuilder, param: ir.Value) -> ir.Value:
+        """The generic address of a tensor-map parameter (`cvta.param`)."""
+        return b.ptrtoint(param, I64)
+
+    def mbarrier_init(self, b: ir.IRBuilder, addr: ir.Value, count: int) -> None:
+        """`mbarrier.init.shared::cta.b64 [addr], count` (sm_80): phase 0, `count`
+        arrivals pending, no transaction bytes expected."""
+        inline_asm(b, VOID, [addr], f"mbarrier.init.shared::cta.b64 [$0], {count};", "r,~{memory}",
+                   side_effect=True)
+
+    def fence_mbarrier_init(self, b: ir.IRBuilder) -> None:
+        """`fence.mbarrier_init.release.cluster` (sm_90): initialized mbarriers are seen
+        initialized by the copy engine (and, after a barrier, by the other threads)."""
+        inline_asm(b, VOID, [], "fence.mbarrier_init.release.cluster;", "~{memory}", side_effect=True)
+
+    def mbarrier_expect_tx(self, b: ir.IRBuilder, addr: ir.Value, nbytes: int) -> None:
+        """`mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], nbytes` (sm_90): this
+        thread's arrival, and `nbytes` more transaction bytes the phase waits for."""
+        inline_asm(b, VOID, [addr], f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {nbytes};",
+                   "r,~{memory}", side_effect=True)
+
+    def tma_load(self, b: ir.IRBuilder, dst: ir.Value, tmap: ir.Value, coords: Sequence[ir.Value],
+                 bar: ir.Value) -> None:
+        """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`
+        (sm_90): the tensor map's box at `coords` (innermost first, signed: a box partly
+        or wholly outside the tensor is filled with the map's fill value) copied to the
+        shared address `dst`, its bytes counted on the mbarrier at `bar`."""
+        n = len(coords)
+        cs = ", ".join(f"${2 + i}" for i in range(n))
+        asm = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+               f"[$0], [$1, {{{cs}}}], [${2 + n}];")
+        inline_asm(b, VOID, [dst, tmap, *coords, bar], asm, ",".join(["r", "l"] + ["r"] * n + ["r", "~{memory}"]),
+                   side_effect=True)
+
+    def mbarrier_wait(self, b: ir.IRBuilder, addr: ir.Value, phase: ir.Value) -> None:
+        """Spin on `mbarrier.try_wait.parity.shared::cta.b64` until the phase of parity
+        `phase` of the mbarrier at `addr` has completed (acquire: the copies it counted
+        are then visible to this thread)."""
+        asm = ("{ .reg .pred done;\n"
+               "wait_${:uid}:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+               "@!done bra wait_${:uid}; }")
+        inline_asm(b, VOID, [addr, phase], asm, "r,r,~{memory}", side_effect=True)
+
+    def mbarrier_inval(self, b: ir.IRBuilder, addr: ir.Value) -> None:
+        """`mbarrier.inval.shared::cta.b64 [addr]`: before the bytes are used otherwise."""
+        inline_asm(b, VOID, [addr], "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", side_effect=True)
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""
@@ -313,6 +378,14 @@ class NVPTXDevice:
         fn = declare(b.module, "__assertfail", VOID, [ptr_type(0), ptr_type(0), I32, ptr_type(0), I64])
         b.call(fn, [global_string(b, message), global_string(b, file), ir.Constant(I32, line),
                     global_string(b, func), ir.Constant(I64, 1)])
+
+
+class _ByValue128(ir.values.ArgumentAttributes):
+    """`byval([128 x i8])` on an opaque pointer parameter (llvmlite spells byval's type
+    from a typed pointer's pointee, which opaque pointers do not have)."""
+
+    def _expand(self, name: str, typ: ir.Type) -> str:
+        return "byval([128 x i8])" if name == "byval" else super()._expand(name, typ)
 
 
 def shuffle(dev: NVPTXDevice, b: ir.IRBuilder, kind: str, v: ir.Value, amount: ir.Value) -> ir.Value:

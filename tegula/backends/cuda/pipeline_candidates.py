@@ -2,7 +2,8 @@
 only as an operand of tensor-core dots in the same body, directly or through a 2-D
 transpose (then the slot holds the transposed tile); or, in a dot-free loop given its
 own `num_stages`, any load whose copies move at least 4 bytes, unless the loop writes
-into an argument it prefetches from.
+into an argument it prefetches from. A `descriptor_load` left for TMA (`tma.tma_loads`)
+is taken when it feeds wgmma dots only (`feeds_wgmma_only`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_wa
     through a transpose), or in a dot-free loop with its own num_stages
     (`without_dot` is then a cache for the kernel's axis analysis), any load whose
     copies are at least 4-byte vectors."""
+    if ins.op is Op.DESCRIPTOR_LOAD:
+        return without_dot is None and feeds_wgmma_only(ins, body, uses, num_warps, capability)
     if ins.op is not Op.LOAD or ins.attrs.volatile:
         return False
     res = ins.results[0]
@@ -57,6 +60,26 @@ def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_wa
         u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
         and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
         for u in users)
+
+
+def feeds_wgmma_only(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
+                     capability: int) -> bool:
+    """Whether a 2-D tile load of `body` is read only (directly or through a transpose)
+    as an operand of dots in the body that run on wgmma with it in a shared slot."""
+    res = ins.results[0]
+    if len(res.type.shape) != 2:
+        return False
+    perm = transposed_by(res, body, uses)
+    if perm is not None:
+        res = perm.results[0]
+    users = uses.get(res, [])
+    for u in users:
+        if u.op is not Op.DOT or u not in body.instrs or u.operands[2] is res:
+            return False
+        choice = choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True)
+        if choice is None or choice.version != 3:
+            return False
+    return bool(users)
 
 
 def _defined_in(v: Value, body: Block) -> bool:

@@ -37,6 +37,16 @@ of its loads whose copies move at least 4 bytes (cp.async's smallest) goes throu
 ring and is read back into registers. A non-zero `other` is applied after the read
 (`select(mask, slot, other)`) when the mask and `other` are defined outside the loop.
 
+A `descriptor_load` left for TMA (sm_90a, `tma.tma_loads`) becomes a ring filled by
+`tma_load` instead: each ring has a buffer of S mbarriers (`local_alloc smem<Sx1xi64>`,
+`mbarrier_init` before the prologue); the copies of an iteration are one `tma_load`
+per ring, signalled on the slot's mbarrier, and the body waits with `mbarrier_wait
+bars, read, phase` (the loop carries the phase parity, flipped each time `read` wraps
+to slot 0) instead of `async_wait`. One thread issues the copies, so before it
+overwrites the write slot a CTA barrier makes sure every warp has finished reading it
+(the `async_wait`'s barrier plays that part for cp.async rings). After the loop the
+mbarriers are invalidated (`mbarrier_inval`) before their bytes are freed.
+
 A hint whose result is unused (`tl.multiple_of(a_ptrs, 16)`, which applies in place)
 about a carried value or an address-code value is issued again with each copy's
 address code, so the copies keep the alignment it claims.
@@ -55,7 +65,7 @@ from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
-from ...ir.types import I32, SmemType, element_of, shape_of
+from ...ir.types import I32, I64, SmemType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
 from .mma import choose_mma
 from .pipeline_candidates import (
@@ -183,7 +193,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         owner = v.owner
         if isinstance(owner, Instr) and owner in position and owner not in members:
             info = OP_INFO[owner.op]
-            if not info.pure or owner.regions or owner.op is Op.LOAD or owner in loads:
+            if not info.pure or owner.regions or owner.op in (Op.LOAD, Op.DESCRIPTOR_LOAD) or owner in loads:
                 return None
             members.add(owner)
             work.extend(owner.operands)
@@ -234,6 +244,8 @@ def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dic
     contiguous along dimension 0: K for a column-major B, M for a column-major A; for a
     transposed load, along the loaded tile's second), so its slot is stored that way
     round. The kernel's axis analysis is computed once, on demand."""
+    if load.op is Op.DESCRIPTOR_LOAD:  # a descriptor's blocks are contiguous along their last dimension
+        return transposed
     if "info" not in cache:
         cache["info"] = axis_info(kernel)
     return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
@@ -288,6 +300,14 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         t = dot_operand(ld, plan.transposes).type
         with b.location(ld.loc):
             bufs.append(b.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
+    # the TMA rings' mbarriers, one per slot
+    bars: dict[Instr, Value] = {}
+    for ld in plan.loads:
+        if ld.op is Op.DESCRIPTOR_LOAD:
+            with b.location(ld.loc):
+                bars[ld] = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
+                b.create(Op.MBARRIER_INIT, [bars[ld]])
+    copies = any(ld.op is Op.LOAD for ld in plan.loads)  # cp.async rings
 
     def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value) -> None:
         """The address code for `iteration` and its copies into `slot`, one group."""
@@ -297,6 +317,12 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
             bb.insert(clone_instr(ins, mapping))
         live = bb.op1(Op.LT, iteration, ub)
         for ld, buf in zip(plan.loads, bufs):
+            if ld in bars:
+                with bb.location(ld.loc):
+                    operands = [mapping.get(v, v) for v in ld.operands]
+                    bb.create(Op.TMA_LOAD, [buf, slot, bars[ld], live, *operands],
+                              A.TmaLoadAttrs(transposed=ld in plan.transposes))
+                continue
             with bb.location(ld.loc):
                 perm = plan.transposes.get(ld)
                 mem = memory_operands(ld)
@@ -309,7 +335,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                 if mask is not None:
                     pred = bb.op1(Op.AND, mask, pred)
                 bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
-        bb.create(Op.ASYNC_COMMIT, [])
+        if copies:
+            bb.create(Op.ASYNC_COMMIT, [])
 
     # prologue: iterations 0 .. D-1
     current = {iters[k]: inits[k] for k in plan.ahead}
@@ -324,14 +351,19 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     n_iv = new_body.add_arg(iv_type, iv.name)
     n_iters = [new_body.add_arg(a.type, a.name) for a in iters]
     read, write = new_body.add_arg(I32), new_body.add_arg(I32)
+    phase = new_body.add_arg(I32) if bars else None  # parity of the read slot's mbarrier phase
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
-    nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=D - 1))
+    if copies:
+        nb.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=D - 1))
+    for ld, bar in bars.items():
+        with nb.location(ld.loc):
+            nb.create(Op.MBARRIER_WAIT, [bar, read, phase])
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
             value = nb.op1(Op.LOCAL_LOAD, buf, read)
-            after = other_after_read(ld)
+            after = other_after_read(ld) if ld.op is Op.LOAD else None
             if after is not None:
                 # the copy zero-filled the masked-off elements; the load's `other`
                 # (mask and value defined outside the loop, see _prefetchable)
@@ -346,6 +378,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     # every warpgroup after a barrier: the copies go there.
     last_async = max((body.instrs.index(d) for d in plan.async_dots.values()), default=-1)
     if last_async < 0:
+        if not copies:  # no async_wait barrier: every warp must be done with the write slot
+            nb.create(Op.DEBUG_BARRIER, [])
         issue(nb, ahead_map, ahead_iv, write)
     members = set(plan.slice)
     for at_ins, ins in enumerate(body.instrs[:-1]):
@@ -367,16 +401,25 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         nxt = nb.op1(Op.ADD, slot, one)
         return nb.op1(Op.SELECT, nb.op1(Op.EQ, nxt, size), zero, nxt)
     yields = [ahead_map.get(v, v) if k in plan.ahead else M.get(v, v) for k, v in enumerate(term.operands)]
-    nb.yield_(yields + [advance(read), advance(write)])
+    next_read = advance(read)
+    slots = [next_read, advance(write)]
+    if phase is not None:  # the phase flips each time the reads wrap around the ring
+        slots.append(nb.op1(Op.SELECT, nb.op1(Op.EQ, next_read, zero), nb.op1(Op.XOR, phase, one), phase))
+    nb.yield_(yields + slots)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
-    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, b.constant(0, I32), b.constant(D, I32)],
-                     [Value(r.type, r.name) for r in loop.results] + [Value(I32), Value(I32)],
+    slot_inits = [b.constant(0, I32), b.constant(D, I32)] + ([b.constant(0, I32)] if phase is not None else [])
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits],
+                     [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits],
                      loop.attrs, [new_body], loop.loc)
     b.insert(new_loop)
     results = dict(zip(loop.results, new_loop.results))
     for k in sorted(plan.async_dots):
         results[loop.results[k]] = b.op1(Op.DOT_WAIT, new_loop.results[k], attrs=A.AsyncWaitAttrs(pending=0))
-    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    if copies:
+        b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    for bar in reversed(list(bars.values())):
+        b.create(Op.MBARRIER_INVAL, [bar])
+        b.create(Op.LOCAL_DEALLOC, [bar])
     for buf in reversed(bufs):
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs

@@ -1,18 +1,23 @@
 """The table of op lowerings of the CUDA backend: `@handles(Op.X)` registers a function
 `(lowering, instr) -> None` that emits LLVM IR for one instruction. Each `lower_*`
-module fills its part; `lower_kernel` imports them all."""
+module fills its part; `lower_kernel` imports them all. Ops without a handler are
+rewritten by a pass first (`REWRITTEN_BEFORE_LOWERING`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
 from ...ir.core import Instr
-from ...ir.ops import Op
+from ...ir.ops import DESCRIPTOR_OPS, Op
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 Handler = Callable[["KernelLowering", Instr], None]
 HANDLERS: dict[Op, Handler] = {}
+
+# ops the pass `cuda.lower_descriptors` rewrites into other ops before the lowering
+# sees them, unless they have a handler here and the pass leaves them to it (TMA)
+REWRITTEN_BEFORE_LOWERING = DESCRIPTOR_OPS
 
 
 def handles(*ops: Op) -> Callable[[Handler], Handler]:

@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (importing the rule modules registers their rules
     rules_control,
     rules_convert,
     rules_debug,
+    rules_descriptor,
     rules_dot,
     rules_elementwise,
     rules_extern,

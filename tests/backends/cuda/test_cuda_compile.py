@@ -139,13 +139,36 @@ def test_the_ir_tests_every_op_kernel_compiles(cap, debug):
         import ir_test_kernels
     finally:
         sys.path.pop(0)
-    asm, md = compile_kernel(ir_test_kernels.build_all_ops_kernel(), {"debug": debug, "checked": debug}, cap)
+    # TMA exists from sm_90 on
+    asm, md = compile_kernel(ir_test_kernels.build_all_ops_kernel(tma=cap >= 90), {"debug": debug, "checked": debug},
+                             cap)
     assert ".entry all_ops(" in asm["ptx"]
     assert md["checked"] == debug
 
 
 def test_every_op_has_a_cuda_lowering():
     from tegula.backends.cuda import lower_kernel  # noqa: F401  (registers the lowerings)
-    from tegula.backends.cuda.registry import HANDLERS
+    from tegula.backends.cuda.registry import HANDLERS, REWRITTEN_BEFORE_LOWERING
     from tegula.ir.ops import Op
-    assert set(Op) <= set(HANDLERS), sorted(op.value for op in set(Op) - set(HANDLERS))
+    lowered = set(HANDLERS) | REWRITTEN_BEFORE_LOWERING
+    assert set(Op) <= lowered, sorted(op.value for op in set(Op) - lowered)
+
+
+@pytest.mark.parametrize("cap", [80, 90])
+def test_ops_without_a_handler_are_rewritten_before_lowering(cap):
+    """The all-ops kernel's descriptor ops reach the lowering only where it has a handler."""
+    import sys
+    from pathlib import Path
+
+    from tegula.backends.cuda.compiler import to_tgir
+    from tegula.backends.cuda.registry import HANDLERS, REWRITTEN_BEFORE_LOWERING
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ir"))
+    try:
+        import ir_test_kernels
+    finally:
+        sys.path.pop(0)
+    kernel = ir_test_kernels.build_all_ops_kernel()
+    assert {i.op for i in kernel.walk()} >= REWRITTEN_BEFORE_LOWERING
+    staged, _plan = to_tgir(kernel, 4, 3, cap, checked=False)
+    left = {i.op for i in staged.walk()} & REWRITTEN_BEFORE_LOWERING
+    assert left <= set(HANDLERS)

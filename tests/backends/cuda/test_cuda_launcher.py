@@ -188,3 +188,35 @@ def test_compiled_kernel_run_protocol_reaches_the_launcher(fake):
                 lambda m: seen.append(("exit", m)), 5, 64)
     assert fake.calls[-1][0] == (2, 1, 1) and fake.calls[-1][3] == 0x77
     assert seen == ["MD", ("exit", "MD")]
+
+
+def test_tensor_maps_are_encoded_from_the_arguments_and_passed_after_them(fake, monkeypatch):
+    """A TMA kernel's map parameter (after its own) is the address of the map encoded
+    from the launch's base pointer, shape and strides; a warm launch reuses it."""
+    from tegula.backends.cuda import tensormaps
+    from tegula.backends.cuda.tma import TensorMapSpec
+
+    encoded = []
+
+    class Map:
+        def __init__(self, n):
+            self.n = n
+
+        def getPtr(self):
+            return 0xAB000 + self.n
+
+    def encode(spec, base, dims, byte_strides):
+        encoded.append((base, dims, byte_strides))
+        return Map(len(encoded))
+    monkeypatch.setattr(tensormaps, "encode_map", encode)
+    spec = TensorMapSpec(("arg", 0), (("arg", 1), ("arg", 2)), (("arg", 2), ("const", 1)), "bf16", (64, 64), 128,
+                         False, 64)
+    md = {"name": "k", "num_warps": 4, "tensormaps": [spec.to_json()]}
+    types = ["ptr<bf16>", "i32", "i32"]
+    fake.n = len(types) + 1
+    launch = L.make_launcher("FN", md, types, 0, arg_names=["a", "M", "K"])
+    a = SimpleNamespace(data_ptr=lambda: 0x10000)
+    launch((1, 1, 1), [a, 100, 72])
+    launch((1, 1, 1), [a, 100, 72])
+    assert encoded == [(0x10000, (72, 100), (144,))]
+    assert fake.calls[-1][4][3] == 0xAB001  # the map's address, as cuLaunchKernel reads the parameter

@@ -59,8 +59,13 @@ def test_transposed_operand_is_pipelined_and_correct(capability, use_desc):
     kernel = _kernel(use_desc)
     ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
     lowered = ops(ek.lowering.kernel)
-    # both operands go through rings; the transpose left the loop with the load
-    assert lowered.count(Op.LOCAL_ALLOC) == 2 and Op.ASYNC_COPY in lowered
+    # both operands go through rings; the transpose left the loop with the load. On
+    # sm_90a descriptor loads are TMA copies, each ring with its mbarriers
+    if use_desc and capability == 90:
+        assert lowered.count(Op.LOCAL_ALLOC) == 4 and lowered.count(Op.TMA_LOAD) == 2 * 3  # prologue 2, loop 1
+        assert Op.ASYNC_COPY not in lowered
+    else:
+        assert lowered.count(Op.LOCAL_ALLOC) == 2 and Op.ASYNC_COPY in lowered
     loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
     assert Op.LOAD not in [i.op for i in loop.regions[0].instrs]
     assert [c.version for c in ek.plan.mma.values()] == [3 if capability == 90 else 2]
@@ -113,9 +118,14 @@ def test_transpose_with_other_users_is_not_pipelined():
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
 @pytest.mark.parametrize("use_desc", [False, True], ids=["pointers", "descriptors"])
 def test_transposed_operand_ptx_is_wgmma_with_a_k_major_b(use_desc):
-    """16-byte cp.async for both operands, wgmma with B read K-major (imm-trans-b 0)."""
-    asm, _ = compile_kernel(_kernel(use_desc, 128, 128, 64), {"num_warps": 4, "num_stages": 3}, 90)
+    """16-byte cp.async for both operands (TMA copies for descriptors), wgmma with B read
+    K-major (imm-trans-b 0)."""
+    asm, md = compile_kernel(_kernel(use_desc, 128, 128, 64), {"num_warps": 4, "num_stages": 3}, 90)
     ptx = asm["ptx"]
-    assert "cp.async.cg.shared.global" in ptx and "ld.global" not in ptx
+    if use_desc:
+        assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
+        assert "cp.async.cg" not in ptx and "ld.global" not in ptx and len(md["tensormaps"]) == 2
+    else:
+        assert "cp.async.cg.shared.global" in ptx and "ld.global" not in ptx
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx and "p, 1, 1, 0, 0;" in ptx
     assert "cubin" in asm

@@ -24,8 +24,8 @@ How host models plug in (the seam the tensor-core and async instructions use):
    (`cp_async`, `mbarrier_*`, `stmatrix`, `wgmma`, `tma_load`, ...) is a new method
    there that emits its PTX, plus its name in that tuple.
 2. Its host model is a method of the same name and signature on a mixin in a module of
-   this package (`warp_models` for warp collectives; asynchronous copies and mbarriers
-   would go in their own `async_models`), added to `HostDevice`'s bases. A model emits
+   this package (`warp_models` for warp collectives, `wgmma_models`, `tma_models` for
+   the bulk tensor copies and mbarriers), added to `HostDevice`'s bases. A model emits
    plain LLVM IR from the CTA services: `sync(b, scope)` for scope "cta", "warp" or
    "warpgroup"; `publish` / `peek` / `collective(b, scope, words, read)` to see other
    threads' registers; `smem`, `lane`, `warp`, `warp_base`. The natural models: a

@@ -15,7 +15,7 @@ It owns the CTA-level services every host model builds on, read from the CTA con
 - shared memory (a host buffer), `printf` for `vprintf`.
 
 The instruction models themselves are mixins, one module per family (`warp_models`,
-`ptx_models`; see the package docstring for how a new one plugs in). `HostDevice`
+`wgmma_models`, `tma_models`, `ptx_models`; see the package docstring for how a new one plugs in). `HostDevice`
 must model every method of `NVPTXDevice.INSTRUCTIONS`: one it does not is replaced by
 a method that raises `HostModelMissing` naming the instruction, so a kernel needing it
 fails at lowering time with that message instead of feeding PTX to the host's LLVM.
@@ -35,6 +35,7 @@ from ...llvm.types import I8, I32, I64, ptr_type
 from ..nvvm import NVPTXDevice, global_string
 from . import cta
 from .ptx_models import PtxModels
+from .tma_models import TmaModels
 from .warp_models import WarpModels
 from .wgmma_models import WgmmaModels
 
@@ -45,7 +46,7 @@ class HostModelMissing(NotImplementedError):
     """The kernel needs a hardware instruction the host emulator has no model of."""
 
 
-class HostDevice(WarpModels, WgmmaModels, PtxModels, NVPTXDevice):
+class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
     # atomics: LLVM's atomicrmw / cmpxchg instead of inline PTX (lower_atomic)
     inline_ptx = False
 

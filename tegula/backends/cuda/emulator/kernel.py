@@ -22,8 +22,11 @@ from ..compiler import to_tgir
 from ..launcher import narrow_float_bits, raise_recorded_error
 from ..lower_kernel import KernelLowering
 from ..shared_memory import shared_bytes
+from ..tensormaps import encode_args
+from ..tma import TensorMapSpec
 from .cta import CtaRunner
 from .host_device import HostDevice
+from .tma_models import pack_tensormap
 
 CAPABILITIES = (80, 90)  # what the emulator lowers for: mma.sync and sm_89+ conversions alike
 
@@ -75,6 +78,8 @@ class EmulatedKernel:
         argtypes = [host_jit.ctype(a.type) for a in kernel.args]
         if self.checked:
             argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * len(self.checked.pointer_args)
+        self.tensormaps = [spec for _make, spec in lw.tensormap_specs]
+        argtypes += [ctypes.c_void_p] * len(self.tensormaps)  # the host model's tensor maps
         argtypes += [ctypes.c_int32, ctypes.c_void_p]  # HostDevice.extra_params
         fn = ctypes.CFUNCTYPE(None, *argtypes)(self.engine.get_function_address(entry))
         self.runner = CtaRunner(fn, num_warps, self.smem_bytes)
@@ -94,10 +99,22 @@ class EmulatedKernel:
             values.append(errors.ctypes.data)
             for i in self.checked.pointer_args:
                 values.append(int(args[i].nbytes))
+        maps = [self._tensormap(spec, values) for spec in self.tensormaps]  # kept alive over the run
+        values += [m.ctypes.data for m in maps]
         self.runner.run(grid, values, timeout)
         if errors is not None:
             raise_recorded_error(errors, self.checked.site_records(), self.kernel.name)
         return errors
+
+
+    def _tensormap(self, spec: "TensorMapSpec", values: list[Any]) -> np.ndarray:
+        """A descriptor's tensor map for this launch, from the same numbers the GPU
+        launcher gives the driver."""
+        def value(src: Sequence[Any]) -> int:
+            return int(values[src[1]]) if src[0] == "arg" else int(src[1])
+        dims, strides = encode_args(spec, value(spec.base), [value(s) for s in spec.shape],
+                                    [value(s) for s in spec.strides], self.kernel.name)
+        return pack_tensormap(spec, value(spec.base), dims, strides)
 
 
 def run(kernel: Kernel, grid: Sequence[int], args: Sequence[Any], num_warps: int = 4,

@@ -1,0 +1,84 @@
+"""The tensor-descriptor matmul (TMA on Hopper) against the pointer matmul, under tegula
+and under the real Triton, side by side in one run, with results checked against
+torch.matmul first (GPU only).
+
+    python benchmarks/desc_matmul_gpu.py [--sizes 4096 3000 8192] [--dtype float16]
+                                         [--config 128 256 64 3 8]
+
+Both kernels are `benchmarks/kernels.py`'s (`matmul_kernel`, `matmul_desc_kernel`, the
+same grouped tile order and config). Printed per size: TFLOP/s of each of the four and
+the ratios tegula/triton (same kernel) and descriptor/pointer (same compiler). Triton
+needs an allocator for device-side descriptors (`triton.set_allocator`); tegula encodes
+their tensor maps on the host and needs none.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
+
+
+def _runner(mod, desc: bool, a, b, c, cfg):
+    bm, bn, bk, stages, warps = cfg
+    m, k = a.shape
+    n = b.shape[1]
+    grid = (_cdiv(m, bm) * _cdiv(n, bn),)
+    if desc:
+        return lambda: mod.matmul_desc_kernel[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
+                                                    BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                                    num_warps=warps, num_stages=stages)
+    return lambda: mod.matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                           c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                           GROUP_M=8, num_warps=warps, num_stages=stages)
+
+
+def _cdiv(x: int, y: int) -> int:
+    return (x + y - 1) // y
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", nargs="+", type=int, default=[4096, 3000, 8192])
+    p.add_argument("--dtype", default="float16")
+    p.add_argument("--config", nargs=5, type=int, default=(128, 256, 64, 3, 8))
+    args = p.parse_args()
+    cfg = tuple(args.config)
+    import tegula.testing
+
+    who = {"tegula": load_tegula_kernels()}
+    triton_mod = load_triton_kernels()
+    if triton_mod is not None:
+        import triton
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+        who["triton"] = triton_mod
+    dtype = getattr(torch, args.dtype)
+    print(f"matmul {args.dtype} config {cfg}; TFLOP/s")
+    for size in args.sizes:
+        a = torch.randn(size, size, device="cuda", dtype=dtype)
+        b = torch.randn(size, size, device="cuda", dtype=dtype)
+        ref = torch.matmul(a, b)
+        row = {}
+        for name, mod in who.items():
+            for desc in (False, True):
+                c = torch.empty(size, size, device="cuda", dtype=dtype)
+                run = _runner(mod, desc, a, b, c, cfg)
+                run()
+                torch.testing.assert_close(c, ref, atol=0.125, rtol=0.02)
+                ms = tegula.testing.do_bench(run)
+                row[(name, desc)] = 2 * size ** 3 / ms / 1e9
+        cells = " ".join(f"{n}{'_desc' if d else '_ptr'}={v:7.1f}" for (n, d), v in row.items())
+        ratios = [f"tegula desc/ptr={row[('tegula', True)] / row[('tegula', False)]:.2f}"]
+        if "triton" in who:
+            ratios += [f"desc tegula/triton={row[('tegula', True)] / row[('triton', True)]:.2f}",
+                       f"ptr tegula/triton={row[('tegula', False)] / row[('triton', False)]:.2f}"]
+        print(f"{size:6d} {cells}  {'  '.join(ratios)}")
+
+
+if __name__ == "__main__":
+    main()

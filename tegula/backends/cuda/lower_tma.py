@@ -1,0 +1,98 @@
+"""Lowering of the TMA ops of `tgir` (sm_90a): `make_tensor_descriptor` (the tensor map
+the launcher passes as a parameter), `tma_load`, and the mbarriers it signals.
+
+- a descriptor TMA reads through is the generic address of its tensor-map parameter
+  (`KernelLowering.tensormap_of`, bound by `build`);
+- `mbarrier_init`: thread 0 initializes each slot's mbarrier for one arrival, fences
+  the initialization for the copy engine (`fence.mbarrier_init`), and a CTA barrier
+  publishes it to the other threads before any of them waits;
+- `tma_load`: thread 0, when the predicate holds, arrives on the slot's mbarrier
+  expecting the slot's bytes and issues one `cp.async.bulk.tensor` per box of the
+  block (boxes of `swizzle` bytes along the contiguous dimension, all rows: the NVMMA
+  layout the slot has, `shared_layouts.nvmma_offsets`, is these boxes one after the
+  other, each swizzled as the tensor map's swizzle mode writes it);
+- `mbarrier_wait`: every thread spins on `try_wait.parity` (the copies' data is then
+  visible to it; the copy engine wrote the slot, wgmma reads it — both the async
+  proxy, so no proxy fence);
+- `mbarrier_inval`: a CTA barrier (every thread has done its last wait), then thread 0
+  invalidates the mbarriers so their bytes can be reused.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import llvmlite.ir as ir
+
+from ...errors import CompilationError
+from ...ir.core import Instr
+from ...ir.ops import Op
+from ...ir.types import SmemType
+from ..llvm.types import I32
+from .lower_shared import slot_base
+from .registry import handles
+from .tma import tensormap_spec
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+
+@handles(Op.MAKE_TENSOR_DESCRIPTOR)
+def lower_make_tensor_descriptor(lw: "KernelLowering", ins: Instr) -> None:
+    if ins.results[0] not in lw.tensormap_of:
+        raise CompilationError("a tensor descriptor reached the lowering without a tensor map", ins.loc)
+
+
+def _thread0(lw: "KernelLowering") -> ir.Value:
+    return lw.b.icmp_unsigned("==", lw.tid, ir.Constant(I32, 0))
+
+
+def _barrier_address(lw: "KernelLowering", bars: ir.Value, slot: ir.Value) -> ir.Value:
+    return lw.dev.shared_address(lw.b, slot_base(lw, lw.buffer_of[bars], slot))
+
+
+@handles(Op.MBARRIER_INIT)
+def lower_mbarrier_init(lw: "KernelLowering", ins: Instr) -> None:
+    t: SmemType = ins.operands[0].type
+    b = lw.b
+    with b.if_then(_thread0(lw)):
+        for s in range(t.shape[0]):
+            lw.dev.mbarrier_init(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)), 1)
+        lw.dev.fence_mbarrier_init(b)
+    lw.dev.barrier(b)
+
+
+@handles(Op.TMA_LOAD)
+def lower_tma_load(lw: "KernelLowering", ins: Instr) -> None:
+    b = lw.b
+    buf_v, slot_v, bars_v, pred_v, desc_v, *offs_v = ins.operands
+    make = desc_v.owner
+    spec = tensormap_spec(make, lw.kernel)
+    tmap = lw.tensormap_of[desc_v]
+    buf = lw.buffer_of[buf_v]
+    slot = lw.scalar(slot_v)
+    dst = slot_base(lw, buf, slot)
+    bar = _barrier_address(lw, bars_v, slot)
+    row, col = (lw.scalar(v) for v in offs_v)
+    box_bytes = spec.box[1] * spec.swizzle
+    with b.if_then(b.and_(lw.scalar(pred_v), _thread0(lw))):
+        lw.dev.mbarrier_expect_tx(b, bar, buf.slot_bytes)
+        for j in range(spec.copies):
+            at = lw.dev.shared_address(b, b.add(dst, ir.Constant(I32, j * box_bytes)))
+            x = b.add(col, ir.Constant(I32, j * spec.box[0])) if j else col
+            lw.dev.tma_load(b, at, tmap, [x, row], bar)
+
+
+@handles(Op.MBARRIER_WAIT)
+def lower_mbarrier_wait(lw: "KernelLowering", ins: Instr) -> None:
+    bars, slot, phase = ins.operands
+    lw.dev.mbarrier_wait(lw.b, _barrier_address(lw, bars, lw.scalar(slot)), lw.scalar(phase))
+
+
+@handles(Op.MBARRIER_INVAL)
+def lower_mbarrier_inval(lw: "KernelLowering", ins: Instr) -> None:
+    t: SmemType = ins.operands[0].type
+    b = lw.b
+    lw.dev.barrier(b)
+    with b.if_then(_thread0(lw)):
+        for s in range(t.shape[0]):
+            lw.dev.mbarrier_inval(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)))

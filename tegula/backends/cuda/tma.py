@@ -1,0 +1,159 @@
+"""Which tensor-descriptor loads the CUDA backend copies with TMA (sm_90a), and what the
+launcher needs to encode each descriptor's tensor map on the host.
+
+A descriptor load goes through TMA when
+- it is a 2-D block of 16-bit elements (f16, bf16) read only by dots that run on
+  wgmma, in a loop the pipeliner takes (`pipeline_candidates`): its slot then has the
+  NVMMA swizzled layout wgmma reads (`lower_wgmma.wgmma_operand_offsets`), which is
+  exactly what a TMA copy with the same swizzle writes — one copy per box of
+  `swizzle` bytes along the block's contiguous (last) dimension, all rows;
+- its `make_tensor_descriptor` can be evaluated on the host at launch: base, shape and
+  strides are kernel arguments or constants (a host `TensorDescriptor` argument always
+  is; so is a device-side `tl.make_tensor_descriptor(ptr, [M, K], [K, 1], ...)` of
+  arguments), with the base 16-byte aligned and the strides multiples of 16 bytes as
+  the specialization proves (TMA's rules; a host `TensorDescriptor` asserts them);
+- `TEGULA_TMA` is on and the kernel is not compiled in checked mode.
+Every other descriptor access is rewritten into pointer code
+(`passes.descriptors_to_pointers`). A device-side descriptor whose parts are computed
+in the kernel keeps the pointer path (a tensor map in global scratch is future work).
+
+`TensorMapSpec` is the launcher's recipe for one map (JSON in the metadata): where
+base, shape and strides come from (an argument index or a constant), the element
+type, the box (innermost first), the swizzle and the out-of-bounds fill (zero, or NaN
+for a "nan" descriptor: TMA's NaN-request fill).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...config import knobs
+from ...errors import CompilationError
+from ...ir.core import Instr, Kernel, Value
+from ...ir.ops import Op
+from ...ir.types import ScalarType, TensorDescType
+from .lower_wgmma import swizzle_bytes
+
+MAX_BOX = 256  # TMA's largest box extent
+ENCODABLE = ("f16", "bf16", "f32")  # element types the launcher encodes maps of
+
+Source = tuple  # ("arg", index) or ("const", value)
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    base: Source
+    shape: tuple[Source, ...]     # outermost first, as the descriptor's
+    strides: tuple[Source, ...]   # in elements, outermost first (the last is 1)
+    element: str                  # IR scalar type name
+    box: tuple[int, ...]          # innermost first, as cuTensorMapEncodeTiled takes it
+    swizzle: int                  # bytes: 32, 64 or 128
+    nan_fill: bool
+    inner: int                    # the block's contiguous extent (a multiple of box[0])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": list(self.base), "shape": [list(s) for s in self.shape],
+                "strides": [list(s) for s in self.strides], "element": self.element, "box": list(self.box),
+                "swizzle": self.swizzle, "nan_fill": self.nan_fill, "inner": self.inner}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "TensorMapSpec":
+        return TensorMapSpec(tuple(d["base"]), tuple(tuple(s) for s in d["shape"]),
+                             tuple(tuple(s) for s in d["strides"]), d["element"], tuple(d["box"]),
+                             int(d["swizzle"]), bool(d["nan_fill"]), int(d["inner"]))
+
+    @property
+    def copies(self) -> int:
+        """TMA copies per block: boxes along the contiguous dimension."""
+        return self.inner // self.box[0]
+
+
+def _source(v: Value, kernel: Kernel) -> Optional[Source]:
+    """Where the launcher finds the value of a descriptor part, or None when the kernel
+    computes it: an argument, a constant, or a widening integer cast of either."""
+    if v in kernel.args:
+        return ("arg", kernel.args.index(v))
+    owner = v.owner
+    if isinstance(owner, Instr) and owner.op is Op.CONSTANT and isinstance(owner.attrs.value, int):
+        return ("const", int(owner.attrs.value))
+    if isinstance(owner, Instr) and owner.op is Op.CAST:
+        src, dst = owner.operands[0].type, v.type
+        if (isinstance(src, ScalarType) and isinstance(dst, ScalarType) and src.is_int and dst.is_int
+                and src.is_signed and dst.bits >= src.bits):
+            return _source(owner.operands[0], kernel)
+    return None
+
+
+def _divisibility(src: Source, kernel: Kernel) -> int:
+    if src[0] == "const":
+        v = abs(int(src[1]))
+        return 16 if v == 0 else min(16, v & -v)
+    attrs = kernel.arg_attrs[src[1]] if src[1] < len(kernel.arg_attrs) else None
+    return attrs.divisibility if attrs is not None else 1
+
+
+def tensormap_spec(make: Instr, kernel: Kernel) -> Optional[TensorMapSpec]:
+    """The host recipe of a `make_tensor_descriptor` whose 2-D blocks TMA can copy into
+    NVMMA-swizzled slots (f16, bf16, f32 elements), or None."""
+    desc: TensorDescType = make.results[0].type
+    eb = desc.element.bytes
+    if desc.rank != 2 or desc.element.name not in ENCODABLE:
+        return None
+    sources = [_source(v, kernel) for v in make.operands]
+    if any(s is None for s in sources):
+        return None
+    base, shape, strides = sources[0], tuple(sources[1:3]), tuple(sources[3:5])
+    if base[0] != "arg" or _divisibility(base, kernel) < 16:
+        return None
+    if strides[1] != ("const", 1) or _divisibility(strides[0], kernel) * eb < 16:
+        return None
+    rows, cols = desc.block
+    swizzle = swizzle_bytes(cols * eb)
+    if not swizzle or rows > MAX_BOX or rows < 8:
+        return None
+    return TensorMapSpec(base, shape, strides, desc.element.name, (swizzle // eb, rows), swizzle,
+                         desc.padding == "nan", cols)
+
+
+def tma_enabled(capability: int, checked: bool) -> bool:
+    return capability >= 90 and bool(knobs.tma) and bool(knobs.wgmma) and not checked
+
+
+def tma_loads(kernel: Kernel, num_warps: int, capability: int) -> set[Instr]:
+    """The descriptor loads the pipeliner will turn into TMA rings (see the module
+    docstring); the rest of the kernel's descriptor accesses become pointer code."""
+    from .pipeline_candidates import feeds_wgmma_only
+
+    out: set[Instr] = set()
+    uses: dict[Value, list[Instr]] = {}
+    for ins in kernel.walk():
+        for v in ins.operands:
+            uses.setdefault(v, []).append(ins)
+    for loop in kernel.walk():
+        if loop.op is not Op.FOR:
+            continue
+        body = loop.regions[0]
+        for ins in body.instrs:
+            if ins.op is not Op.DESCRIPTOR_LOAD:
+                continue
+            make = ins.operands[0].owner
+            if ins.operands[0].type.element.bytes != 2 or tensormap_spec(make, kernel) is None:
+                continue  # wgmma's 16-bit operands only
+            if feeds_wgmma_only(ins, body, uses, num_warps, capability):
+                out.add(ins)
+    return out
+
+
+def tensormap_params(kernel: Kernel) -> list[tuple[Instr, TensorMapSpec]]:
+    """The `make_tensor_descriptor`s of a tgir kernel (those left for TMA), in order,
+    each with its host recipe: the kernel's tensor-map parameters, after its own (and
+    checked mode's)."""
+    out = []
+    for ins in kernel.walk():
+        if ins.op is Op.MAKE_TENSOR_DESCRIPTOR:
+            spec = tensormap_spec(ins, kernel)
+            if spec is None:
+                raise CompilationError("a tensor descriptor left for TMA has parts the host cannot compute",
+                                       ins.loc)
+            out.append((ins, spec))
+    return out
