@@ -53,8 +53,12 @@ def encode_map(spec: TensorMapSpec, base: int, dims: tuple[int, ...], byte_strid
                128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}[spec.swizzle]
     fill = (cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA if spec.nan_fill
             else cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    # cuda-bindings takes the rank and the arrays as its own cuuint32_t / cuuint64_t
+    # objects (a plain int is a TypeError there)
+    u32, u64 = cu.cuuint32_t, cu.cuuint64_t
     return drv.check(cu.cuTensorMapEncodeTiled(
-        dtype, len(dims), base, list(dims), list(byte_strides), list(spec.box), [1] * len(dims),
+        dtype, u32(len(dims)), base, [u64(d) for d in dims], [u64(s) for s in byte_strides],
+        [u32(b) for b in spec.box], [u32(1)] * len(dims),
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B, fill), "cuTensorMapEncodeTiled")
 
