@@ -84,6 +84,9 @@ _knob("wgmma", "TEGULA_WGMMA", None, _bool, True,
       "On sm_90a, compute pipelined f16/bf16 dots with wgmma (0: mma.sync, the sm_80 path).")
 _knob("tma", "TEGULA_TMA", None, _bool, True,
       "On sm_90a, copy pipelined tensor-descriptor loads with TMA (0: cp.async through pointers).")
+_knob("occupancy_registers", "TEGULA_OCCUPANCY_REGISTERS", None, _bool, True,
+      "When a few registers per thread cost a kernel a CTA per SM, assemble it again with "
+      "that register cap and keep the result if it does not spill (0: ptxas's own choice).")
 
 
 class _Knobs:

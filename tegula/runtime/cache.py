@@ -94,7 +94,8 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
                                     for k, v in attrs.items())).encode())
     h.update(f"|opts:{options!r}|target:{target!r}".encode())
     # knobs that change the generated code
-    h.update(f"|tc:{knobs.dot_tensor_cores}|wgmma:{knobs.wgmma}".encode())
+    h.update(f"|tc:{knobs.dot_tensor_cores}|wgmma:{knobs.wgmma}|tma:{knobs.tma}"
+             f"|occ:{knobs.occupancy_registers}".encode())
     return h.hexdigest(), storable
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ...config import knobs
+from ...errors import CompilationError
 from ...ir.clone import clone_kernel
 from ...ir.core import Kernel
 from ...ir.ops import Op
@@ -33,7 +34,7 @@ from ...ir.verifier import verify
 from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
-from . import codegen, ptxas
+from . import codegen, occupancy, ptxas
 from .assign_layouts import LayoutPlan, assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
 from .lower_kernel import KernelLowering
@@ -184,7 +185,10 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     kernel = kernel_tgir
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
-    asm["ptx"] = emit("ptx", codegen.emit_ptx(asm["llir"], cap))
+    ptx_text = codegen.emit_ptx(asm["llir"], cap)
+    if maxnreg:  # in the PTX itself, so a driver JIT-compiling it honours it too
+        ptx_text = ptxas.with_register_cap(ptx_text, int(maxnreg))
+    asm["ptx"] = emit("ptx", ptx_text)
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": num_warps,
@@ -200,7 +204,10 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     }
     exe = ptxas.find_ptxas()
     if exe is not None:
-        cubin, info, _log = ptxas.assemble(asm["ptx"], arch, maxnreg=maxnreg, ptxas=exe)
+        cubin, info, _log = ptxas.assemble(asm["ptx"], arch, ptxas=exe)
+        if maxnreg is None and knobs.occupancy_registers:
+            cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * num_warps,
+                                         shared_bytes(kernel_tgir), cap, metadata)
         asm["cubin"] = emit("cubin", cubin)
         metadata.update(info)
         metadata["shared"] = shared_bytes(kernel_tgir) + info["static_shared"]
@@ -208,3 +215,23 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     metadata["pass_timings"] = pass_timings
     metadata["compile_time"] = time.perf_counter() - t0
     return asm, metadata
+
+
+def _occupancy_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int, shared: int,
+                   cap: int, metadata: dict) -> tuple[bytes, dict]:
+    """ptxas again with a register cap when a few registers cost a CTA per SM
+    (`occupancy.register_target`); the capped cubin (and its PTX, which carries the cap)
+    is kept only if it spills nothing."""
+    target = occupancy.register_target(info["n_regs"], threads, shared + info["static_shared"], cap)
+    if target is None or info["n_spills"]:
+        return cubin, info
+    capped_ptx = ptxas.with_register_cap(asm["ptx"], target)
+    try:
+        capped, capped_info, _log = ptxas.assemble(capped_ptx, arch, ptxas=exe)
+    except CompilationError:  # an instruction needs more (wgmma's accumulators): keep the first
+        return cubin, info
+    if capped_info["n_spills"] or capped_info["stack"] > info["stack"]:
+        return cubin, info
+    asm["ptx"] = capped_ptx
+    metadata["occupancy_maxnreg"] = target  # visible in the metadata: why n_regs is what it is
+    return capped, capped_info

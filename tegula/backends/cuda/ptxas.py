@@ -67,9 +67,26 @@ def parse_report(log: str) -> dict[str, int]:
     return info
 
 
+def with_register_cap(ptx: str, maxnreg: int) -> str:
+    """`ptx` with a `.maxnreg` directive on each kernel entry (replacing one it had).
+    ptxas ignores `--maxrregcount` for entries declaring `.reqntid`, as tegula's do; the
+    directive is what Triton emits for `maxnreg` too."""
+    out = []
+    for line in ptx.splitlines():
+        if line.startswith(".maxnreg "):
+            continue
+        out.append(line)
+        if line.startswith(".reqntid ") or line.startswith(".maxntid "):
+            out.append(f".maxnreg {int(maxnreg)}")
+    return "\n".join(out) + ("\n" if ptx.endswith("\n") else "")
+
+
 def assemble(ptx: str, arch: str, *, maxnreg: Optional[int] = None, lineinfo: bool = True,
              ptxas: Optional[str] = None) -> tuple[bytes, dict[str, int], str]:
-    """(cubin, parsed report, raw log) of `ptx` for `arch` (e.g. `sm_90a`)."""
+    """(cubin, parsed report, raw log) of `ptx` for `arch` (e.g. `sm_90a`); `maxnreg`
+    caps the registers per thread (through `with_register_cap`)."""
+    if maxnreg:
+        ptx = with_register_cap(ptx, maxnreg)
     exe = ptxas or find_ptxas()
     if exe is None:
         raise FileNotFoundError("ptxas not found")
@@ -80,8 +97,6 @@ def assemble(ptx: str, arch: str, *, maxnreg: Optional[int] = None, lineinfo: bo
         cmd = [exe, f"-arch={arch}", "-v", "-O3", src, "-o", dst]
         if lineinfo:
             cmd.insert(1, "-lineinfo")
-        if maxnreg:
-            cmd.insert(1, f"--maxrregcount={maxnreg}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:

@@ -1,0 +1,59 @@
+"""Occupancy from a kernel's resources, and the register budget that gains a CTA.
+
+How many CTAs of a kernel fit on one SM is the least of three limits: registers (64K
+per SM, allocated per warp in units of 256, i.e. per thread rounded up to a multiple
+of 8), shared memory (the kernel's bytes plus the 1 KB each CTA reserves) and threads
+(and a cap on CTAs). A kernel a few registers over a threshold loses a whole CTA: the
+attention forward with 8 warps at 130 registers ran one CTA per SM where 128 would have
+given two, at 0.64x Triton on the H100. `register_target` finds such a case; the
+compiler then re-runs ptxas with that register cap and keeps the result only when it
+did not spill (compiler.py).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+REGISTERS_PER_SM = 65536
+MAX_REGISTERS_PER_THREAD = 255
+# per SM: shared memory bytes, resident threads, resident CTAs (CUDA occupancy tables)
+_SM = {80: (167936, 2048, 32), 86: (102400, 1536, 16), 87: (167936, 2048, 32), 89: (102400, 1536, 24),
+       90: (233472, 2048, 32)}
+_RESERVED_SHARED_PER_CTA = 1024
+# a cap at most this fraction below what ptxas chose unconstrained: further down the
+# code it produces without spilling is more often slower than the CTA it gains
+_MAX_REGISTER_CUT = 1 / 8
+# only from one or two resident CTAs, where one more is a large share of the warps that
+# hide latency; at 7 -> 8 the gain is small and the capped code may be slower
+_MAX_CTAS_TO_GROW = 2
+
+
+def _sm(capability: int) -> tuple[int, int, int]:
+    return _SM.get(capability, _SM[90] if capability > 90 else _SM[80])
+
+
+def _allocated(regs: int) -> int:
+    return -(-max(regs, 1) // 8) * 8
+
+
+def ctas_per_sm(regs: int, threads: int, shared: int, capability: int) -> int:
+    """Resident CTAs per SM of a kernel with these resources (0: it does not fit)."""
+    sm_shared, sm_threads, sm_ctas = _sm(capability)
+    by_regs = REGISTERS_PER_SM // (_allocated(regs) * threads)
+    by_shared = sm_shared // (shared + _RESERVED_SHARED_PER_CTA)
+    return min(by_regs, by_shared, sm_threads // threads, sm_ctas)
+
+
+def register_target(regs: int, threads: int, shared: int, capability: int) -> Optional[int]:
+    """The per-thread register cap that fits one more CTA per SM, when registers are
+    what limits occupancy to one or two CTAs and the cap is within `_MAX_REGISTER_CUT`
+    of `regs`; None otherwise."""
+    sm_shared, sm_threads, sm_ctas = _sm(capability)
+    now = ctas_per_sm(regs, threads, shared, capability)
+    other_limits = min(sm_shared // (shared + _RESERVED_SHARED_PER_CTA), sm_threads // threads, sm_ctas)
+    if now >= other_limits or now > _MAX_CTAS_TO_GROW:
+        return None
+    target = (REGISTERS_PER_SM // ((now + 1) * threads)) // 8 * 8
+    target = min(target, MAX_REGISTERS_PER_THREAD)
+    if target <= 0 or target >= regs or regs - target > regs * _MAX_REGISTER_CUT:
+        return None
+    return target

@@ -1,0 +1,86 @@
+"""Occupancy arithmetic, register caps in the PTX (`maxnreg` and the occupancy cap),
+and the compiler keeping a capped cubin only when it does not spill."""
+from __future__ import annotations
+
+import cuda_kernels as ck
+import pytest
+
+from tegula.backends.cuda import compile_kernel, compiler, occupancy
+from tegula.backends.cuda.ptxas import find_ptxas, with_register_cap
+
+HAVE_PTXAS = find_ptxas() is not None
+
+
+def test_ctas_per_sm_takes_the_least_of_registers_shared_memory_and_threads():
+    # 256 threads: 130 registers allocate as 136 -> one CTA; 128 -> two
+    assert occupancy.ctas_per_sm(130, 256, 49664, 90) == 1
+    assert occupancy.ctas_per_sm(128, 256, 49664, 90) == 2
+    # shared memory bound: 100 KB per CTA on a 228 KB SM
+    assert occupancy.ctas_per_sm(32, 128, 100 * 1024, 90) == 2
+    # thread bound: 1024 threads, few registers
+    assert occupancy.ctas_per_sm(16, 1024, 0, 90) == 2
+    # an sm_86 SM has 1536 threads and 100 KB
+    assert occupancy.ctas_per_sm(32, 512, 0, 86) == 3
+
+
+def test_register_target_only_when_registers_alone_cost_a_cta_and_the_cut_is_small():
+    assert occupancy.register_target(130, 256, 49664, 90) == 128
+    assert occupancy.register_target(128, 256, 49664, 90) is None   # already two
+    assert occupancy.register_target(189, 256, 98816, 90) is None   # 128 would cut 61
+    assert occupancy.register_target(130, 256, 150 * 1024, 90) is None  # shared memory allows one anyway
+    assert occupancy.register_target(180, 128, 0, 90) == 168        # 2 -> 3 CTAs of 4 warps
+    assert occupancy.register_target(70, 128, 0, 90) is None        # 7 -> 8: too little to gain
+
+
+def test_with_register_cap_puts_one_directive_on_each_entry():
+    ptx = ".visible .entry k(\n\t.param .u64 k_param_0\n)\n.reqntid 128\n{\n\tret;\n}\n"
+    capped = with_register_cap(ptx, 64)
+    assert capped.count(".maxnreg 64") == 1 and capped.index(".maxnreg 64") < capped.index("{")
+    again = with_register_cap(capped, 32)
+    assert ".maxnreg 64" not in again and again.count(".maxnreg 32") == 1
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas is not installed")
+def test_maxnreg_option_caps_the_registers_ptxas_uses():
+    """Triton's `maxnreg` launch option (ptxas ignores --maxrregcount for `.reqntid` entries)."""
+    case = next(c for c in ck.all_cases() if c.name == "softmax_4096_w8")
+    _asm, free = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    asm, capped = compile_kernel(case.kernel, {"num_warps": 8, "maxnreg": 40}, 90)
+    assert free["n_regs"] > 40 >= capped["n_regs"]
+    assert ".maxnreg 40" in asm["ptx"]
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas is not installed")
+def test_the_occupancy_cap_is_kept_when_it_does_not_spill_and_dropped_when_it_does(monkeypatch):
+    case = next(c for c in ck.all_cases() if c.name == "softmax_4096_w8")
+    _asm, free = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    assert "occupancy_maxnreg" not in free  # 64 registers: nothing to gain
+    monkeypatch.setattr(occupancy, "register_target", lambda regs, *a: regs - 8)
+    asm, md = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    assert md["occupancy_maxnreg"] == free["n_regs"] - 8 and md["n_regs"] <= free["n_regs"] - 8
+    assert md["n_spills"] == 0 and f".maxnreg {free['n_regs'] - 8}" in asm["ptx"]
+    monkeypatch.setattr(occupancy, "register_target", lambda regs, *a: 16)  # forces spills
+    asm, md = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    assert "occupancy_maxnreg" not in md and md["n_regs"] == free["n_regs"] and ".maxnreg" not in asm["ptx"]
+    assert compiler.occupancy is occupancy
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas is not installed")
+def test_a_cap_ptxas_refuses_keeps_the_uncapped_cubin(monkeypatch):
+    """ptxas stops with "Insufficient registers" (not a spill) when one instruction, such
+    as a wgmma with its accumulators, needs more than the cap: the first cubin stays."""
+    from tegula.backends.cuda import ptxas
+    from tegula.errors import CompilationError
+
+    case = next(c for c in ck.all_cases() if c.name == "softmax_4096_w8")
+    real = ptxas.assemble
+
+    def refusing(ptx, arch, **kw):
+        if ".maxnreg" in ptx:
+            raise CompilationError("ptxas failed: Insufficient registers")
+        return real(ptx, arch, **kw)
+
+    monkeypatch.setattr(ptxas, "assemble", refusing)
+    monkeypatch.setattr(occupancy, "register_target", lambda regs, *a: regs - 8)
+    asm, md = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    assert "occupancy_maxnreg" not in md and ".maxnreg" not in asm["ptx"] and md["n_regs"] > 0
