@@ -150,3 +150,52 @@ def matmul_desc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, strid
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptr + stride_cm * offs_cm[:, None] + offs_cn[None, :], c, mask=c_mask)
+
+
+@triton.jit
+def grouped_matmul_desc_kernel(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds, group_size,
+                               NUM_SM: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                               BLOCK_SIZE_K: tl.constexpr, FP8: tl.constexpr):
+    """Tutorial 08's `grouped_matmul_tma_kernel`: per-group descriptors made in the kernel
+    from base pointers, sizes and leading dimensions loaded from device tables."""
+    dtype = tl.float8e4nv if FP8 else tl.float16
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        if tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles:
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(dtype))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(dtype))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(dtype))
+            a_desc = tl.make_tensor_descriptor(a_ptr, shape=[gm, gk], strides=[lda, 1],
+                                               block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[gn, gk], strides=[ldb, 1],
+                                               block_shape=[BLOCK_SIZE_N, BLOCK_SIZE_K])
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[gm, gn], strides=[ldc, 1],
+                                               block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
+            while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+                k = gk
+                tile_idx_in_gemm = tile_idx - last_problem_end
+                tile_m_idx = tile_idx_in_gemm // num_n_tiles
+                tile_n_idx = tile_idx_in_gemm % num_n_tiles
+                offs_am = tile_m_idx * BLOCK_SIZE_M
+                offs_bn = tile_n_idx * BLOCK_SIZE_N
+                accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+                for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                    a = a_desc.load([offs_am, kk * BLOCK_SIZE_K])
+                    b = b_desc.load([offs_bn, kk * BLOCK_SIZE_K])
+                    accumulator += tl.dot(a, b.T)
+                offs_cm = tile_m_idx * BLOCK_SIZE_M
+                offs_cn = tile_n_idx * BLOCK_SIZE_N
+                c = accumulator.to(dtype)
+                c_desc.store([offs_cm, offs_cn], c)
+                tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles

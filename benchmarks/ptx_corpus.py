@@ -65,6 +65,16 @@ def _variants():
         attrs = div16("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
         yield (f"matmul_desc_{t}_{bm}x{bn}x{bk}_s{s}w{w}", mod.matmul_desc_kernel, sig, cx, attrs,
                {"num_warps": w, "num_stages": s})
+    # tutorial 08: descriptors made in the kernel from pointers and sizes loaded from tables
+    grouped_sig = {"group_a_ptrs": "*u64", "group_b_ptrs": "*u64", "group_c_ptrs": "*u64",
+                   "group_gemm_sizes": "*i32", "g_lds": "*i32", "group_size": "i32", "NUM_SM": "constexpr",
+                   "BLOCK_SIZE_M": "constexpr", "BLOCK_SIZE_N": "constexpr", "BLOCK_SIZE_K": "constexpr",
+                   "FP8": "constexpr"}
+    for bm, bn, bk, s, w in ((128, 128, 64, 3, 4), (128, 256, 64, 4, 8)):
+        cx = {"NUM_SM": 132, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "FP8": False}
+        attrs = div16("group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds")
+        yield (f"grouped_desc_fp16_{bm}x{bn}x{bk}_s{s}w{w}", mod.grouped_matmul_desc_kernel, grouped_sig, cx, attrs,
+               {"num_warps": w, "num_stages": s})
     for d in (64, 128):
         for causal in (False, True):
             sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "out_ptr": "*fp16", "sm_scale": "fp32",

@@ -74,6 +74,8 @@ class MemoryOperands:
     compare: Optional[Value] = None   # atomic_cas
     buffer: Optional[Value] = None    # async_copy
     slot: Optional[Value] = None      # async_copy
+    index: Optional[Value] = None     # async_copy with a bound: copied where index < bound
+    bound: Optional[Value] = None
 
 
 def memory_operands(ins: Instr) -> MemoryOperands:
@@ -91,5 +93,8 @@ def memory_operands(ins: Instr) -> MemoryOperands:
     if ins.op is Op.ATOMIC_CAS:
         return MemoryOperands(ops[0], value=ops[2], compare=ops[1])
     if ins.op is Op.ASYNC_COPY:
-        return MemoryOperands(ops[2], mask=ops[3] if a.has_mask else None, buffer=ops[0], slot=ops[1])
+        rest = iter(ops[3:])
+        mask = next(rest) if a.has_mask else None
+        index, bound = (next(rest), next(rest)) if a.has_bound else (None, None)
+        return MemoryOperands(ops[2], mask=mask, buffer=ops[0], slot=ops[1], index=index, bound=bound)
     raise ValueError(f"'{ins.op.value}' is not a memory op")

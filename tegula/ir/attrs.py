@@ -181,9 +181,13 @@ class LoopAttrs:
 @dataclass(frozen=True)
 class AsyncCopyAttrs:
     """async_copy: whether a mask operand follows the pointers (masked-off elements of
-    the destination are zero-filled)."""
+    the destination are zero-filled), and whether an `index` and a `bound` tile follow
+    it (`has_bound`): then element e is copied only where also `index[e] < bound[e]`.
+    The bound is the mask's term along the contiguous dimension kept apart (a block's
+    `k0 + j < K`), so that a copy along a run can take its source size from it."""
 
     has_mask: bool = False
+    has_bound: bool = False
 
 
 @dataclass(frozen=True)

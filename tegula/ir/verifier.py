@@ -221,13 +221,21 @@ class _Verifier:
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:
             self.fail(f"'{op.value}' takes a buffer and an i32 slot first, got {_types(ts[:2])}", ins)
         if op is Op.ASYNC_COPY:
-            want = 4 if ins.attrs.has_mask else 3
+            has_mask, has_bound = ins.attrs.has_mask, ins.attrs.has_bound
+            want = 3 + has_mask + 2 * has_bound
             slot_type = TileType(ts[0].shape[1:], PointerType(ts[0].element))
             if len(ts) != want or without_encoding(ts[2]) != slot_type:
-                self.fail(f"'async_copy' into {ts[0]} takes pointers {slot_type}"
-                          f"{' and a mask' if want == 4 else ''}, got {_types(ts[2:])}", ins)
-            if want == 4 and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
+                extra = (" and a mask" if has_mask else "") + (" and an index and a bound" if has_bound else "")
+                self.fail(f"'async_copy' into {ts[0]} takes pointers {slot_type}{extra}, got {_types(ts[2:])}", ins)
+            if has_mask and (not _is_i1(ts[3]) or shape_of(ts[3]) != slot_type.shape):
                 self.fail(f"'async_copy' mask must be i1 of shape {slot_type.shape}, got {ts[3]}", ins)
+            if has_bound:
+                index, bound = ts[3 + has_mask:]
+                e = element_of(index)
+                if (without_encoding(index) != without_encoding(bound) or shape_of(index) != slot_type.shape
+                        or not (isinstance(e, ScalarType) and e.is_int and not e.is_bool)):
+                    self.fail(f"'async_copy' index and bound must be integer tiles of one type and shape "
+                              f"{slot_type.shape}, got {_types([index, bound])}", ins)
 
     def tma(self, ins: Instr, ts: list[Type]) -> None:
         op = ins.op

@@ -10,7 +10,7 @@ and `written_arguments` (pointer arguments a kernel may store through).
 This package never imports `tegula.frontend`.
 """
 from .axis_analysis import axis_info
-from .axis_info import AxisInfo, contiguity_order, vector_width
+from .axis_info import AxisInfo, bound_width, contiguity_order, vector_width
 from .canonicalize import canonicalize
 from .cse import cse
 from .dce import dce
@@ -21,7 +21,7 @@ from .pipelines import PIPELINES, register_pipeline
 from .written_args import read_arguments, written_arguments
 
 __all__ = [
-    "AxisInfo", "PASSES", "PIPELINES", "PassContext", "PassError", "axis_info",
+    "AxisInfo", "PASSES", "bound_width", "PIPELINES", "PassContext", "PassError", "axis_info",
     "canonicalize", "contiguity_order", "cse", "dce", "descriptors_to_pointers", "has_descriptors", "licm",
     "lower_descriptors", "register_pass",
     "read_arguments", "register_pipeline", "run_pipeline", "vector_width", "written_arguments",

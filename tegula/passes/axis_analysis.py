@@ -25,7 +25,9 @@ time the fixed point binds the argument, on top of the join of the initial and t
 yielded values; the loop's results are that join alone (the hint is a claim about the
 iterations that run, and says nothing of a value no iteration reads). Hints on kernel
 arguments apply only through their result: Triton sets no attribute on a function's
-argument, and a hint inside a branch must not speak for the whole kernel.
+argument, and a hint inside a branch must not speak for the whole kernel. The
+compiler's own `known_multiple_of` hints (`axis_rules.KNOWN_MULTIPLE_OF`) apply only
+through their result, and only raise the divisibility found.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from ..ir.types import ScalarType, element_of, shape_of
 from .axis_info import AxisInfo, join, make, uniform, unknown
-from .axis_rules import apply_hint, transfer
+from .axis_rules import KNOWN_MULTIPLE_OF, apply_hint, transfer
 from .const_fold import canonical_literal
 from .dataflow import fixed_point
 from .ir_utils import constant_of
@@ -120,7 +122,7 @@ def collect_hints(kernel: Kernel) -> dict[Value, list[Instr]]:
     args = set(kernel.args)
     hints: dict[Value, list[Instr]] = {}
     for ins in kernel.walk():
-        if ins.op is Op.HINT and ins.operands[0] not in args:
+        if ins.op is Op.HINT and ins.operands[0] not in args and ins.attrs.kind != KNOWN_MULTIPLE_OF:
             hints.setdefault(ins.operands[0], []).append(ins)
     return hints
 

@@ -134,12 +134,27 @@ def join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
 
 # ---------------------------------------------------------------- consumers
 
+def bound_width(index: Value, bound: Value, info: Mapping[Value, AxisInfo], axis: int = -1) -> int:
+    """How many consecutive elements along `axis` the term `index < bound` can be
+    decided for at once from the first element alone: a power of two over which
+    `index` runs (+1 per element) and `bound` is constant, so the elements inside are
+    the first `clamp(bound - index, 0, width)` (a copy's source size)."""
+    shape = shape_of(index.type)
+    x, m = info.get(index), info.get(bound)
+    if not shape or x is None or m is None or x.rank != len(shape) or m.rank != len(shape):
+        return 1
+    d = axis % len(shape)
+    return max(1, min(pow2_floor(x.contiguity[d]), pow2_floor(m.constancy[d])))
+
+
 def vector_width(ptr: Value, mask: Optional[Value], info: Mapping[Value, AxisInfo],
-                 axis: int = -1) -> int:
+                 axis: int = -1, bound: Optional[tuple[Value, Value]] = None) -> int:
     """How many consecutive elements along `axis` (default: innermost) of a load/store
     through `ptr` one thread may access as a single vector: a power of two that divides
     the pointer's contiguity, whose first address is aligned to the vector's size in
-    bytes, at most 16 bytes, and over which the mask (if any) is constant."""
+    bytes, at most 16 bytes, and over which the mask (if any) is constant. A copy with
+    a bound (`index < bound`, decided per vector by `bound_width`) narrows it to that
+    width too."""
     shape = shape_of(ptr.type)
     e = element_of(ptr.type)
     if not shape or not isinstance(e, PointerType) or ptr not in info:
@@ -153,6 +168,8 @@ def vector_width(ptr: Value, mask: Optional[Value], info: Mapping[Value, AxisInf
     if mask is not None:
         m = info.get(mask)
         width = min(width, m.constancy[d] if m is not None and m.rank == len(shape) else 1)
+    if bound is not None:
+        width = min(width, bound_width(bound[0], bound[1], info, d))
     return max(1, width)
 
 

@@ -405,6 +405,14 @@ def _split(ins: Instr, args: Infos) -> list[AxisInfo]:
     return [out, out]
 
 
+# The kind of `hint` the compiler itself emits for a divisibility that holds by
+# construction (a tensor descriptor's base is 16-byte aligned and its outer strides are
+# multiples of 16 bytes: `descriptors_to_pointers`). Unlike the user's `multiple_of` it
+# only ever raises what the analysis found, and it speaks for its result alone (the
+# fact holds where the descriptor is used, not wherever its operand is).
+KNOWN_MULTIPLE_OF = "known_multiple_of"
+
+
 def apply_hint(info: AxisInfo, hint: Instr, value: Value) -> AxisInfo:
     """`info` of `value` with the claim of the `hint` instruction (whose operand or result
     `value` is) put in place of what the analysis found, as Triton does. A hint whose
@@ -413,8 +421,10 @@ def apply_hint(info: AxisInfo, hint: Instr, value: Value) -> AxisInfo:
     values = tuple(hint.attrs.values)
     if len(values) != info.rank:
         values = (values[0],) * info.rank if len(values) == 1 else ()
-    field = {"multiple_of": "divisibility", "max_contiguous": "contiguity",
-             "max_constancy": "constancy"}.get(hint.attrs.kind)
+    if values and hint.attrs.kind == KNOWN_MULTIPLE_OF:  # a guarantee: raises, never lowers
+        values = tuple(max(int(v), d) for v, d in zip(values, info.divisibility))
+    field = {"multiple_of": "divisibility", "max_contiguous": "contiguity", "max_constancy": "constancy",
+             KNOWN_MULTIPLE_OF: "divisibility"}.get(hint.attrs.kind)
     if not values or field is None:
         return info
     hinted = replace(info, **{field: tuple(max(1, int(v)) for v in values)})

@@ -15,7 +15,12 @@ sees what it always saw:
     load ptrs, inside, padding   |   store ptrs, value, inside
     atomic_rmw ptrs, value, inside {relaxed, gpu}
 
-(i1 elements go through i8 memory, as `tl.load`/`tl.store` do.) A
+(i1 elements go through i8 memory, as `tl.load`/`tl.store` do.) What descriptor
+semantics guarantee is kept as axis-analysis facts (`known_multiple_of` hints on the
+base and the outer strides, `axis_rules.KNOWN_MULTIPLE_OF`): the base is 16-byte
+aligned and every stride but the last (the constant 1) is a multiple of 16 bytes, so
+a block's rows are 16-byte aligned runs and vectorize even when the base, shape and
+strides are loaded from memory (Triton's tutorial 08). A
 `make_tensor_descriptor` left without users is removed (one still read by a kept
 access, or by a backend op such as `tma_load`, stays). The pass does not clean up
 after itself: run `canonicalize`, `cse`, `licm`, `dce` next (`lower_descriptors`
@@ -34,6 +39,7 @@ from ..ir.clone import clone_kernel
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import DESCRIPTOR_OPS, Op
 from ..ir.types import I1, I8, I32, I64, PointerType, TensorDescType, TileType, shape_of
+from .axis_rules import KNOWN_MULTIPLE_OF
 from .ir_utils import resolve, use_counts
 
 Keep = Callable[[Instr], bool]
@@ -137,10 +143,27 @@ def _combine(b: Builder, op: Op, x: Optional[Value], y: Value) -> Value:
     return b.op1(op, _broadcast(b, x, shape), _broadcast(b, y, shape))
 
 
+# a descriptor's base and outer strides, in bytes (Triton's make_tensor_descriptor and
+# TensorDescriptor contract: what a TMA tensor map requires)
+DESCRIPTOR_ALIGN = 16
+
+
+def _aligned(b: Builder, desc: TensorDescType, base: Value, strides: list[Value]) -> tuple[Value, list[Value]]:
+    """`base` and `strides` with the divisibility the descriptor guarantees attached."""
+    elem_bytes = max(1, desc.element.bytes)
+    base = b.op1(Op.HINT, base, attrs=A.HintAttrs(KNOWN_MULTIPLE_OF, (DESCRIPTOR_ALIGN,)), type=base.type)
+    outer = max(1, DESCRIPTOR_ALIGN // elem_bytes)
+    if outer > 1:
+        strides = [b.op1(Op.HINT, s, attrs=A.HintAttrs(KNOWN_MULTIPLE_OF, (outer,)), type=s.type)
+                   for s in strides[:-1]] + strides[-1:]
+    return base, strides
+
+
 def _block_pointers(b: Builder, desc: TensorDescType, base: Value, shape: list[Value], strides: list[Value],
                     offsets: list[Value]) -> tuple[Value, Value]:
     """The block's pointers and its inside mask (see the module docstring)."""
     rank = desc.rank
+    base, strides = _aligned(b, desc, base, strides)
     shape64 = [b.cast(s, I64) for s in shape]
     addr: Optional[Value] = None
     inside: Optional[Value] = None

@@ -13,22 +13,23 @@ from tegula.errors import CompilationError
 
 
 @tegula.jit
-def scale_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
-    dst = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+def scale_kernel(x_ptr, out_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, [M, N], [stride, 1], [BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, [M, N], [stride, 1], [BM, BN])
     off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
     block = src.load([off_m, off_n])
     dst.store([off_m, off_n], block * 2 + 1)
 
 
 def test_tiled_update_pads_loads_and_clips_stores(on):
-    m, n = 37, 45
-    x = np.random.default_rng(13).standard_normal((m, n)).astype(np.float32)
-    out = on(np.full((m + 1, n), -7.0, np.float32))  # one extra row must stay untouched
-    scale_kernel[(3, 3)](on(x), out, m, n, BM=16, BN=16)
+    # rows padded to 48 elements: a descriptor's outer strides are multiples of 16 bytes
+    m, n, stride = 37, 45, 48
+    x = np.random.default_rng(13).standard_normal((m, stride)).astype(np.float32)
+    out = on(np.full((m + 1, stride), -7.0, np.float32))  # one extra row must stay untouched
+    scale_kernel[(3, 3)](on(x), out, m, n, stride, BM=16, BN=16)
     got = on.back(out)
-    np.testing.assert_array_equal(got[:m], x * 2 + 1)
-    assert (got[m] == -7.0).all()
+    np.testing.assert_array_equal(got[:m, :n], x[:, :n] * 2 + 1)
+    assert (got[m] == -7.0).all() and (got[:, n:] == -7.0).all()
 
 
 @tegula.jit
@@ -47,15 +48,17 @@ def test_nan_padding(on):
 
 
 @tegula.jit
-def reduce_kernel(acc_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    desc = tl.make_tensor_descriptor(acc_ptr, [M, N], [N, 1], [BM, BN])
+def reduce_kernel(acc_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(acc_ptr, [M, N], [stride, 1], [BM, BN])
     desc.atomic_add([0, 0], tl.full([BM, BN], 1, tl.int32) + tl.program_id(0))
 
 
 def test_descriptor_atomic_add_from_several_programs(on):
-    acc = on(np.zeros((5, 6), np.int32))
-    reduce_kernel[(4,)](acc, 5, 6, BM=8, BN=8)
-    np.testing.assert_array_equal(on.back(acc), np.full((5, 6), 1 + 2 + 3 + 4))
+    acc = on(np.zeros((5, 8), np.int32))  # rows of 32 bytes, 6 elements of them used
+    reduce_kernel[(4,)](acc, 5, 6, 8, BM=8, BN=8)
+    want = np.zeros((5, 8), np.int32)
+    want[:, :6] = 1 + 2 + 3 + 4
+    np.testing.assert_array_equal(on.back(acc), want)
 
 
 @tegula.jit

@@ -111,10 +111,12 @@ def access_operands(ins: Instr) -> tuple[Value, Optional[Value]]:
 def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
     """A load/store's dimension order (most contiguous first) and vector width (elements:
     contiguous, aligned, under a constant mask, at most 16 bytes)."""
-    ptr, mask = access_operands(ins)
+    parts = memory_operands(ins)
+    ptr, mask = parts.pointer, parts.mask
     shape = shape_of(ptr.type)
     order = contiguity_order(ptr, info)
-    vec = vector_width(ptr, mask, info, axis=order[0])
+    bound = (parts.index, parts.bound) if parts.bound is not None else None
+    vec = vector_width(ptr, mask, info, axis=order[0], bound=bound)
     numel = 1
     for s in shape:
         numel *= s

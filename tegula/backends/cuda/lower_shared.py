@@ -10,8 +10,11 @@ it with `ldmatrix` straight from the slot; otherwise slots are row-major.
 
 - `async_copy` issues one `cp.async` per run of registers that are consecutive both in
   global memory (the plan's vector width) and in the slot, with the mask as the
-  source-size predicate (zero fill); runs narrower than 4 bytes (which cp.async cannot
-  move) are copied synchronously through registers instead;
+  source-size predicate (zero fill); a copy with a bound (`index < bound` along the
+  run, a descriptor block's `k0 + j < K`) takes the source size `clamp(bound - index,
+  0, run)` elements, so an element-granular edge costs no scalar copies; runs narrower
+  than 4 bytes (which cp.async cannot move) are copied synchronously through
+  registers instead;
 - `async_wait` is `cp.async.wait_group N` (and the proxy fence on sm_90); the barrier
   pass follows it with a `barrier` (other threads' copies are visible after it; it also
   orders every earlier read of the slot the next copies overwrite);
@@ -169,6 +172,10 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     lay = lw.plan.required(ins, 2)
     ptrs = lw.operand(ins, 2)
     masks = lw.operand(ins, 3) if ins.attrs.has_mask else None
+    bounded = bool(getattr(ins.attrs, "has_bound", False))
+    if bounded:
+        k = 3 + bool(ins.attrs.has_mask)
+        index, bound = lw.operand(ins, k), lw.operand(ins, k + 1)
     elem = buf.element
     size = elem.bytes
     run, where = _copy_run(lw, ins, buf)
@@ -182,10 +189,34 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
         pred = masks[r] if masks is not None else None
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
         if run * size >= 4:
-            lw.dev.cp_async(b, off, ptrs[r], run * size, pred)
+            src = _source_bytes(b, index[r], bound[r], run, size, pred) if bounded else None
+            lw.dev.cp_async(b, off, ptrs[r], run * size, pred, src)
+        elif bounded:  # narrow, and the bound decided element by element
+            for i in range(run):
+                inside = b.icmp_signed("<", index[r + i], bound[r + i])
+                p = inside if pred is None else b.and_(masks[r + i], inside)
+                vals = emit_load(lw, ptrs[r + i], 1, elem, p, None, None)
+                smem_store(lw, b.add(off, ir.Constant(I32, i * size)), vals, elem, absolute=True)
         else:  # too narrow for cp.async: through registers, now
             vals = emit_load(lw, ptrs[r], run, elem, pred, None, None)
             smem_store(lw, off, vals, elem, absolute=True)
+
+
+def _source_bytes(b: ir.IRBuilder, index: ir.Value, bound: ir.Value, run: int, size: int,
+                  pred: Optional[ir.Value]) -> ir.Value:
+    """The source size (i32 bytes) of a bounded copy of `run` elements: the elements
+    `index, index+1, ...` below `bound` are the first `clamp(bound - index, 0, run)`
+    (the axis analysis made sure the index runs and the bound is constant over the
+    copy), none where the mask `pred` is false."""
+    avail = b.sub(bound, index)
+    ty = avail.type
+    lo, hi = ir.Constant(ty, 0), ir.Constant(ty, run)
+    avail = b.select(b.icmp_signed("<", avail, lo), lo, avail)
+    avail = b.select(b.icmp_signed(">", avail, hi), hi, avail)
+    if ty.width != 32:
+        avail = b.trunc(avail, I32)
+    nbytes = b.mul(avail, ir.Constant(I32, size)) if size != 1 else avail
+    return nbytes if pred is None else b.select(pred, nbytes, ir.Constant(I32, 0))
 
 
 @handles(Op.ASYNC_COMMIT)

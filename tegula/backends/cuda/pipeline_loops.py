@@ -47,6 +47,11 @@ overwrites the write slot a CTA barrier makes sure every warp has finished readi
 (the `async_wait`'s barrier plays that part for cp.async rings). After the loop the
 mbarriers are invalidated (`mbarrier_inval`) before their bytes are freed.
 
+A load whose mask narrows its copies only through a bound along their run (a
+descriptor block's `k0 + j < K`, K unknown) gets that term kept apart
+(`copy_bounds.split_bound`): `async_copy ..., mask, index, bound {has_bound}`, which
+the lowering issues as full-width cp.async with a computed source size.
+
 A hint whose result is unused (`tl.multiple_of(a_ptrs, 16)`, which applies in place)
 about a carried value or an address-code value is issued again with each copy's
 address code, so the copies keep the alignment it claims.
@@ -67,6 +72,7 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, I64, SmemType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
+from .copy_bounds import CopyBound, split_bound
 from .mma import choose_mma
 from .pipeline_candidates import (
     dot_operand,
@@ -102,6 +108,8 @@ class _LoopPlan:
     # dots left in flight across iterations (wgmma), each the sole producer of the
     # loop-carried accumulator at that index of the yield
     async_dots: dict[int, Instr] = field(default_factory=dict)
+    # load -> its mask split into uniform terms and a bound along the copies' run
+    bounds: dict[Instr, CopyBound] = field(default_factory=dict)
 
     @property
     def distance(self) -> int:
@@ -233,10 +241,21 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
             return None
     order = [ins for ins in body.instrs if ins in members]
-    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints)
+    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
+                     bounds=_copy_bounds(kernel, loads))
     if stages >= 3:
         plan.async_dots = _async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
+
+
+def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:
+    """The masks of cp.async copies that narrow them only through a bound along their
+    run (`copy_bounds.split_bound`); the axis analysis runs only when a load has a mask."""
+    masked = [ld for ld in loads if ld.op is Op.LOAD and memory_operands(ld).mask is not None]
+    if not masked:
+        return {}
+    info = axis_info(kernel)
+    return {ld: cb for ld in masked if (cb := split_bound(ld, info)) is not None}
 
 
 def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict) -> bool:
@@ -327,14 +346,21 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                 perm = plan.transposes.get(ld)
                 mem = memory_operands(ld)
                 ptr = mapping.get(mem.pointer, mem.pointer)
-                mask = mapping.get(mem.mask, mem.mask) if mem.mask is not None else None
+                split = plan.bounds.get(ld)
+                if split is None:
+                    mask = mapping.get(mem.mask, mem.mask) if mem.mask is not None else None
+                    bound: list[Value] = []
+                else:  # the mask's uniform terms, and the bound apart (copy_bounds)
+                    mask, bound = _bounded_mask(bb, split, mapping, shape_of(mem.pointer.type))
                 if perm is not None:  # copy the transposed tile: transpose its addresses
                     ptr = bb.op1(Op.PERMUTE, ptr, attrs=perm.attrs)
                     mask = bb.op1(Op.PERMUTE, mask, attrs=perm.attrs) if mask is not None else None
+                    bound = [bb.op1(Op.PERMUTE, v, attrs=perm.attrs) for v in bound]
                 pred = bb.splat(live, shape_of(dot_operand(ld, plan.transposes).type))
                 if mask is not None:
                     pred = bb.op1(Op.AND, mask, pred)
-                bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred], A.AsyncCopyAttrs(has_mask=True))
+                bb.create(Op.ASYNC_COPY, [buf, slot, ptr, pred, *bound],
+                          A.AsyncCopyAttrs(has_mask=True, has_bound=bool(bound)))
         if copies:
             bb.create(Op.ASYNC_COMMIT, [])
 
@@ -424,6 +450,19 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
     _replace_uses(kernel, results)
+
+
+def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],
+                  shape: tuple[int, ...]) -> tuple[Optional[Value], list[Value]]:
+    """The AND of the split mask's other terms (None if there are none) and [index,
+    bound], for the iteration `mapping` binds, each broadcast to the load's shape."""
+    def fit(v: Value) -> Value:
+        v = mapping.get(v, v)
+        return v if shape_of(v.type) == shape else bb.broadcast(v, shape)
+    mask = None
+    for t in split.terms:
+        mask = fit(t) if mask is None else bb.op1(Op.AND, mask, fit(t))
+    return mask, [fit(split.index), fit(split.bound)]
 
 
 def _replace_uses(kernel: Kernel, mapping: dict[Value, Value]) -> None:

@@ -3,8 +3,9 @@ backend's passes that introduce them can be translation-validated on the interpr
 
 - `local_alloc` makes a zero-filled numpy buffer of the buffer type's shape and storage
   dtype (the dtype tiles of its element have here) (a fresh one each time it executes, as a new allocation would be);
-- `async_copy buf, slot, ptr[, mask]` completes at issue: it is a checked `load` of the
-  pointers (masked-off elements zero) written into `buf[slot]`;
+- `async_copy buf, slot, ptr[, mask][, index, bound]` completes at issue: it is a
+  checked `load` of the pointers (masked-off elements zero; with a bound, elements
+  where `index >= bound` are masked off too) written into `buf[slot]`;
 - `async_commit` / `async_wait` order nothing here, copies having already landed,
   `local_dealloc` leaves the buffer to the garbage collector, and `barrier` has
   nothing to wait for (one program runs at a time);
@@ -16,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.accessors import memory_operands
 from ...ir.attrs import LoadAttrs
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
-from ...ir.types import TileType
+from ...ir.types import I1, TileType
 from .compiler import Compiler
 from .registry import Step, rule
 from .rules_memory import load
@@ -39,14 +41,28 @@ def local_alloc(ins: Instr, c: Compiler) -> Step:
 @rule(Op.ASYNC_COPY)
 def async_copy(ins: Instr, c: Compiler) -> Step:
     buf_t = ins.operands[0].type
-    has_mask = bool(ins.attrs and ins.attrs.has_mask)
+    mem = memory_operands(ins)
+    shape = tuple(buf_t.shape[1:])
     # the copy's read is a load of the slot's tile: reuse its rule (checks, conversions)
-    landed = Value(TileType(tuple(buf_t.shape[1:]), buf_t.element))
-    as_load = Instr(Op.LOAD, ins.operands[2:], [landed], LoadAttrs(has_mask=has_mask), loc=ins.loc)
+    landed = Value(TileType(shape, buf_t.element))
+    mask = mem.mask
+    combine = None
+    if mem.bound is not None:  # the bound is one more term of the mask
+        mask = Value(TileType(shape, I1))
+        m = c.slot(mem.mask) if mem.mask is not None else None
+        i, n, out = c.slot(mem.index), c.slot(mem.bound), c.slot(mask)
+
+        def combine(env):
+            inside = np.asarray(env[i]) < np.asarray(env[n])
+            env[out] = inside if m is None else np.logical_and(env[m], inside)
+    operands = [mem.pointer] + ([mask] if mask is not None else [])
+    as_load = Instr(Op.LOAD, operands, [landed], LoadAttrs(has_mask=mask is not None), loc=ins.loc)
     read = load(as_load, c)
     b, s, v = c.slot(ins.operands[0]), c.slot(ins.operands[1]), c.slot(landed)
 
     def step(env):
+        if combine is not None:
+            combine(env)
         read(env)
         env[b][int(env[s])] = env[v]
     return step

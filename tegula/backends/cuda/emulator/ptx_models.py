@@ -2,7 +2,8 @@
 assembly, each in plain LLVM IR with the instruction's semantics where they are exact
 and the correctly rounded result where the instruction is an approximation:
 
-- `cp_async` completes at issue (a copy, or zeros where the predicate is false), so
+- `cp_async` completes at issue (a copy, or zeros where the predicate is false; with
+  a source size, that many bytes copied and the rest zeroed), so
   `cp_async_commit` / `cp_async_wait` have nothing to order (the barrier the lowering
   puts after a wait still synchronizes the threads);
 - `ld_global` / `st_global`: a predicated vector access is a branch around an ordinary
@@ -45,6 +46,29 @@ def _flush_denormal(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """`.ftz`: a denormal f32 reads as a zero of its sign."""
     tiny = b.fcmp_ordered("<", intrinsic(b, "fabs", [x]), ir.Constant(F32, _SMALLEST_NORMAL_F32))
     return b.select(tiny, intrinsic(b, "copysign", [ir.Constant(F32, 0.0), x]), x)
+
+
+def _copy_prefix(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, ty: ir.Type, nbytes: int,
+                 src_size: ir.Value) -> None:
+    """cp.async with a source size: the `nbytes` destination bytes are zeroed, then the
+    first `src_size` of them copied byte by byte (the bytes past it are never read: they
+    may lie outside the source allocation)."""
+    b.store(ir.Constant(ty, None), dst, align=nbytes)
+    pre = b.block
+    head = b.append_basic_block("cp_prefix_head")
+    body = b.append_basic_block("cp_prefix_body")
+    done = b.append_basic_block("cp_prefix_done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I32)
+    i.add_incoming(ir.Constant(I32, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, src_size), body, done)
+    b.position_at_end(body)
+    byte = b.load(b.gep(src, [i], source_etype=I8), typ=I8, align=1)
+    b.store(byte, b.gep(dst, [i], source_etype=I8), align=1)
+    i.add_incoming(b.add(i, ir.Constant(I32, 1)), body)
+    b.branch(head)
+    b.position_at_end(done)
 
 
 class PtxModels:
@@ -100,10 +124,13 @@ class PtxModels:
             store()
 
     def cp_async(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
-                 pred: Optional[ir.Value]) -> None:
+                 pred: Optional[ir.Value], src_size: Optional[ir.Value] = None) -> None:
         dst = self.shared_ptr(b, byte_offset)
         wt, nw = access_words(nbytes)
         ty = wt if nw == 1 else ir.VectorType(wt, nw)
+        if src_size is not None:
+            _copy_prefix(b, dst, ptr, ty, nbytes, src_size)
+            return
         if pred is None:
             b.store(b.load(ptr, typ=ty, align=nbytes), dst, align=nbytes)
             return
