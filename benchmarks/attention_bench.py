@@ -105,7 +105,7 @@ def time_fwd_bwd(run, q, k, v, bench):
     return fwd, bwd
 
 
-def main(quick: bool = False, one_config: bool = False) -> int:
+def main(quick: bool = False, one_config: bool = False, only: str = "") -> int:
     import importlib
 
     import torch
@@ -139,6 +139,8 @@ def main(quick: bool = False, one_config: bool = False) -> int:
             q, k, v = (torch.randn(Z, H, n_dense, D, device=device, dtype=dtype, requires_grad=True)
                        for _ in range(3))
             label = f"Z{Z} H{H} N{n_dense} D{D}{' causal' if causal else ''}"
+            if only and only not in label:
+                continue
             print(f"{label} ...", flush=True)
             runs = {"tegula": lambda q, k, v, c=causal: tegula_attention_module.attention(q, k, v, causal=c),
                     "triton": (None if triton_lib is None else
@@ -147,6 +149,9 @@ def main(quick: bool = False, one_config: bool = False) -> int:
             err = (runs["tegula"](q, k, v) - runs["sdpa"](q, k, v)).abs().max().item()
             times = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs.items()}
             rows.append((label, flops(Z, H, n_dense, D, causal), times, f"max|out - sdpa| {err:.1e}"))
+    if only:  # --only narrows the run to dense cases: no window rows
+        print_table(rows)
+        return 0
 
     # sliding window vs dense causal, same N: the block mask skips what the window leaves out
     D = 64 if quick else 128
@@ -214,5 +219,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small sizes, one config per kernel: a smoke run")
     parser.add_argument("--one-config", action="store_true",
                         help="the full sizes with --quick's one config per kernel (no autotuning)")
+    parser.add_argument("--only", default="",
+                        help="only the dense cases whose label contains this, e.g. 'D64 causal' (no window rows)")
     args = parser.parse_args()
-    sys.exit(main(quick=args.quick, one_config=args.one_config))
+    sys.exit(main(quick=args.quick, one_config=args.one_config, only=args.only))
