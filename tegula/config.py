@@ -49,6 +49,9 @@ _knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, True,
       "reference interpreter (as TEGULA_INTERPRET=1 does for every kernel).")
 _knob("cpu_threads", "TEGULA_CPU_THREADS", None, int, 0,
       "Threads the CPU backend runs a grid on (0: one per core).")
+_knob("cpu_streaming_stores", "TEGULA_CPU_STREAMING_STORES", None, _bool, True,
+      "Let the CPU backend write large outputs (beyond the threads' private caches) with "
+      "non-temporal stores (0: regular stores always).")
 _knob("cpu_bounds_check", "TEGULA_CPU_BOUNDS_CHECK", None, _bool, True,
       "Bounds-check every load and store of the CPU backend (off: faster, unchecked).")
 _knob("cache_dir", "TEGULA_CACHE_DIR", "TRITON_CACHE_DIR", str,

@@ -4,7 +4,8 @@ Transformations are plain functions `pass_fn(kernel, ctx) -> kernel` run by
 `run_pipeline` from named pipelines (`PIPELINES`): `canonicalize`, `cse`, `dce`,
 `licm`. Analyses leave the IR alone: `axis_info` (divisibility / contiguity /
 constancy per value, with `vector_width` and `contiguity_order` for the GPU backend)
-and `written_arguments` (pointer arguments a kernel may store through).
+`written_arguments` (pointer arguments a kernel may store through) and
+`pointer_table_arguments` (arguments holding addresses the kernel uses as pointers).
 This package never imports `tegula.frontend`.
 """
 from .axis_analysis import axis_info
@@ -15,10 +16,11 @@ from .dce import dce
 from .licm import licm
 from .manager import PASSES, PassContext, PassError, register_pass, run_pipeline
 from .pipelines import PIPELINES, register_pipeline
+from .pointer_tables import pointer_table_arguments
 from .written_args import read_arguments, written_arguments
 
 __all__ = [
     "AxisInfo", "PASSES", "PIPELINES", "PassContext", "PassError", "axis_info",
-    "canonicalize", "contiguity_order", "cse", "dce", "licm", "register_pass",
+    "canonicalize", "contiguity_order", "cse", "dce", "licm", "pointer_table_arguments", "register_pass",
     "read_arguments", "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
 ]
