@@ -135,6 +135,21 @@ def launch_flags() -> tuple[bool, bool, bool, bool]:
     return flags
 
 
+_cpu_launch_cache: tuple[int, tuple[int, bool]] = (-1, (0, True))
+
+
+def cpu_launch_knobs() -> tuple[int, bool]:
+    """`(knobs.cpu_threads, knobs.cpu_streaming_stores)`, re-read only after the
+    environment changed (every CPU launch asks)."""
+    global _cpu_launch_cache
+    generation, values = _cpu_launch_cache
+    if generation != _env_generation:
+        generation = _env_generation
+        values = (KNOBS["cpu_threads"].read(), KNOBS["cpu_streaming_stores"].read())
+        _cpu_launch_cache = (generation, values)
+    return values
+
+
 def describe() -> str:
     """A table of every knob, its variables and its documentation."""
     rows = []

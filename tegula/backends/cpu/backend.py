@@ -13,7 +13,9 @@ from __future__ import annotations
 import array
 import ctypes
 import hashlib
+import math
 import os
+import struct
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ...config import knobs
+from ...config import cpu_launch_knobs, knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
 from ...ir.types import PointerType, element_of, parse_type
 from ...passes import pointer_table_arguments
@@ -48,7 +50,7 @@ CHUNKS_PER_THREAD = 8
 
 
 def threads() -> int:
-    n = int(knobs.cpu_threads or 0)
+    n = int(cpu_launch_knobs()[0] or 0)
     return n if n > 0 else _CORES
 
 
@@ -76,7 +78,7 @@ def stream_threshold(threads: int) -> int:
     """Bytes from which a written buffer's contiguous stores stream
     (`streaming_stores`): more than the private caches of the threads writing it hold
     (regular stores won below one core's 2 MiB L2 when measured, streaming above)."""
-    return _PRIVATE_CACHE * max(threads, 1) if knobs.cpu_streaming_stores else 0
+    return _PRIVATE_CACHE * max(threads, 1) if cpu_launch_knobs()[1] else 0
 
 
 def _executor(n: int) -> ThreadPoolExecutor:
@@ -88,6 +90,8 @@ def _executor(n: int) -> ThreadPoolExecutor:
 
 
 _UNCHECKED = "+unchecked"
+# a float argument's bits: struct formats to pack it and read the bits back
+_FLOAT_BITS = {"f64": ("<d", "<Q"), "f32": ("<f", "<I"), "f16": ("<e", "<H")}
 _POINTER = object()  # the argument kind of pointers in CpuProgram.types
 
 
@@ -240,7 +244,8 @@ class CpuProgram:
                 raise KernelArgumentError(f"grid of kernel '{md.name}' must hold 3 integers, got {grid!r}") from None
             if min(gx, gy, gz) < 0:
                 raise KernelArgumentError(f"grid of kernel '{md.name}' has a negative size: {(gx, gy, gz)}")
-            if gx * gy * gz == 0:
+            total = gx * gy * gz
+            if total == 0:
                 return
             args, writebacks = host.convert([values[i] for i in indices])
             self.run((gx, gy, gz), args)
@@ -276,10 +281,12 @@ class CpuProgram:
                     slots[i] = int(v)
                 continue
             if t.is_float:
-                dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}.get(t.name)
-                if dt is not None:
-                    bits = np.array([v], dt).view({8: np.uint64, 4: np.uint32, 2: np.uint16}[np.dtype(dt).itemsize])
-                    slots[i] = int(bits[0])
+                fmt = _FLOAT_BITS.get(t.name)
+                if fmt is not None:
+                    try:
+                        slots[i] = struct.unpack(fmt[1], struct.pack(fmt[0], v))[0]
+                    except OverflowError:  # beyond the type's range: inf, as numpy rounds it
+                        slots[i] = struct.unpack(fmt[1], struct.pack(fmt[0], math.copysign(math.inf, v)))[0]
                 else:
                     import ml_dtypes
 
