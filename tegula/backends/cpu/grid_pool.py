@@ -23,6 +23,7 @@ import ctypes
 import functools
 import os
 import platform
+import string
 import sys
 import threading
 import time
@@ -34,7 +35,8 @@ from ..llvm import host_jit
 _FUTEX_NR = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129
 
-# words of the pool's control block (int64; the hot ones on cache lines of their own)
+# words of the pool's control block (int64; the hot ones on cache lines of their own),
+# named in the IR below as $NAME
 _FN, _ARGV, _SIZES, _TOTAL, _CHUNKS, _NX, _NY, _NZ = range(8)
 _ERR, _ERR_STRIDE, _SYSCALL, _FUTEX_NR_WORD, _WORKER_SPIN, _CALLER_SPIN = range(8, 14)
 _CLAIM = 16      # (generation << 32) | next chunk
@@ -45,9 +47,10 @@ _WAITING = 48    # 1 while the caller sleeps on _DONE (i32)
 _WORDS = 56
 
 # How long a worker spins after its last chunk before sleeping, and how long the caller
-# spins for the others' last chunks. Short: a spinning worker takes a core from whatever
-# else runs (on 2 cores, the other half of torch's own pool); long enough that a worker
-# is still awake for a launch issued right after the last one returned (~15-40 us of
+# spins for the others' last chunks. Short: a spinning thread takes its core from
+# whatever runs next (torch's OpenMP workers spin for milliseconds after each call, and
+# a tegula launch right after one ran measurably slower); long enough that a worker is
+# still awake for a launch issued right after the last one returned (~20-40 us of
 # Python between launches).
 WORKER_SPIN_US = 60
 CALLER_SPIN_US = 500
@@ -67,14 +70,14 @@ define internal i64 @param(ptr %pool, i64 %k) alwaysinline {
 }
 
 define internal void @relax() alwaysinline {
-  PAUSE
+  $PAUSE
   ret void
 }
 
 define internal void @futex(ptr %pool, ptr %addr, i64 %op, i64 %val) {
-  %fp = call i64 @param(ptr %pool, i64 SYSCALL)
+  %fp = call i64 @param(ptr %pool, i64 $SYSCALL)
   %f = inttoptr i64 %fp to ptr
-  %nr = call i64 @param(ptr %pool, i64 FUTEXNR)
+  %nr = call i64 @param(ptr %pool, i64 $FUTEXNR)
   %r = call i64 (i64, ...) %f(i64 %nr, ptr %addr, i64 %op, i64 %val, ptr null, ptr null, i64 0)
   ret void
 }
@@ -82,9 +85,9 @@ define internal void @futex(ptr %pool, ptr %addr, i64 %op, i64 %val) {
 ; claim chunks of generation %gen and run them until none is left
 define internal void @work(ptr %pool, i64 %gen) {
 entry:
-  %claimp = call ptr @word(ptr %pool, i64 CLAIM)
-  %donep = call ptr @word(ptr %pool, i64 DONE)
-  %waitp = call ptr @word(ptr %pool, i64 WAITING)
+  %claimp = call ptr @word(ptr %pool, i64 $CLAIM)
+  %donep = call ptr @word(ptr %pool, i64 $DONE)
+  %waitp = call ptr @word(ptr %pool, i64 $WAITING)
   br label %claim
 claim:
   %w = load atomic i64, ptr %claimp acquire, align 8
@@ -93,7 +96,7 @@ claim:
   br i1 %same, label %check, label %out
 check:
   %k = and i64 %w, 4294967295
-  %n = call i64 @param(ptr %pool, i64 CHUNKS)
+  %n = call i64 @param(ptr %pool, i64 $CHUNKS)
   %more = icmp ult i64 %k, %n
   br i1 %more, label %take, label %out
 take:
@@ -103,7 +106,7 @@ take:
   br i1 %ok, label %run, label %claim
 run:
   ; chunk k holds programs [k*q + min(k, r), ...) of total = n*q + r (no overflow)
-  %total = call i64 @param(ptr %pool, i64 TOTAL)
+  %total = call i64 @param(ptr %pool, i64 $TOTAL)
   %q = udiv i64 %total, %n
   %r = urem i64 %total, %n
   %kq = mul i64 %k, %q
@@ -113,15 +116,15 @@ run:
   %extra = zext i1 %lt to i64
   %len = add i64 %q, %extra
   %end = add i64 %start, %len
-  %fp = call i64 @param(ptr %pool, i64 FN)
+  %fp = call i64 @param(ptr %pool, i64 $FN)
   %f = inttoptr i64 %fp to ptr
-  %argv = call i64 @param(ptr %pool, i64 ARGV)
-  %sizes = call i64 @param(ptr %pool, i64 SIZES)
-  %nx = call i64 @param(ptr %pool, i64 NX)
-  %ny = call i64 @param(ptr %pool, i64 NY)
-  %nz = call i64 @param(ptr %pool, i64 NZ)
-  %err = call i64 @param(ptr %pool, i64 ERR)
-  %stride = call i64 @param(ptr %pool, i64 ERRSTRIDE)
+  %argv = call i64 @param(ptr %pool, i64 $ARGV)
+  %sizes = call i64 @param(ptr %pool, i64 $SIZES)
+  %nx = call i64 @param(ptr %pool, i64 $NX)
+  %ny = call i64 @param(ptr %pool, i64 $NY)
+  %nz = call i64 @param(ptr %pool, i64 $NZ)
+  %err = call i64 @param(ptr %pool, i64 $ERR)
+  %stride = call i64 @param(ptr %pool, i64 $ERRSTRIDE)
   %eoff = mul i64 %k, %stride
   %erec = add i64 %err, %eoff
   %argvp = inttoptr i64 %argv to ptr
@@ -141,7 +144,7 @@ wake:
   %sleeps = icmp ne i32 %waiting, 0
   br i1 %sleeps, label %dowake, label %claim
 dowake:
-  call void @futex(ptr %pool, ptr %donep, i64 FUTEXWAKE, i64 1)
+  call void @futex(ptr %pool, ptr %donep, i64 $FUTEXWAKE, i64 1)
   br label %claim
 out:
   ret void
@@ -150,8 +153,8 @@ out:
 ; a worker thread's life: wait for a new generation (spin, then sleep), work, repeat
 define void @tegula_pool_worker(ptr %pool) {
 entry:
-  %genp = call ptr @word(ptr %pool, i64 GEN)
-  %sleepp = call ptr @word(ptr %pool, i64 SLEEPERS)
+  %genp = call ptr @word(ptr %pool, i64 $GEN)
+  %sleepp = call ptr @word(ptr %pool, i64 $SLEEPERS)
   %g0 = load atomic i32, ptr %genp acquire, align 4
   br label %fresh
 fresh:
@@ -167,7 +170,7 @@ job:
   call void @work(ptr %pool, i64 %g64)
   br label %fresh
 idle:
-  %limit = call i64 @param(ptr %pool, i64 WORKERSPIN)
+  %limit = call i64 @param(ptr %pool, i64 $WORKERSPIN)
   %more = icmp ult i64 %spins, %limit
   br i1 %more, label %spin, label %sleep
 spin:
@@ -181,7 +184,7 @@ sleep:
   br i1 %still, label %wait, label %woke
 wait:
   %mine64 = zext i32 %mine to i64
-  call void @futex(ptr %pool, ptr %genp, i64 FUTEXWAIT, i64 %mine64)
+  call void @futex(ptr %pool, ptr %genp, i64 $FUTEXWAIT, i64 %mine64)
   br label %woke
 woke:
   %s1 = atomicrmw sub ptr %sleepp, i32 1 seq_cst, align 4
@@ -192,29 +195,29 @@ woke:
 define void @tegula_pool_run(ptr %pool, i64 %fn, i64 %argv, i64 %sizes, i64 %total, i64 %n, i64 %nx, i64 %ny,
                              i64 %nz, i64 %err, i64 %stride) {
 entry:
-  %claimp = call ptr @word(ptr %pool, i64 CLAIM)
-  %genp = call ptr @word(ptr %pool, i64 GEN)
-  %donep = call ptr @word(ptr %pool, i64 DONE)
-  %sleepp = call ptr @word(ptr %pool, i64 SLEEPERS)
-  %waitp = call ptr @word(ptr %pool, i64 WAITING)
+  %claimp = call ptr @word(ptr %pool, i64 $CLAIM)
+  %genp = call ptr @word(ptr %pool, i64 $GEN)
+  %donep = call ptr @word(ptr %pool, i64 $DONE)
+  %sleepp = call ptr @word(ptr %pool, i64 $SLEEPERS)
+  %waitp = call ptr @word(ptr %pool, i64 $WAITING)
   store atomic i64 %fn, ptr %pool monotonic, align 8
-  %p1 = call ptr @word(ptr %pool, i64 ARGV)
+  %p1 = call ptr @word(ptr %pool, i64 $ARGV)
   store atomic i64 %argv, ptr %p1 monotonic, align 8
-  %p2 = call ptr @word(ptr %pool, i64 SIZES)
+  %p2 = call ptr @word(ptr %pool, i64 $SIZES)
   store atomic i64 %sizes, ptr %p2 monotonic, align 8
-  %p3 = call ptr @word(ptr %pool, i64 TOTAL)
+  %p3 = call ptr @word(ptr %pool, i64 $TOTAL)
   store atomic i64 %total, ptr %p3 monotonic, align 8
-  %p4 = call ptr @word(ptr %pool, i64 CHUNKS)
+  %p4 = call ptr @word(ptr %pool, i64 $CHUNKS)
   store atomic i64 %n, ptr %p4 monotonic, align 8
-  %p5 = call ptr @word(ptr %pool, i64 NX)
+  %p5 = call ptr @word(ptr %pool, i64 $NX)
   store atomic i64 %nx, ptr %p5 monotonic, align 8
-  %p6 = call ptr @word(ptr %pool, i64 NY)
+  %p6 = call ptr @word(ptr %pool, i64 $NY)
   store atomic i64 %ny, ptr %p6 monotonic, align 8
-  %p7 = call ptr @word(ptr %pool, i64 NZ)
+  %p7 = call ptr @word(ptr %pool, i64 $NZ)
   store atomic i64 %nz, ptr %p7 monotonic, align 8
-  %p8 = call ptr @word(ptr %pool, i64 ERR)
+  %p8 = call ptr @word(ptr %pool, i64 $ERR)
   store atomic i64 %err, ptr %p8 monotonic, align 8
-  %p9 = call ptr @word(ptr %pool, i64 ERRSTRIDE)
+  %p9 = call ptr @word(ptr %pool, i64 $ERRSTRIDE)
   store atomic i64 %stride, ptr %p9 monotonic, align 8
   store atomic i32 0, ptr %donep monotonic, align 4
   ; the release store of the claim word publishes everything above
@@ -228,7 +231,7 @@ entry:
   %any = icmp ne i32 %sleepers, 0
   br i1 %any, label %wake, label %work
 wake:
-  call void @futex(ptr %pool, ptr %genp, i64 FUTEXWAKE, i64 2147483647)
+  call void @futex(ptr %pool, ptr %genp, i64 $FUTEXWAKE, i64 2147483647)
   br label %work
 work:
   call void @work(ptr %pool, i64 %g64)
@@ -240,7 +243,7 @@ poll:
   %all = icmp eq i32 %d, %n32
   br i1 %all, label %out, label %idle
 idle:
-  %limit = call i64 @param(ptr %pool, i64 CALLERSPIN)
+  %limit = call i64 @param(ptr %pool, i64 $CALLERSPIN)
   %more = icmp ult i64 %spins, %limit
   br i1 %more, label %spin, label %sleep
 spin:
@@ -254,7 +257,7 @@ sleep:
   br i1 %still, label %wait, label %woke
 wait:
   %d64 = zext i32 %d2 to i64
-  call void @futex(ptr %pool, ptr %donep, i64 FUTEXWAIT, i64 %d64)
+  call void @futex(ptr %pool, ptr %donep, i64 $FUTEXWAIT, i64 %d64)
   br label %woke
 woke:
   store atomic i32 0, ptr %waitp seq_cst, align 4
@@ -292,10 +295,7 @@ def _engine():
              "SIZES": _SIZES, "NX": _NX, "NY": _NY, "NZ": _NZ, "ERRSTRIDE": _ERR_STRIDE, "ERR": _ERR,
              "FUTEXWAKE": _FUTEX_WAKE, "FUTEXWAIT": _FUTEX_WAIT, "GEN": _GEN, "SLEEPERS": _SLEEPERS,
              "WORKERSPIN": _WORKER_SPIN, "CALLERSPIN": _CALLER_SPIN}
-    text = _IR
-    for key in sorted(names, key=len, reverse=True):  # ERRSTRIDE before ERR
-        text = text.replace(key, str(names[key]))
-    text = f'target triple = "{host_jit.llvm_triple()}"\n' + text
+    text = f'target triple = "{host_jit.llvm_triple()}"\n' + string.Template(_IR).substitute(names)
     engine = host_jit.jit(text, host_jit.target_machine(opt=2), 2)
     addr = engine.get_function_address
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr("tegula_pool_worker"))
