@@ -18,7 +18,9 @@ import numpy as np
 
 from ..host_arrays import HostArray, all_host_arrays, host_arrays_holding
 
-# more distinct outside addresses than this: list every live array instead
+# more table entries, or distinct outside addresses, than these: list every live array
+# instead (reading a huge table on every launch would cost more than the walk)
+_MOST_ENTRIES = 1 << 16
 _MOST_ADDRESSES = 4096
 # the null page: never a buffer, and a table's padding entries are often 0
 _FIRST_ADDRESS = 4096
@@ -46,6 +48,8 @@ def table_addresses(tables: Sequence[int], pointer_args: Sequence[bool], args: S
         parts.append(values)
     if not parts:
         return set()
+    if sum(len(p) for p in parts) > _MOST_ENTRIES:
+        return None
     values = np.unique(np.concatenate(parts))
     keep = values >= _FIRST_ADDRESS
     for lo, hi in ranges:
