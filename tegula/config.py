@@ -49,6 +49,9 @@ _knob("cpu_backend", "TEGULA_CPU_BACKEND", None, _bool, True,
       "reference interpreter (as TEGULA_INTERPRET=1 does for every kernel).")
 _knob("cpu_threads", "TEGULA_CPU_THREADS", None, int, 0,
       "Threads the CPU backend runs a grid on (0: one per core).")
+_knob("cpu_streaming_stores", "TEGULA_CPU_STREAMING_STORES", None, _bool, True,
+      "Let the CPU backend write large outputs (beyond the threads' private caches) with "
+      "non-temporal stores (0: regular stores always).")
 _knob("cpu_bounds_check", "TEGULA_CPU_BOUNDS_CHECK", None, _bool, True,
       "Bounds-check every load and store of the CPU backend (off: faster, unchecked).")
 _knob("cache_dir", "TEGULA_CACHE_DIR", "TRITON_CACHE_DIR", str,
@@ -135,6 +138,21 @@ def launch_flags() -> tuple[bool, bool, bool, bool]:
                  KNOBS["cpu_backend"].read())
         _launch_flags_cache = (generation, flags)
     return flags
+
+
+_cpu_launch_cache: tuple[int, tuple[int, bool]] = (-1, (0, True))
+
+
+def cpu_launch_knobs() -> tuple[int, bool]:
+    """`(knobs.cpu_threads, knobs.cpu_streaming_stores)`, re-read only after the
+    environment changed (every CPU launch asks)."""
+    global _cpu_launch_cache
+    generation, values = _cpu_launch_cache
+    if generation != _env_generation:
+        generation = _env_generation
+        values = (KNOBS["cpu_threads"].read(), KNOBS["cpu_streaming_stores"].read())
+        _cpu_launch_cache = (generation, values)
+    return values
 
 
 def describe() -> str:

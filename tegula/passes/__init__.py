@@ -5,8 +5,9 @@ Transformations are plain functions `pass_fn(kernel, ctx) -> kernel` run by
 `licm`, and `descriptors_to_pointers` (tensor-descriptor ops as pointer code, for
 backends without a native lowering; `lower_descriptors` runs it with the cleanup).
 Analyses leave the IR alone: `axis_info` (divisibility / contiguity /
-constancy per value, with `vector_width` and `contiguity_order` for the GPU backend)
-and `written_arguments` (pointer arguments a kernel may store through).
+constancy per value, with `vector_width` and `contiguity_order` for the GPU backend),
+`written_arguments` (pointer arguments a kernel may store through) and
+`pointer_table_arguments` (arguments holding addresses the kernel uses as pointers).
 This package never imports `tegula.frontend`.
 """
 from .axis_analysis import axis_info
@@ -18,11 +19,12 @@ from .descriptors_to_pointers import descriptors_to_pointers, has_descriptors, l
 from .licm import licm
 from .manager import PASSES, PassContext, PassError, register_pass, run_pipeline
 from .pipelines import PIPELINES, register_pipeline
+from .pointer_tables import pointer_table_arguments
 from .written_args import read_arguments, written_arguments
 
 __all__ = [
     "AxisInfo", "PASSES", "bound_width", "PIPELINES", "PassContext", "PassError", "axis_info",
     "canonicalize", "contiguity_order", "cse", "dce", "descriptors_to_pointers", "has_descriptors", "licm",
-    "lower_descriptors", "register_pass",
+    "lower_descriptors", "pointer_table_arguments", "register_pass",
     "read_arguments", "register_pipeline", "run_pipeline", "vector_width", "written_arguments",
 ]

@@ -45,19 +45,26 @@ def read_arguments(kernel: Kernel) -> set[str]:
 def _arguments_behind(kernel: Kernel, selects) -> set[str]:
     """Pointer arguments the pointer operand of each memory op `selects(ins, info)`
     accepts may derive from (all of them when one cannot be traced)."""
+    pointers = []
+    for ins in kernel.walk():
+        info = OP_INFO[ins.op]
+        if info.kind is Kind.MEMORY and selects(ins, info) and ins.operands:
+            pointers.append(ins.operands[0])
+    found = pointer_arguments_behind(kernel, pointers)
+    return {name for name, _ in pointer_args(kernel)} if found is None else found
+
+
+def pointer_arguments_behind(kernel: Kernel, pointers: list[Value]) -> set[str] | None:
+    """Names of the pointer arguments the pointer values `pointers` may derive from;
+    None when some cannot be traced to arguments (a pointer loaded from memory,
+    `int_to_ptr`, a constant)."""
     args = pointer_args(kernel)
     by_value = {v: name for name, v in args}
-    everything = {name for name, _ in args}
     parents = region_parents(kernel)
 
     written: set[str] = set()
     seen: set[Value] = set()
-    work: list[Value] = []
-    for ins in kernel.walk():
-        info = OP_INFO[ins.op]
-        if info.kind is Kind.MEMORY and selects(ins, info) and ins.operands:
-            work.append(ins.operands[0])
-
+    work: list[Value] = list(pointers)
     while work:
         v = work.pop()
         if v in seen:
@@ -68,7 +75,7 @@ def _arguments_behind(kernel: Kernel, selects) -> set[str]:
             continue
         sources = _sources(v, parents)
         if sources is None:
-            return everything
+            return None
         work.extend(sources)
     return written
 

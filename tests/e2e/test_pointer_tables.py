@@ -157,3 +157,57 @@ def test_numpy_arrays_held_by_an_object():
     out = np.zeros((2, 16), np.float32)
     _scale_through_table[(2,)](table, np.array([16, 16], np.int32), out, 16)
     np.testing.assert_allclose(out, 2 * np.stack(experts.weights))
+
+
+@pytest.fixture
+def young_objects_stay_young():
+    """No collection moves the tensors a test makes out of the youngest generation."""
+    import gc
+
+    gc.disable()
+    yield
+    gc.enable()
+
+
+def test_cpu_launches_look_up_only_the_table_addresses(cpu_backend, young_objects_stay_young):
+    from tegula.backends.host_arrays import full_walks
+
+    xs = [torch.randn(n) for n in (3, 16, 9)]
+    out = torch.zeros(3, 16)
+    sizes = torch.tensor([x.numel() for x in xs], dtype=torch.int32)
+    walks = full_walks()
+    for _ in range(2):  # new tensors (the youngest objects), then the index's answer
+        out.zero_()
+        _scale_through_table[(3,)](torch.tensor([x.data_ptr() for x in xs]), sizes, out, 16)
+        for g, x in enumerate(xs):
+            torch.testing.assert_close(out[g, :x.numel()], 2 * x)
+    assert full_walks() == walks
+
+
+def test_a_tensor_whose_storage_moved_is_found_again(cpu_backend):
+    x = torch.randn(4)
+    out = torch.zeros(16)
+    _scale_through_table[(1,)](torch.tensor([x.data_ptr()]), torch.tensor([4], dtype=torch.int32), out, 16)
+    x.resize_(1 << 16)  # a new storage; the index still knows the old one
+    x.normal_()
+    _scale_through_table[(1,)](torch.tensor([x.data_ptr()]), torch.tensor([16], dtype=torch.int32), out, 16)
+    torch.testing.assert_close(out, 2 * x[:16])
+
+
+def _read_through_a_fresh_tensor():
+    """A launch reading a 1 MiB tensor through a table; the tensor dies on return (in a
+    frame of its own: a stack walk's snapshot of a frame's locals holds them)."""
+    x = torch.randn(1 << 18)  # 1 MiB: its own mapping, unmapped when freed
+    table, sizes, out = torch.tensor([x.data_ptr()]), torch.tensor([16], dtype=torch.int32), torch.zeros(16)
+    _scale_through_table[(1,)](table, sizes, out, 16)  # the index now holds x
+    torch.testing.assert_close(out, 2 * x[:16])
+    return table, sizes, out
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_the_address_of_a_freed_tensor_is_reported(request, backend):
+    if backend == "cpu":
+        request.getfixturevalue("cpu_backend")
+    table, sizes, out = _read_through_a_fresh_tensor()
+    with pytest.raises(OutOfBoundsError, match="no argument buffer"):
+        _scale_through_table[(1,)](table, sizes, out, 16)

@@ -13,22 +13,27 @@ from __future__ import annotations
 import array
 import ctypes
 import hashlib
+import math
 import os
+import struct
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ...config import knobs
+from ...config import cpu_launch_knobs, knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
-from ...ir.ops import Op
 from ...ir.types import PointerType, element_of, parse_type
+from ...passes import pointer_table_arguments
 from ...passes.descriptors_to_pointers import lower_descriptors
 from ..compiler import GPUTarget
 from ..llvm import host_jit
+from .grid_pool import grid_pool
+from .host_ranges import host_ranges
 from .lower import lower
+from .streaming_stores import STREAM_ARGS
 from .tiles import ERR_EXTRA, ERR_LIST, ERR_PID, ERR_SITE, ERR_WORDS, Site
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -39,13 +44,47 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 _CORES = os.cpu_count() or 1
 
+# Chunks per thread of a launch: threads claim chunks until none is left (`grid_pool`),
+# so more chunks balance programs of uneven cost and a worker that wakes late or shares
+# its core; a claim is one compare-and-swap. At 2 threads, 1 / 8 / 32 chunks per thread
+# measured softmax 1.82-1.90 / 1.83-1.95 / 1.80-1.83 ms, layer norm 1.05-1.13 / 1.08-1.12
+# / 1.06, matmul 1024^3 12.2-12.7 / 11.4-12.8 / 11.1-12.5 (two quiet runs).
+CHUNKS_PER_THREAD = 32
+
 
 def threads() -> int:
-    n = int(knobs.cpu_threads or 0)
+    n = int(cpu_launch_knobs()[0] or 0)
     return n if n > 0 else _CORES
 
 
-def _pool(n: int) -> ThreadPoolExecutor:
+def _private_cache_bytes() -> int:
+    """One core's L2 cache (sysfs), 1 MiB where unknown."""
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(root)):
+            with open(os.path.join(root, entry, "level")) as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(os.path.join(root, entry, "size")) as f:
+                text = f.read().strip()
+            unit = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+            return int(text.rstrip("KM")) * unit
+    except (OSError, ValueError):
+        pass
+    return 1 << 20
+
+
+_PRIVATE_CACHE = _private_cache_bytes()
+
+
+def stream_threshold(threads: int) -> int:
+    """Bytes from which a written buffer's contiguous stores stream
+    (`streaming_stores`): more than the private caches of the threads writing it hold
+    (regular stores won below one core's 2 MiB L2 when measured, streaming above)."""
+    return _PRIVATE_CACHE * max(threads, 1) if cpu_launch_knobs()[1] else 0
+
+
+def _executor(n: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         pool = _POOLS.get(n)
         if pool is None:
@@ -54,6 +93,8 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 _UNCHECKED = "+unchecked"
+# a float argument's bits: struct formats to pack it and read the bits back
+_FLOAT_BITS = {"f64": ("<d", "<Q"), "f32": ("<f", "<I"), "f16": ("<e", "<H")}
 _POINTER = object()  # the argument kind of pointers in CpuProgram.types
 
 
@@ -104,6 +145,13 @@ def _object_code(llir: str, assembly: bool) -> tuple[bytes, str]:
     return out
 
 
+def _table_positions(kernel: Any) -> Optional[list[int]]:
+    names = pointer_table_arguments(kernel)
+    if names is None:
+        return None
+    return sorted(list(kernel.arg_names).index(n) for n in names)
+
+
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
     """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
     metadata a launch needs without the IR (error sites, argument types, prints)."""
@@ -119,8 +167,8 @@ def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = Tru
           "cpu_arg_names": list(kernel.arg_names),
           "cpu_sites": [site.to_json() for site in lw.sites], "cpu_written": list(lw.written),
           "cpu_host_ranges": lw.uses_host_ranges,
-          # programs of a kernel without loops cost the same: one chunk per thread will do
-          "cpu_has_loops": any(i.op in (Op.FOR, Op.WHILE) for i in kernel.walk()),
+          # the arguments whose values the kernel may use as addresses (None: unknown)
+          "cpu_pointer_tables": _table_positions(kernel),
           # calls into the interpreter's scalar references (libdevice_more)
           "cpu_host_refs": "tegula_host_" in llir}
     return stages, md
@@ -177,7 +225,8 @@ class CpuProgram:
             from .libdevice_more import register_host_references
             register_host_references()  # before the object's symbols are resolved
         self.engine = host_jit.load_object(obj, _target_machine())
-        self.fn = _ENTRY(self.engine.get_function_address(md["cpu_entry"]))
+        self.fn_addr = self.engine.get_function_address(md["cpu_entry"])
+        self.fn = _ENTRY(self.fn_addr)
         types = [element_of(parse_type(t)) for t in md["cpu_arg_types"]]
         self.types = [_POINTER if isinstance(t, PointerType) else t for t in types]
         self.arg_names = list(md["cpu_arg_names"])
@@ -185,7 +234,8 @@ class CpuProgram:
         self.prints = bool(md["cpu_prints"])
         self.written = list(md.get("cpu_written", range(len(self.types))))
         self.uses_host_ranges = bool(md.get("cpu_host_ranges", False))
-        self.has_loops = bool(md.get("cpu_has_loops", True))
+        tables = md.get("cpu_pointer_tables")
+        self.pointer_tables = None if tables is None else list(tables)
 
     def launcher(self, md: Any):
         from ...runtime.args import HostArgs
@@ -202,7 +252,8 @@ class CpuProgram:
                 raise KernelArgumentError(f"grid of kernel '{md.name}' must hold 3 integers, got {grid!r}") from None
             if min(gx, gy, gz) < 0:
                 raise KernelArgumentError(f"grid of kernel '{md.name}' has a negative size: {(gx, gy, gz)}")
-            if gx * gy * gz == 0:
+            total = gx * gy * gz
+            if total == 0:
                 return
             args, writebacks = host.convert([values[i] for i in indices])
             self.run((gx, gy, gz), args)
@@ -210,11 +261,15 @@ class CpuProgram:
                 wb()
         return launch
 
-    def _pack(self, args: Sequence[Any]) -> tuple[array.array, array.array]:
-        """The argument slots (8 bytes each) and each pointer's byte range [lo, hi)."""
+    def _pack(self, args: Sequence[Any], stream_bytes: int = 0) -> tuple[array.array, array.array, list]:
+        """The argument slots (8 bytes each); `sizes`: each pointer's byte range [lo,
+        hi), the no-overlap word, the stream word (written buffers of at least
+        `stream_bytes` bytes stream their stores; 0: none), then the host arrays a loaded
+        pointer may reach, when the kernel needs them; and those arrays (keep them alive
+        while the kernel runs)."""
         n = max(len(self.types), 1)
         slots = [0] * n
-        sizes = [0] * (2 * n + 1)
+        sizes = [0] * (2 * n + 2)
         known = set()  # pointer arguments whose byte range is known
         for i, (t, v) in enumerate(zip(self.types, args)):
             if t is _POINTER:
@@ -234,10 +289,12 @@ class CpuProgram:
                     slots[i] = int(v)
                 continue
             if t.is_float:
-                dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}.get(t.name)
-                if dt is not None:
-                    bits = np.array([v], dt).view({8: np.uint64, 4: np.uint32, 2: np.uint16}[np.dtype(dt).itemsize])
-                    slots[i] = int(bits[0])
+                fmt = _FLOAT_BITS.get(t.name)
+                if fmt is not None:
+                    try:
+                        slots[i] = struct.unpack(fmt[1], struct.pack(fmt[0], v))[0]
+                    except OverflowError:  # beyond the type's range: inf, as numpy rounds it
+                        slots[i] = struct.unpack(fmt[1], struct.pack(fmt[0], math.copysign(math.inf, v)))[0]
                 else:
                     import ml_dtypes
 
@@ -248,15 +305,18 @@ class CpuProgram:
             else:
                 slots[i] = int(v) & ((1 << 64) - 1)
         sizes[2 * n] = int(self._no_overlap(slots, sizes, known))
+        if stream_bytes:
+            sizes[2 * n + 1] = sum(1 << w for w in self.written if w < STREAM_ARGS and w in known
+                                   and sizes[2 * w + 1] - sizes[2 * w] >= stream_bytes)
+        entries = []
         if self.uses_host_ranges:
             # then the live host arrays a pointer loaded from memory may point into
-            from ..host_arrays import HostArrayIndex
-
-            entries = HostArrayIndex().entries
+            ranges = [(slots[k] + sizes[2 * k], slots[k] + sizes[2 * k + 1]) for k in known if slots[k]]
+            entries = host_ranges(self.pointer_tables, [t is _POINTER for t in self.types], args, ranges)
             sizes.append(len(entries))
             for e in entries:
                 sizes += [e.low, e.low + e.nbytes]
-        return array.array("Q", slots), array.array("q", sizes)
+        return array.array("Q", slots), array.array("q", sizes), entries
 
     def _no_overlap(self, slots: list, sizes: list, known: set) -> bool:
         """No buffer a store may write overlaps another pointer argument's buffer (the
@@ -284,35 +344,40 @@ class CpuProgram:
         if total == 0:
             return
         # `args` keeps the arrays alive until the call returns
-        slots, sizes = self._pack(args)
+        width = threads()
+        n = min(width, total)
+        slots, sizes, _found = self._pack(args, stream_threshold(n))  # _found: alive until the end
         a, s = slots.buffer_info()[0], sizes.buffer_info()[0]
-        n = min(threads(), total)
-        # Each chunk costs a pool dispatch (tens of us on a 2-core machine: 8 chunks made
-        # a 1.3 ms layer norm 0.24 ms slower than 2), so a kernel without loops, whose
-        # programs all cost the same, gets one chunk per thread; one with loops (trip
-        # counts may differ per program, as in causal attention) two, for balance. Each
-        # chunk has its own error record and runs its programs in order, so the error
-        # reported is the one of the lowest failing program id, as the interpreter's.
-        chunks = 1 if n <= 1 else min(total, n * (2 if self.has_loops else 1))
+        chunks = 1 if n <= 1 else min(total, n * CHUNKS_PER_THREAD)
         err = array.array("q", bytes(8 * ERR_WORDS * chunks))
         e0, stride = err.buffer_info()[0], ERR_WORDS * 8
-        if chunks == 1:
+        pool = grid_pool(width) if chunks > 1 else None
+        if chunks == 1 or (pool is not None and not pool.run(self.fn_addr, a, s, total, chunks, (gx, gy, gz),
+                                                            e0, stride)):
+            # one thread, or another thread's launch holds the pool: run here, in one chunk
+            # (its error record is the first one's)
+            chunks = 1
             self.fn(a, s, 0, total, gx, gy, gz, e0)
-        else:
-            bounds = [total * k // chunks for k in range(chunks + 1)]
-            futures = [_pool(n).submit(self.fn, a, s, bounds[k], bounds[k + 1], gx, gy, gz, e0 + k * stride)
-                       for k in range(1, chunks)]
-            # the calling thread runs the first chunk (the compiled code releases the GIL)
-            try:
-                self.fn(a, s, bounds[0], bounds[1], gx, gy, gz, e0)
-            finally:
-                for f in futures:
-                    f.result()
+        elif pool is None:
+            self._run_on_executor(n, chunks, a, s, total, (gx, gy, gz), e0, stride)
         if self.prints:
             host_jit.libc().fflush(None)  # device_print's lines, before Python writes anything
         for k in range(chunks):
             if err[k * ERR_WORDS]:
                 raise self._error(err[k * ERR_WORDS:(k + 1) * ERR_WORDS], args)
+
+    def _run_on_executor(self, n: int, chunks: int, a: int, s: int, total: int, grid: tuple, e0: int,
+                         stride: int) -> None:
+        """The chunks on a `ThreadPoolExecutor` (hosts without `grid_pool`): static
+        chunks, the calling thread running the first."""
+        bounds = [total * k // chunks for k in range(chunks + 1)]
+        futures = [_executor(n).submit(self.fn, a, s, bounds[k], bounds[k + 1], *grid, e0 + k * stride)
+                   for k in range(1, chunks)]
+        try:
+            self.fn(a, s, bounds[0], bounds[1], *grid, e0)
+        finally:
+            for f in futures:
+                f.result()
 
     def _error(self, err: np.ndarray, args: Sequence[Any]) -> Exception:
         site = self.sites[int(err[ERR_SITE])]

@@ -33,6 +33,7 @@ from .lower_ops import MoreOps
 from .lower_reduce import ReduceOps
 from .mask_facts import MaskFacts
 from .pending_values import PendingValues
+from .streaming_stores import StreamingStores
 from .tiles import ERR_LIST, ERR_WORDS, PTR, Lazy, Site, Tile, numel
 from .vector_math import CpuScalarTarget
 
@@ -77,7 +78,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValues):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValues, StreamingStores):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -106,6 +107,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
         self.axis = axis_info(kernel)
         names = list(kernel.arg_names)
         self.written = sorted(names.index(n) for n in written_arguments(kernel) if n in names)
+        self._init_streaming()
 
     # ---- module structure -------------------------------------------------------------
     def build(self) -> ir.Module:
@@ -136,13 +138,15 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
         self.bounds = {i: (word(2 * i), word(2 * i + 1)) for i in self.ptr_args}
         # after the ranges: 1 when no written buffer overlaps another argument's (the
         # launch checks; zero-copy loads need it)
-        # after the no-overlap word: the count of live host arrays and their [lo, hi)
+        # then the stream word: bit k set when argument k's stores should stream
+        # (`streaming_stores`); then the count of live host arrays and their [lo, hi)
         # addresses, for pointers loaded from memory (pointer tables); filled only when
         # `uses_host_ranges` (see CpuProgram._pack)
         self.sizes_arg = sizes
         self.uses_host_ranges = False
         self.no_overlap = self.alloca_b.icmp_signed("!=", word(2 * max(len(self.kernel.args), 1)),
                                                     ir.Constant(I64, 0))
+        self.stream_word = word(2 * max(len(self.kernel.args), 1) + 1)
         self.nprog = (nx, ny, nz)
         # for (lin = start; lin < end; ++lin) { pid = unravel(lin); body }
         lin_slot = self.alloca_b.alloca(I64)
@@ -164,6 +168,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
         b.store(b.add(b.load(lin_slot), ir.Constant(I64, 1)), lin_slot)
         b.branch(loop_head)
         b.position_at_end(done_bb)
+        self.fence_streams(self.streams_used)
         b.ret(ir.Constant(I32, 0))
         self.alloca_b.branch(loop_head)
         return self.module

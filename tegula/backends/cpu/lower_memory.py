@@ -87,7 +87,7 @@ class MemoryOps:
         puts after the argument ranges and the no-overlap word in `sizes`."""
         self.uses_host_ranges = True
         b = self.b
-        base = 2 * max(len(self.kernel.args), 1) + 1
+        base = 2 * max(len(self.kernel.args), 1) + 2  # after the no-overlap and stream words
         word = lambda k: b.load(b.gep(self.sizes_arg, [k], source_etype=I64), typ=I64)  # noqa: E731
         slot = self.alloca_b.alloca(ir.IntType(1))
         b.store(bad, slot)
@@ -138,6 +138,7 @@ class MemoryOps:
                 b.store(b.zext(self.pid[k], I64), word(ERR_PID + k))
             for k, v in enumerate(extra):
                 b.store(v, word(ERR_EXTRA + k))
+        self.fence_streams(self.streams_allowed)
         b.ret(ir.Constant(I32, 1))
 
     def runtime_error(self, ins: Instr, cond: ir.Value, kind: str, message: str,
@@ -176,10 +177,11 @@ class MemoryOps:
         return phi
 
     def _access(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
-                do) -> None:
-        """The loop of a load or store; `do(p, i)` accesses one element."""
+                do, value=None) -> None:
+        """The loop of a load or store; `do(p, i)` accesses one element (a store's
+        `value(i)` is the element it writes, in memory type)."""
         if kind != "atomic" and shape_of(ptr_v.type):
-            self._access_tile(ins, kind, ptr_v, mask_v, fallback_v, do)
+            self._access_tile(ins, kind, ptr_v, mask_v, fallback_v, do, value)
             return
         self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do)
 
@@ -193,7 +195,7 @@ class MemoryOps:
         return shape[-1]
 
     def _access_tile(self, ins: Instr, kind: str, ptr_v: Value, mask_v: Optional[Value],
-                     fallback_v: Optional[Value], do) -> None:
+                     fallback_v: Optional[Value], do, value=None) -> None:
         """A tile load/store with the checks hoisted: one vectorizable pass finds whether
         every element is active, one per row the offsets' range (with rows proven
         contiguous, from each row's first and last element: a row of N elements is
@@ -272,18 +274,15 @@ class MemoryOps:
         result = self.new_tile(ins.result.type) if kind == "load" else None
         with b.if_else(fast) as (then, otherwise):
             with then:
-                if row > 1:
-                    def per_row(r):
-                        first = b.mul(r, ir.Constant(I64, row))
-                        p0 = self.get(ptr_v, first)
-
-                        def along(j):
-                            i = b.add(first, j)
-                            v = do(b.gep(p0, [j], source_etype=mty, inbounds=True), i)
-                            if result is not None:
-                                b.store(v, self.elem_ptr(result, i))
-                        self.loop(row, along)
-                    self.loop(rows, per_row)
+                if row > 1 and value is not None and self.can_stream(origin, row, nbytes):
+                    with b.if_else(self.stream_flag(origin)) as (stream, regular):
+                        with stream:
+                            self.store_rows_streaming(lambda r: self.get(ptr_v, b.mul(r, ir.Constant(I64, row))),
+                                                      rows, row, mty, nbytes, value)
+                        with regular:
+                            self._rows_fast(ptr_v, rows, row, mty, do, result)
+                elif row > 1:
+                    self._rows_fast(ptr_v, rows, row, mty, do, result)
                 else:
                     def plain(i):
                         v = do(self.get(ptr_v, i), i)
@@ -294,6 +293,22 @@ class MemoryOps:
                 self._access_slow(ins, kind, ptr_v, mask_v, fallback_v, do, into=result)
         if result is not None:
             self.env[id(ins.result)] = result
+
+    def _rows_fast(self, ptr_v: Value, rows: int, row: int, mty: ir.Type, do, result) -> None:
+        """The fast path's accesses of contiguous rows: element j of row r at p0 + j."""
+        b = self.b
+
+        def per_row(r):
+            first = b.mul(r, ir.Constant(I64, row))
+            p0 = self.get(ptr_v, first)
+
+            def along(j):
+                i = b.add(first, j)
+                v = do(b.gep(p0, [j], source_etype=mty, inbounds=True), i)
+                if result is not None:
+                    b.store(v, self.elem_ptr(result, i))
+            self.loop(row, along)
+        self.loop(rows, per_row)
 
     def _load_zero_copy(self, ins: Instr, ptr_v: Value, mask_v: Optional[Value], fallback_v: Optional[Value],
                         do, fast: ir.Value, n: int) -> None:
@@ -374,9 +389,12 @@ class MemoryOps:
         pointee = element_of(ptr_v.type).pointee
         mty, rty = memory_type(pointee), llvm_type(pointee)
 
-        def do(p, i):
+        def value(i):
             v = self.get(val_v, i)
-            st = self.b.store(self.b.zext(v, mty) if mty != rty else v, p)
+            return self.b.zext(v, mty) if mty != rty else v
+
+        def do(p, i):
+            st = self.b.store(value(i), p)
             st.set_metadata("noalias", self.input_scope)
-        self._access(ins, "store", ptr_v, mask_v, None, do)
+        self._access(ins, "store", ptr_v, mask_v, None, do, value)
 

@@ -130,7 +130,6 @@ class Memory:
     def __init__(self) -> None:
         self.buffers: list[Buffer] = []
         self._bases: np.ndarray = np.zeros(1, dtype=np.int64)
-        self._host_index: Any = None  # host_arrays.HostArrayIndex, built on first need
         self._host_buffers: dict[int, Buffer] = {}
 
     @property
@@ -191,12 +190,11 @@ class Memory:
                 ids[hit], off[hit] = buf.index, (addr - buf.real)[hit]
         left = real & (ids < 0)
         if left.any():
-            from ..host_arrays import HostArrayIndex
+            from ..host_arrays import host_arrays_holding
 
-            if self._host_index is None:
-                self._host_index = HostArrayIndex()
+            holding = host_arrays_holding(int(a) for a in np.unique(addr[left]))
             for a in np.unique(addr[left]):
-                entry = self._host_index.find(int(a))
+                entry = holding.get(int(a))
                 if entry is None:
                     continue
                 buf = self._host_buffers.get(entry.low)
