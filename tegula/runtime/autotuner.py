@@ -44,6 +44,7 @@ from . import autotuner_cache
 from .arg_snapshot import ArgSnapshot, is_array_like, zero_
 from .autotune_config import Config
 from .autotuner_report import TuningProgress, choose_best, print_table
+from .config_groups import equivalent_configs, options_without_effect, timed_once_per_group
 
 # Triton defines Heuristics and heuristics in triton.runtime.autotuner
 from .heuristics import Heuristics, heuristics  # noqa: F401
@@ -67,31 +68,6 @@ def _jit_function(fn: Any) -> Any:
     while not getattr(obj, "_tegula_jit", False) and hasattr(obj, "fn") and not inspect.isfunction(obj):
         obj = obj.fn
     return obj
-
-
-def _options_without_effect(bench_device: str) -> frozenset:
-    """Launch options the backend that runs a host launch ignores (its `ignored_options`);
-    none for GPU launches."""
-    if bench_device != "cpu":
-        return frozenset()
-    from . import backend_registry
-
-    backend = (backend_registry.get_backend("interpreter") if knobs.interpret
-               else backend_registry._host_backend() or backend_registry.get_backend("interpreter"))
-    return frozenset(getattr(backend, "ignored_options", ()))
-
-
-def equivalent_configs(configs: Sequence[Config], ignored: frozenset) -> list[list[int]]:
-    """Indices of `configs` grouped by what the backend compiles: the same meta-parameters,
-    pre-hook and options apart from `ignored`, in first-seen order."""
-    if not ignored:
-        return [[i] for i in range(len(configs))]
-    groups: dict[Any, list[int]] = {}
-    for i, c in enumerate(configs):
-        kept = {k: v for k, v in c.all_kwargs().items() if k not in ignored or k in c.kwargs}
-        sig = (repr(sorted(kept.items(), key=lambda kv: kv[0])), id(c.pre_hook), repr(c.ir_override))
-        groups.setdefault(sig, []).append(i)
-    return list(groups.values())
 
 
 def _on_gpu(values: Any) -> bool:
@@ -397,26 +373,12 @@ class Autotuner(KernelInterface):
                                 0.0, 0.0, source=f"loaded from {path}")
                 return best
         self._bench_device = "cuda" if (_on_gpu(values) and not knobs.interpret) else "cpu"
-        groups = equivalent_configs(configs, _options_without_effect(self._bench_device))
+        groups = equivalent_configs(configs, options_without_effect(self._bench_device))
+        best_index, timings, failures = timed_once_per_group(
+            lambda cs: self._benchmark_all(key, cs, args, kwargs), configs, groups)
         if len(groups) < len(configs):
-            # Configs that differ only in options the backend's code does not depend on
-            # (num_warps, num_stages... on the CPU and the interpreter) are one program:
-            # compiled and timed once, the result shared. Libraries tune over dozens of
-            # warp/stage counts (flash-linear-attention: 48 configs -> 4 on the CPU).
-            reps = [members[0] for members in groups]
-            rep_best, rep_timings, rep_failures = self._benchmark_all(key, [configs[i] for i in reps], args, kwargs)
-            timings = [None] * len(configs)
-            failures = {}
-            for g, members in enumerate(groups):
-                for i in members:
-                    timings[i] = rep_timings[g]
-                    if g in rep_failures:
-                        failures[i] = rep_failures[g]
-            best_index = reps[rep_best]
             self.configs_timings = dict(zip(configs, timings))
             self.failed_configs = {configs[i]: r for i, r in failures.items()}
-        else:
-            best_index, timings, failures = self._benchmark_all(key, configs, args, kwargs)
         best = configs[best_index]
         self.cache[key] = best
         if path is not None:
