@@ -144,8 +144,13 @@ def main(m=None, n=None, k=None, small=False):
         for out_dtype in (torch.float16, torch.bfloat16):
             c = fp8_scaled_matmul(a_fp8, b_fp8, a_scale, b_scale, out_dtype)
             err = ((c.double() - expected).abs() / expected.abs().clamp(min=1e-3)).max().item()
-            try:  # fp32 accumulation is exact enough; the one rounding is to the output type
-                triton.testing.assert_close(c.double(), expected, atol=1e-3, rtol=1e-2)
+            # On Hopper, fp8 tensor-core products are summed with fewer bits than fp32 (Triton's
+            # default there, max_num_imprecise_acc = 2**30, never promotes the partial sums), so
+            # an element's error scales with the row's partial sums, not with its own value:
+            # the bound is relative to the largest |C|. A wrong tile or scale errs by O(|C|).
+            try:
+                triton.testing.assert_close(c.double(), expected, atol=1e-2 * expected.abs().max().item(),
+                                            rtol=1e-2)
                 good = True
             except AssertionError:
                 good = False
