@@ -294,3 +294,24 @@ def test_user_defined_triton_builtins_get_wrapped_values_and_the_semantic():
     out = np.zeros(8, np.int32)
     k[(1,)](out, 5)
     assert seen == [("constexpr", True)] and out.tolist() == [8] * 5 + [0] * 3
+
+
+def test_per_call_warmup_and_compiled_launches_take_their_grid_and_hooks(fake, hooks):
+    """Triton's tutorial 02 calls `warmup` and launches `compiled[(n, 1, 1)](...)` on every
+    call: the cached entry points and the reused launcher must still see each grid, the
+    hooks set later, and leave the kernel picklable."""
+    x, y, out = _arrays()
+    first = add_kernel.warmup(x, y, out, 64, grid=(1,))
+    assert add_kernel.warmup(x, y, out, 64, grid=(1,)) is first
+    first[(2, 1, 1)](x, y, out, 64)
+    first[(3, 1, 1)](x, y, out, 64)
+    first[(2, 1, 1)](x, y, out, 64)
+    first[(4,)](x, y, out, 64)
+    assert [g for _c, g, _v in fake.launches] == [(2, 1, 1), (3, 1, 1), (2, 1, 1), (4, 1, 1)]
+    calls = []
+    hooks.launch_enter_hook = lambda md: calls.append(md.get()["name"])
+    first[(2, 1, 1)](x, y, out, 64)  # the launcher made before the hook was set
+    assert calls == ["add_kernel"] and len(fake.launches) == 5
+    assert "warmup" in add_kernel.__dict__  # kept on the kernel, left out of what pickles
+    state = add_kernel.__getstate__()
+    assert "warmup" not in state and "run" not in state
