@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Optional
 
+from ..ir.accessors import for_inits, for_yields, while_condition
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import OP_INFO, Kind, Op
 from ..ir.types import is_pointer
@@ -112,3 +113,30 @@ def pointer_args(kernel: Kernel) -> list[tuple[str, Value]]:
         if is_pointer(a.type):
             out.append((names[i] if i < len(names) and names[i] else (a.name or f"arg{i}"), a))
     return out
+
+
+def flow_sources(v: Value, parents: dict[Block, tuple[Instr, int]]) -> Optional[list[Value]]:
+    """The values control flow hands on as `v` unchanged: a for/if/while result's inits,
+    yields and branch results, a loop block argument's init and back-edge value; None
+    when `v` is not such a value (the dataflow analyses walking values back to
+    arguments share this)."""
+    owner = v.owner
+    if isinstance(owner, Instr):
+        if owner.op not in (Op.FOR, Op.IF, Op.WHILE):
+            return None
+        i = owner.results.index(v)
+        if owner.op is Op.FOR:
+            return [for_inits(owner)[i], for_yields(owner)[i]]
+        if owner.op is Op.IF:
+            return [region.terminator.operands[i] for region in owner.regions]
+        return [while_condition(owner).operands[1 + i]]
+    if isinstance(owner, Block) and owner in parents:
+        ins, region = parents[owner]
+        i = owner.args.index(v)
+        if ins.op is Op.FOR and i > 0:
+            return [for_inits(ins)[i - 1], for_yields(ins)[i - 1]]
+        if ins.op is Op.WHILE and region == 0:
+            return [ins.operands[i], ins.regions[1].terminator.operands[i]]
+        if ins.op is Op.WHILE and region == 1:
+            return [ins.regions[0].terminator.operands[1 + i]]
+    return None

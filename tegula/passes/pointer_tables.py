@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir.accessors import for_inits, for_yields, while_condition
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from ..ir.types import PointerType, ScalarType, element_of
-from .ir_utils import region_parents
+from .ir_utils import flow_sources, region_parents
 from .written_args import pointer_arguments_behind
 
 # ops whose integer result holds the values of these operands, unchanged
@@ -96,21 +95,4 @@ def _int_sources(v: Value, parents: dict[Block, tuple[Instr, int]]) -> Optional[
         if owner.op in (Op.BITCAST, Op.CAST):
             src = owner.operands[0]
             return [src] if _is_64bit_int(src) and _is_64bit_int(v) else None
-        i = owner.results.index(v)
-        if owner.op is Op.FOR:
-            return [for_inits(owner)[i], for_yields(owner)[i]]
-        if owner.op is Op.IF:
-            return [region.terminator.operands[i] for region in owner.regions]
-        if owner.op is Op.WHILE:
-            return [while_condition(owner).operands[1 + i]]
-        return None
-    if isinstance(owner, Block) and owner in parents:
-        ins, region = parents[owner]
-        i = owner.args.index(v)
-        if ins.op is Op.FOR and i > 0:
-            return [for_inits(ins)[i - 1], for_yields(ins)[i - 1]]
-        if ins.op is Op.WHILE and region == 0:
-            return [ins.operands[i], ins.regions[1].terminator.operands[i]]
-        if ins.op is Op.WHILE and region == 1:
-            return [ins.regions[0].terminator.operands[1 + i]]
-    return None
+    return flow_sources(v, parents)

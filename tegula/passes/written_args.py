@@ -16,10 +16,10 @@ anywhere: all pointer arguments are reported.
 """
 from __future__ import annotations
 
-from ..ir.accessors import for_inits, for_yields, while_condition
+from ..ir.accessors import for_inits, for_yields
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import OP_INFO, Kind, Op
-from .ir_utils import pointer_args, region_parents
+from .ir_utils import flow_sources, pointer_args, region_parents
 
 # ops whose pointer result points into the same allocation as these operands
 _PASS_THROUGH = {
@@ -83,17 +83,9 @@ def pointer_arguments_behind(kernel: Kernel, pointers: list[Value]) -> set[str] 
 def _sources(v: Value, parents: dict[Block, tuple[Instr, int]]) -> list[Value] | None:
     """Values `v` may have been computed from as a pointer, or None if unknown."""
     owner = v.owner
-    if isinstance(owner, Instr):
-        if owner.op in _PASS_THROUGH:
-            return [owner.operands[i] for i in _PASS_THROUGH[owner.op]]
-        i = owner.results.index(v)
-        if owner.op is Op.FOR:
-            return [for_inits(owner)[i], for_yields(owner)[i]]
-        if owner.op is Op.IF:
-            return [region.terminator.operands[i] for region in owner.regions]
-        if owner.op is Op.WHILE:
-            return [while_condition(owner).operands[1 + i]]
-        return None
+    if isinstance(owner, Instr) and owner.op in _PASS_THROUGH:
+        return [owner.operands[i] for i in _PASS_THROUGH[owner.op]]
+    return flow_sources(v, parents)
     if isinstance(owner, Block) and owner in parents:
         ins, region = parents[owner]
         i = owner.args.index(v)

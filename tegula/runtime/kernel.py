@@ -306,10 +306,8 @@ class CompiledKernel:
         last = self.__dict__.get("_last_grid_runner")
         if fixed is not None and last is not None and last[0] == fixed:
             return last[1]
-        n_params = len(self.metadata.param_names)
-
         def runner(*args: Any, stream: Any = None) -> None:
-            values = args if len(args) == n_params and not self.src_has_trees else self._full_values(args)
+            values = self._full_values(args)
             if fixed is not None:
                 g = fixed
             else:
@@ -327,10 +325,6 @@ class CompiledKernel:
             self.__dict__["_last_grid_runner"] = (fixed, runner)
         return runner
 
-    @property
-    def src_has_trees(self) -> bool:
-        """Whether the kernel has tuple or descriptor parameters (launched with all of them)."""
-        return bool(getattr(self.src, "arg_trees", None))
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} for {self.metadata.target} ({self.hash[:12]})>"

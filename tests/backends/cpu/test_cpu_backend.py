@@ -10,21 +10,6 @@ from tegula.backends.cpu.lower import CpuLoweringError
 from tegula.errors import OutOfBoundsError
 
 
-@pytest.fixture
-def cpu(monkeypatch):
-    from tegula.runtime import backend_registry
-
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    # an earlier host launch without the knob left "cpu" cached as unavailable
-    factory = backend_registry._FACTORIES["cpu"]
-    backend_registry.register_backend("cpu", factory)
-    yield
-    monkeypatch.undo()
-    backend_registry.register_backend("cpu", factory)
-
-
 @tegula.jit
 def axpy(x, y, o, n, a, B: tl.constexpr):
     offs = tl.program_id(0) * B + tl.arange(0, B)

@@ -10,13 +10,6 @@ import tegula.language as tl
 from tegula.errors import OutOfBoundsError
 
 
-@pytest.fixture
-def cpu(monkeypatch):
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 @tegula.jit
 def exp_kernel(x, o, n, B: tl.constexpr):
     offs = tl.program_id(0) * B + tl.arange(0, B)

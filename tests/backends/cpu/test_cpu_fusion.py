@@ -10,13 +10,6 @@ import tegula
 import tegula.language as tl
 
 
-@pytest.fixture
-def cpu(monkeypatch):
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 def both(monkeypatch, launch):
     """Run `launch()` on the CPU backend, then on the interpreter; both results."""
     got = launch()

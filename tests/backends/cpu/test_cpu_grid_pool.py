@@ -14,20 +14,6 @@ import tegula.language as tl
 from tegula.errors import OutOfBoundsError
 
 
-@pytest.fixture
-def cpu(monkeypatch):
-    from tegula.runtime import backend_registry
-
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    factory = backend_registry._FACTORIES["cpu"]
-    backend_registry.register_backend("cpu", factory)
-    yield
-    monkeypatch.undo()
-    backend_registry.register_backend("cpu", factory)
-
-
 @tegula.jit
 def count_runs(runs, work, B: tl.constexpr):
     # program p loops p % 7 times (uneven cost), then counts itself

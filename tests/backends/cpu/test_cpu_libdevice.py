@@ -10,13 +10,6 @@ import tegula.language as tl
 from tegula.language.extra import libdevice
 
 
-@pytest.fixture
-def cpu(monkeypatch):
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 @tegula.jit
 def binary(x, y, o, n, OP: tl.constexpr, B: tl.constexpr):
     offs = tl.arange(0, B)

@@ -10,20 +10,6 @@ import tegula.language as tl
 
 
 @pytest.fixture
-def cpu(monkeypatch):
-    from tegula.runtime import backend_registry
-
-    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
-    monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    factory = backend_registry._FACTORIES["cpu"]
-    backend_registry.register_backend("cpu", factory)
-    yield
-    monkeypatch.undo()
-    backend_registry.register_backend("cpu", factory)
-
-
-@pytest.fixture
 def stream_words(monkeypatch):
     """The stream word of every CPU launch's `sizes`, in launch order."""
     from tegula.backends.cpu.backend import CpuProgram
