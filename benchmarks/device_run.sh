@@ -15,6 +15,15 @@
 #              .tutorials/ carried: mkdir -p .tutorials && cp ../shared/upstream/tutorials/*.py .tutorials/)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
 #
+#   bash benchmarks/device_run.sh --gpus "GROUP" "GROUP" ...
+#
+# runs each GROUP on its own GPU at the same time (GPU i for the i-th group; for a
+# machine of several GPUs, so that one device call does the work of several). A GROUP
+# is "[VAR=value ...] STAGE [STAGE...]", e.g. "TUTORIALS='06' TUTORIAL_TIMEOUT=270
+# tutorials". Each group is cut at GROUP_TIMEOUT seconds (570), its logs are packed
+# into $OUT/logs.tgz (the device tool returns at most 8 files), and each group's
+# short results are printed last, one group after the other.
+#
 # Logs go to $OUT (or /tmp/tegula-device); each stage prints its short result last.
 set -u
 OUT=${OUT:-/tmp/tegula-device}
@@ -61,4 +70,24 @@ stage() {
   esac
 }
 
+on_gpus() {
+  local i=0 g w
+  mkdir -p "$OUT/work"
+  for g in "$@"; do
+    local envs=() stages=()
+    for w in $g; do case "$w" in *=*) envs+=("$w") ;; *) stages+=("$w") ;; esac; done
+    # each group keeps its own compile cache: unset, the child makes a fresh one
+    (env -u TEGULA_CACHE_DIR CUDA_VISIBLE_DEVICES="$i" OUT="$OUT/work/gpu$i" "${envs[@]}" \
+       timeout "${GROUP_TIMEOUT:-570}" bash "$0" "${stages[@]}" > "$OUT/work/gpu$i.txt" 2>&1) &
+    i=$((i + 1))
+  done
+  wait
+  i=0
+  for g in "$@"; do
+    echo "==== GPU $i: $g"; tail -n "${GROUP_TAIL:-60}" "$OUT/work/gpu$i.txt"; i=$((i + 1))
+  done
+  tar czf "$OUT/logs.tgz" -C "$OUT" work && rm -rf "$OUT/work"
+}
+
+if [ "${1:-}" = "--gpus" ]; then shift; on_gpus "$@"; exit 0; fi
 for s in "${@:-all}"; do echo "== $s"; stage "$s"; done
