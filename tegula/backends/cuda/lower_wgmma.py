@@ -90,7 +90,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         raise AssertionError("wgmma's B must be read in place from a shared memory slot")
     a_regs = None
     if a_view is None:  # A from registers, in the plan's wgmma_register_a layout
-        a_regs = _pack_pairs(b, lw.operand(ins, 0))
+        a_regs = _pack_registers(b, lw.operand(ins, 0), 4 // size)
         a_buf, a_base, a_map = None, None, None
     else:
         a_buf, a_base = a_view
@@ -162,12 +162,15 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     lw.define(ins.results[0], acc)
 
 
-def _pack_pairs(b: ir.IRBuilder, vals: list[ir.Value]) -> list[ir.Value]:
-    """Consecutive 16-bit elements packed two to an i32 register, low half first."""
+def _pack_registers(b: ir.IRBuilder, vals: list[ir.Value], per_register: int) -> list[ir.Value]:
+    """Consecutive elements packed `per_register` to an i32 register (two 16-bit or four
+    8-bit ones), the first in the low bits, as the A fragment's registers hold them."""
     out = []
-    for x, y in zip(vals[0::2], vals[1::2]):
-        vec = ir.Constant(ir.VectorType(x.type, 2), ir.Undefined)
-        vec = b.insert_element(b.insert_element(vec, x, ir.Constant(I32, 0)), y, ir.Constant(I32, 1))
+    for at in range(0, len(vals), per_register):
+        group = vals[at:at + per_register]
+        vec = ir.Constant(ir.VectorType(group[0].type, per_register), ir.Undefined)
+        for i, x in enumerate(group):
+            vec = b.insert_element(vec, x, ir.Constant(I32, i))
         out.append(b.bitcast(vec, I32))
     return out
 

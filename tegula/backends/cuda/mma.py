@@ -82,7 +82,7 @@ def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
     return 4 * gm, gn
 
 
-# fp8 operands: wgmma only (sm_90a, both operands K-major in shared memory)
+# fp8 operands: wgmma only (sm_90a; operands in shared memory K-major, A possibly in registers)
 _WGMMA_ONLY = {
     ("f8e4m3", "f32"): ("e4m3", 32, 4, 1),
     ("f8e5m2", "f32"): ("e5m2", 32, 4, 1),
@@ -93,8 +93,8 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
                a_in_shared: bool = False, b_k_major: bool = False, a_k_major: bool = True) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
     shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
-    fp8 dots need wgmma with A and B both in slots, both K-major (`a_k_major`,
-    `b_k_major`: which way round their copies run)."""
+    fp8 dots need wgmma with B in a slot, K-major, and A K-major in a slot or in
+    registers (`a_k_major`, `b_k_major`: which way round their copies run)."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -109,7 +109,9 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     spec = _INSTRUCTIONS.get((ea, ec))
     fp8 = (ea, ec) in _WGMMA_ONLY
     if fp8:
-        if not (capability >= 90 and knobs.wgmma and b_in_shared and a_in_shared and b_k_major and a_k_major):
+        # A may also come from registers (attention's P @ V, a Q kept across the loop):
+        # the register form takes 8-bit A as it takes 16-bit, four to a register
+        if not (capability >= 90 and knobs.wgmma and b_in_shared and b_k_major and (a_k_major or not a_in_shared)):
             return None
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks

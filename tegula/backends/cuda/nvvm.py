@@ -306,14 +306,17 @@ class NVPTXDevice:
     def wgmma_rs(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], desc_b: ir.Value,
                  acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
         """`wgmma.mma_async` with A from registers: `a` this thread's four i32 registers
-        of packed A elements (mma.sync's A fragment of its warp's 16 rows)."""
+        of packed A elements (mma.sync's A fragment of its warp's 16 rows: two 16-bit
+        or four 8-bit elements a register)."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
         ins_a = ",".join(f"${count + i}" for i in range(4))
+        # B's transpose exists for 16-bit operands only (an 8-bit B is always K-major)
+        trans = f", {int(trans_b)}" if choice.elem_bytes == 2 else ""
         asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-               f"{choice.ptx} {{{outs}}}, {{{ins_a}}}, ${count + 4}, p, 1, 1, {int(trans_b)}; }}")
+               f"{choice.ptx} {{{outs}}}, {{{ins_a}}}, ${count + 4}, p, 1, 1{trans}; }}")
         cons = ",".join([f"={reg}"] * count + ["r"] * 4 + ["l"] + [str(i) for i in range(count)])
         ret = ir.LiteralStructType([acc_ty] * count)
         out = inline_asm(b, ret, [*a, desc_b, *acc], asm, cons, side_effect=True)

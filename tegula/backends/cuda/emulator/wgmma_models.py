@@ -110,28 +110,37 @@ class WgmmaModels:
     def wgmma_rs(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], desc_b: ir.Value,
                  acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
         """A from registers: the thread's rows g and g + 8 of its warp's 16 are spread
-        over its quad (lanes 4(l // 4) .. +3), register j of lane t holding k = 2t, 2t + 1
-        (+ 8 for j >= 2) of row g (+ 8 for odd j): gathered through the exchange buffer."""
+        over its quad (lanes 4(l // 4) .. +3). With 16-bit elements register j of lane t
+        holds k = 2t, 2t + 1 (+ 8 for j >= 2) of row g (+ 8 for odd j); with 8-bit ones
+        (k = 32) k = 4t .. 4t + 3 (+ 16 for j >= 2), the lowest byte first. Gathered
+        through the exchange buffer."""
         quad = b.and_(self.lane, _c(28))
 
         def read() -> list[ir.Value]:
             return [self.peek(b, b.add(self.warp_base, b.add(quad, _c(t))), j) for t in range(4) for j in range(4)]
         words = self.collective(b, "warp", list(a), read)
-        rows = self.entry.alloca(ir.ArrayType(F32, 32))
+        kk = choice.k
+        per_word = 4 // choice.elem_bytes        # elements a register: 2 or 4
+        row_ty = ir.ArrayType(F32, 2 * kk)
+        rows = self.entry.alloca(row_ty)
         rows.type = ptr_type(0)
+        bits = 8 * choice.elem_bytes
         for half in range(2):
-            for k in range(16):
-                word = words[((k % 8) // 2) * 4 + half + 2 * (k // 8)]
-                raw = b.trunc(b.lshr(word, _c(16 * (k % 2))), I16)
-                if choice.ab_type == "f16":
+            for k in range(kk):
+                t = (k % (kk // 2)) // per_word
+                word = words[t * 4 + half + 2 * (k // (kk // 2))]
+                raw = b.trunc(b.lshr(word, _c(bits * (k % per_word))), ir.IntType(bits))
+                if choice.ab_type in ("e4m3", "e5m2"):
+                    v = casts.fp8_to_f32(b, raw, "f8" + choice.ab_type)
+                elif choice.ab_type == "f16":
                     v = b.fpext(b.bitcast(raw, ir.HalfType()), F32)
                 else:
                     v = b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
-                b.store(v, b.gep(rows, [_c(0), _c(half * 16 + k)], source_etype=ir.ArrayType(F32, 32)))
+                b.store(v, b.gep(rows, [_c(0), _c(half * kk + k)], source_etype=row_ty))
 
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
-            idx = b.add(b.mul(half, _c(16)), k)
-            return b.load(b.gep(rows, [_c(0), idx], source_etype=ir.ArrayType(F32, 32)), typ=F32)
+            idx = b.add(b.mul(half, _c(kk)), k)
+            return b.load(b.gep(rows, [_c(0), idx], source_etype=row_ty), typ=F32)
         return self._wgmma_loops(b, choice, a_value, desc_b, acc, trans_b)
 
     def _wgmma_loops(self: "HostDevice", b: ir.IRBuilder, choice: Any,
