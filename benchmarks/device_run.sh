@@ -11,16 +11,20 @@
 #   bench      the side-by-side benchmarks (run_gpu.py)
 #   tc         the tensor-core examples' benchmark, small sizes (tc_examples_gpu.py --quick)
 #   softmax    tutorial 02's grid inputs and times, Triton then tegula (softmax_occupancy.py)
-#   tutorials  Triton's tutorials 02 03 05 06 08 09 under Triton and tegula (needs
-#              .tutorials/ carried: mkdir -p .tutorials && cp ../shared/upstream/tutorials/*.py .tutorials/)
+#   tutorials  Triton's tutorials under Triton and tegula (needs .tutorials/ carried:
+#              mkdir -p .tutorials && cp ../shared/upstream/tutorials/*.py .tutorials/);
+#              TUTORIALS=02,03 picks them (default 02,03,05,06,08,09), TUTORIAL_WHO=tegula
+#              runs one compiler, TUTORIAL_TIMEOUT bounds each run
+#   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
+#              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
 #
 #   bash benchmarks/device_run.sh --gpus "GROUP" "GROUP" ...
 #
 # runs each GROUP on its own GPU at the same time (GPU i for the i-th group; for a
 # machine of several GPUs, so that one device call does the work of several). A GROUP
-# is "[VAR=value ...] STAGE [STAGE...]", e.g. "TUTORIALS='06' TUTORIAL_TIMEOUT=270
-# tutorials". Each group is cut at GROUP_TIMEOUT seconds (570), its logs are packed
+# is "[VAR=value ...] STAGE [STAGE...]", e.g. "TUTORIALS=03,06 TUTORIAL_TIMEOUT=270
+# tutorials" (values without spaces: lists take commas). Each group is cut at GROUP_TIMEOUT seconds (570), its logs are packed
 # into $OUT/logs.tgz (the device tool returns at most 8 files), and each group's
 # short results are printed last, one group after the other.
 #
@@ -62,8 +66,13 @@ stage() {
     timeout 120 python3 benchmarks/softmax_occupancy.py 2>&1 | tee "$OUT/softmax_triton.log" | tail -n 12
     timeout 180 python3 -m tegula.compat benchmarks/softmax_occupancy.py 2>&1 | tee "$OUT/softmax_tegula.log" | tail -n 12 ;;
   tutorials)
-    timeout "${TUTORIALS_TIMEOUT:-560}" python3 benchmarks/tutorials_gpu.py .tutorials --only ${TUTORIALS:-02 03 05 06 08 09} \
-      --timeout "${TUTORIAL_TIMEOUT:-150}" --out "$OUT" 2>&1 | tee "$OUT/tutorials.log" | tail -n 60 ;;
+    local only=${TUTORIALS:-02,03,05,06,08,09} who=${TUTORIAL_WHO:-triton,tegula}
+    timeout "${TUTORIALS_TIMEOUT:-560}" python3 benchmarks/tutorials_gpu.py .tutorials --only ${only//,/ } \
+      --who ${who//,/ } --timeout "${TUTORIAL_TIMEOUT:-150}" --out "$OUT" 2>&1 | tee "$OUT/tutorials.log" | tail -n 60 ;;
+  compat-pytest)
+    timeout "${PYTEST_TIMEOUT:-300}" python3 -m tegula.compat -m pytest -q -p no:cacheprovider ${PYTEST_TARGET//,/ } \
+      > "$OUT/compat_pytest.log" 2>&1
+    echo "compat pytest exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/compat_pytest.log" | head -20; tail -n 5 "$OUT/compat_pytest.log" ;;
   all)
     for s in smoke tests tests-slow examples mix bench; do stage "$s"; done ;;
   *) echo "unknown stage $1"; exit 2 ;;

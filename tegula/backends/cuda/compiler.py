@@ -40,6 +40,7 @@ from .encode_layouts import encode_layouts, plan_from_types
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
+from .stage_operands import stage_invariant_operands
 from .tma import tma_enabled, tma_loads
 
 Emit = Callable[[str, Any], Any]
@@ -99,6 +100,15 @@ def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
     return kernel
 
 
+def _stage_operands(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Loop-invariant wgmma operands staged once in shared memory (sm_90a; B operands,
+    and A operands when registers are short): see `stage_operands`."""
+    o: TgirOptions = ctx.options
+    if not o.checked:
+        stage_invariant_operands(kernel, o.num_warps, o.capability)
+    return kernel
+
+
 def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Every tile value's layout chosen (`assign_layouts`) and written into its type,
     conversions made explicit."""
@@ -119,11 +129,13 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
 register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.leftover_descriptors", _leftover_descriptors)
+register_pass("cuda.stage_operands", _stage_operands)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
 register_pipeline("cuda_tgir", ["cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
-                                "cuda.encode_layouts", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
+                                "cuda.stage_operands", "cuda.encode_layouts", "cuda.allocate_shared_memory",
+                                "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

@@ -81,6 +81,7 @@ from .pipeline_candidates import (
     transposed_by,
     writes_what_it_prefetches,
 )
+from .pipeline_split import split_transposed_uses, undo
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
@@ -130,8 +131,19 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         has_dot = any(i.op is Op.DOT for i in loop.regions[0].walk())
         if not has_dot and not explicit:
             continue  # nothing feeds a dot, and no num_stages asks for prefetching
+        # a load read both directly and transposed by dots gets a copy for the transpose
+        splits = [] if not has_dot else split_transposed_uses(loop.regions[0], _uses(kernel))
         plan = _plan(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
-        if plan is not None:
+        if plan is not None and all(s.load in plan.loads and s.copy in plan.loads for s in splits):
+            _rewrite(kernel, parent, plan)
+            done += 1
+        elif splits:  # not pipelined with both rings: the loop keeps its one load
+            undo(loop.regions[0], splits)
+            plan = _plan(kernel, loop, stages, num_warps, capability)
+            if plan is not None:
+                _rewrite(kernel, parent, plan)
+                done += 1
+        elif plan is not None:
             _rewrite(kernel, parent, plan)
             done += 1
     return done

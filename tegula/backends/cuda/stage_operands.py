@@ -1,0 +1,192 @@
+"""Loop-invariant dot operands staged once in shared memory (sm_90a, wgmma).
+
+A tile loaded before a loop and read there only as an operand of dots (attention's Q
+in the forward; K and V in the backward's dK/dV kernel, Triton's tutorial 06) is
+otherwise held in registers for the whole loop: a B operand then keeps its dots off
+wgmma altogether (wgmma reads B from shared memory only), and register A operands
+compete with the accumulators. Triton stages such operands in shared memory on Hopper.
+
+`stage_invariant_operands` rewrites such a load into
+
+    buf = local_alloc smem<1 x shape>
+    async_copy buf, 0, ptrs[, mask]        (masked-off elements zero-filled)
+    async_commit; async_wait 0             (the barrier pass adds the CTA barrier)
+    x = local_load buf, 0                  (the dots read it in place, see lower_shared)
+    ... the loops ...
+    local_dealloc buf                      (after the last top-level op that reads x)
+
+for every B operand, and for A operands when registers are short: when the loop's
+dot accumulators and the register A operands would take more than half of a thread's
+255 registers (K and V next to dK and dV, 4 warps: 64 + 128). A Q beside one
+accumulator (the forward) stays in registers, where the forward kernels were measured.
+Each dot must still run on wgmma with the operand in shared memory (`choose_mma`);
+the load's `other`, if any, must be zero (the copy's fill).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...config import knobs
+from ...ir import attrs as A
+from ...ir.accessors import memory_operands
+from ...ir.builder import Builder
+from ...ir.core import Block, Instr, Kernel, Value
+from ...ir.ops import Op
+from ...ir.types import I32, PointerType, SmemType, TileType, element_of
+from .mma import choose_mma
+from .pipeline_candidates import is_zero
+
+# registers per thread the accumulators and register A operands of a loop may take
+# before its invariant A operands move to shared memory
+REGISTER_BUDGET = 128
+
+
+def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) -> int:
+    """Stage the loop-invariant dot operands that qualify (in place); returns how many."""
+    if capability < 90 or not knobs.wgmma or not knobs.dot_tensor_cores:
+        return 0
+    uses: dict[Value, list[Instr]] = {}
+    for ins in kernel.walk():
+        for v in ins.operands:
+            uses.setdefault(v, []).append(ins)
+    done = 0
+    for block in _blocks(kernel.body):
+        picked = _pick(block, uses, num_warps, capability)
+        for load in picked:
+            _stage(block, load, uses)
+        done += len(picked)
+    return done
+
+
+def _blocks(block: Block) -> list[Block]:
+    out = [block]
+    for ins in block.instrs:
+        for region in ins.regions:
+            out += _blocks(region)
+    return out
+
+
+def _top_level_owner(block: Block, ins: Instr) -> Optional[Instr]:
+    """The op of `block` that `ins` is, or is nested in (None: not in `block`)."""
+    for top in block.instrs:
+        if top is ins or any(sub is ins for sub in top.walk()):
+            return top
+    return None
+
+
+def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]]) -> Optional[list[tuple[Instr, int]]]:
+    """(dot, operand index) for every user of the load, when all are dots inside loops
+    that follow it in `block` reading it as A or B; else None."""
+    res = load.results[0]
+    roles = []
+    for u in uses.get(res, []):
+        if u.op is not Op.DOT or u.operands[2] is res:
+            return None
+        ks = [k for k in (0, 1) if u.operands[k] is res]
+        top = _top_level_owner(block, u)
+        if len(ks) != 1 or top is None or top is u or top.op is not Op.FOR:
+            return None
+        if block.instrs.index(top) < block.instrs.index(load):
+            return None
+        roles.append((u, ks[0]))
+    return roles or None
+
+
+def _qualifies(load: Instr) -> bool:
+    if load.op is not Op.LOAD or load.attrs.volatile:
+        return False
+    res = load.results[0]
+    if not isinstance(res.type, TileType) or len(res.type.shape) != 2:
+        return False
+    mem = memory_operands(load)
+    ptr_elem = element_of(mem.pointer.type)
+    return isinstance(ptr_elem, PointerType) and ptr_elem.address_space == 1 and (
+        mem.other is None or is_zero(mem.other))
+
+
+def _regs(v: Value, num_warps: int) -> int:
+    """32-bit registers per thread a tile takes spread over the CTA."""
+    t = v.type
+    return max(1, t.numel * element_of(t).bytes // (4 * 32 * num_warps))
+
+
+def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> list[Instr]:
+    staged_b, a_candidates = [], []
+    for ins in block.instrs:
+        if not _qualifies(ins):
+            continue
+        roles = _operand_roles(ins, block, uses)
+        if roles is None:
+            continue
+        ok = True
+        for dot, k in roles:
+            b_in_shared = k == 1 or _in_shared(dot.operands[1])
+            if not b_in_shared:
+                ok = False
+                break
+            choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=k == 0, b_k_major=True)
+            if choice is None or choice.version != 3:
+                ok = False
+                break
+        if not ok:
+            continue
+        if any(k == 1 for _d, k in roles):
+            staged_b.append(ins)
+        else:
+            a_candidates.append((ins, roles))
+    if not a_candidates:
+        return staged_b
+    # the register pressure of the loops the A candidates are read in
+    loops = {_top_level_owner(block, d) for _ins, roles in a_candidates for d, _k in roles}
+    accs = {d.results[0] for loop in loops for d in loop.walk() if d.op is Op.DOT}
+    pressure = sum(_regs(v, num_warps) for v in accs) + sum(_regs(ins.results[0], num_warps)
+                                                           for ins, _r in a_candidates)
+    if pressure <= REGISTER_BUDGET:
+        return staged_b
+    return staged_b + [ins for ins, _r in a_candidates]
+
+
+def _free_position(block: Block, alloc: Instr, readers: list[Instr]) -> int:
+    """Where the buffer of `alloc` is freed: after the last top-level op that reads it,
+    and after what that op's own rings free there (buffers allocated after this one,
+    their waits), so that buffers are freed in the reverse order of their allocation."""
+    mine = block.instrs.index(alloc)
+    at = max(block.instrs.index(r) for r in readers) + 1
+    while at < len(block.instrs):
+        ins = block.instrs[at]
+        if ins.op is Op.LOCAL_DEALLOC:
+            owner = ins.operands[0].owner
+            if not (owner in block.instrs and block.instrs.index(owner) > mine):
+                break
+        elif ins.op not in (Op.ASYNC_WAIT, Op.DOT_WAIT, Op.MBARRIER_INVAL):
+            break
+        at += 1
+    return at
+
+
+def _in_shared(v: Value) -> bool:
+    return isinstance(v.owner, Instr) and v.owner.op is Op.LOCAL_LOAD
+
+
+def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> None:
+    res = load.results[0]
+    mem = memory_operands(load)
+    b = Builder()
+    b.loc = load.loc
+    staged = Block()
+    b.set_insertion_end(staged)
+    t = res.type
+    buf = b.op1(Op.LOCAL_ALLOC, type=SmemType((1,) + tuple(t.shape), element_of(t)))
+    slot = b.constant(0, I32)
+    operands = [buf, slot, mem.pointer] + ([mem.mask] if mem.mask is not None else [])
+    b.create(Op.ASYNC_COPY, operands, A.AsyncCopyAttrs(has_mask=mem.mask is not None))
+    b.create(Op.ASYNC_COMMIT, [])
+    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    value = b.op1(Op.LOCAL_LOAD, buf, slot)
+    at = block.instrs.index(load)
+    block.instrs[at:at + 1] = staged.instrs
+    block.instrs.insert(_free_position(block, buf.owner, [_top_level_owner(block, u) for u in uses.get(res, [])]),
+                        Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
+    for u in uses.get(res, []):
+        u.operands = [value if o is res else o for o in u.operands]
+
