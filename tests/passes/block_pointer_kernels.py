@@ -2,8 +2,11 @@
 desugaring must handle — a block pointer advanced in a `for` loop (a matmul), loads
 padded with zero or NaN and checked on some dimensions only, a block pointer returned
 from an `if`, one carried through a `while` loop, stores, bool elements — with the
-signatures and constexprs they compile with (`CASES`)."""
+signatures and constexprs they compile with (`CASES`), and fresh random inputs for
+each (`inputs`)."""
 from __future__ import annotations
+
+import numpy as np
 
 import tegula
 import tegula.language as tl
@@ -27,6 +30,19 @@ def matmul_bp(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 
 
 @tegula.jit
+def row_sums(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+    """Each program sums its row of x in BLOCK-wide steps: a block pointer advanced in a
+    `for` loop (the golden-text kernel)."""
+    p = tl.make_block_ptr(x_ptr + tl.program_id(0) * stride, (n,), (1,), (-BLOCK,), (BLOCK,), (0,))
+    p = tl.advance(p, (BLOCK,))
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for _ in range(0, n, BLOCK):
+        acc += tl.load(p, boundary_check=(0,))
+        p = tl.advance(p, (BLOCK,))
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+@tegula.jit
 def pad_1d(x_ptr, out_ptr, n, stride, NAN: tl.constexpr, BLOCK: tl.constexpr):
     p = tl.make_block_ptr(x_ptr, (n,), (stride,), (tl.program_id(0) * BLOCK - 4,), (BLOCK,), (0,))
     if NAN:
@@ -40,9 +56,9 @@ def pad_1d(x_ptr, out_ptr, n, stride, NAN: tl.constexpr, BLOCK: tl.constexpr):
 @tegula.jit
 def checked_dims_3d(x_ptr, y_ptr, A, B, C, sa, sb, CHECK: tl.constexpr, BA: tl.constexpr, BB: tl.constexpr,
                     BC: tl.constexpr):
-    """A 3-D block, 1 row before and partly beyond the tensor, checked on `CHECK` dims only
-    (unchecked dims stay inside: the grid covers them exactly)."""
-    offs = (tl.program_id(0) * BA, tl.program_id(1) * BB, tl.program_id(2) * BC - 3)
+    """A 3-D block, the last ones partly beyond the tensor, checked on `CHECK` dims only
+    (the callers' buffers extend past the tensor, so unchecked dims stay in memory)."""
+    offs = (tl.program_id(0) * BA, tl.program_id(1) * BB, tl.program_id(2) * BC)
     src = tl.make_block_ptr(x_ptr, (A, B, C), (sa, sb, 1), offs, (BA, BB, BC), (2, 1, 0))
     dst = tl.make_block_ptr(y_ptr, (A, B, C), (sa, sb, 1), offs, (BA, BB, BC), (2, 1, 0))
     t = tl.load(src, boundary_check=CHECK, padding_option="zero")
@@ -92,6 +108,8 @@ _3D_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "A": "i32", "B": "i32", "C": "i32
 # name -> (kernel, signature, constexprs)
 CASES = {
     "matmul": (matmul_bp, _MM_SIG, {"BM": 16, "BN": 16, "BK": 16}),
+    "row_sums": (row_sums, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "stride": "i32",
+                            "BLOCK": "constexpr"}, {"BLOCK": 16}),
     "pad_zero": (pad_1d, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "stride": "i32", "NAN": "constexpr",
                           "BLOCK": "constexpr"}, {"NAN": False, "BLOCK": 16}),
     "pad_nan": (pad_1d, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "stride": "i32", "NAN": "constexpr",
@@ -104,3 +122,31 @@ CASES = {
     "while": (while_walk, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 16}),
     "bool": (bool_copy, {"x_ptr": "*i1", "y_ptr": "*i1", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 32}),
 }
+
+
+def inputs(name: str, rng: np.random.Generator) -> tuple[tuple[int, int, int], list]:
+    """(grid, arguments) of a case on fresh random inputs whose sizes are not multiples
+    of the blocks; pointer arguments are numpy arrays."""
+    f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    if name == "matmul":
+        m, n, k = rng.integers(17, 60, 3)
+        b = f32(n, k)  # read as b.T through strides (1, k): the block pointer's order (0, 1)
+        return (-(-m // 16), -(-n // 16), 1), [f32(m, k), b, np.zeros((m, n), np.float32), m, n, k, k, 1, 1, k,
+                                               n, 1]
+    if name == "row_sums":
+        n = int(rng.integers(20, 70))
+        return (3, 1, 1), [f32(3 * n), np.zeros(3, np.float32), n, n]
+    if name.startswith("pad"):
+        return (2, 1, 1), [f32(20), np.zeros(32, np.float32), 10, 2]
+    if name.startswith("check"):
+        a, b, c = 3, 7, 19  # the buffers extend a block past the tensor in every dimension
+        x = f32(a + 2, b + 4, c + 8)
+        return (2, 2, 3), [x, np.zeros_like(x), a, b, c, x.shape[1] * x.shape[2], x.shape[2]]
+    if name == "branch":
+        return (2, 1, 1), [rng.integers(-99, 99, 48).astype(np.int32), np.zeros(64, np.int32), 6]
+    if name == "while":
+        n = int(rng.integers(17, 70))
+        return (1, 1, 1), [f32(n), np.zeros(16, np.float32), n]
+    assert name == "bool"
+    n = int(rng.integers(33, 96))
+    return (3, 1, 1), [rng.integers(0, 2, n).astype(bool), np.ones(n, bool), n]
