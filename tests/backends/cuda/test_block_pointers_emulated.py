@@ -3,7 +3,8 @@ in `cuda_tgir`, so every block-pointer pattern (for, if, while, stores, bool, ea
 dimension checked, zero and NaN padding) runs on the host emulator at sm_80 and sm_90
 exactly as the interpreter runs the ops; a fp16 block-pointer matmul advanced along K
 is software-pipelined (its loads become cp.async copies, the loop carries the two
-offsets only) and matches float64 numpy; ptxas assembles it for both."""
+offsets only) and matches float64 numpy; ptxas assembles it for both. Checked mode
+reports a block stored past its buffer at the user's line."""
 from __future__ import annotations
 
 import sys
@@ -80,3 +81,15 @@ def test_ptxas_assembles_the_block_pointer_matmul(cap):
     asm, md = compile_kernel(_ir(matmul_bp, FP16_SIG, FP16_CX), {"num_warps": 4, "num_stages": 3}, cap)
     assert "blockptr" not in asm["tgir"] and "cp.async" in asm["ptx"]
     assert asm["cubin"][:4] == b"\x7fELF" and md["n_spills"] == 0
+
+
+def test_checked_mode_reports_an_unchecked_block_past_its_buffer():
+    """Debug (checked) mode bounds-checks the pointer code the pass made: a third program
+    storing where the output has room for two is reported at the user's line."""
+    from tegula.errors import OutOfBoundsError
+    kernel = _ir(*CASES["pad_zero"])
+    ek = EmulatedKernel(kernel, 4, debug=True, capability=80)
+    with pytest.raises(OutOfBoundsError, match="out-of-bounds store in kernel 'pad_1d': pointer argument 'out_ptr'"
+                       ) as info:
+        ek.run((3, 1, 1), [np.zeros(20, np.float32), np.zeros(32, np.float32), 10, 2])
+    assert "block_pointer_kernels.py" in str(info.value) and "tl.store(q, v)" in str(info.value)
