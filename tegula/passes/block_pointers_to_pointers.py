@@ -9,12 +9,9 @@ Expects: verified IR. A `blockptr` value may be a loop's iter arg or result, a
 shape... (i64), strides... (i64), offsets... (i32); a `for` / `while` / `if` carrying
 one carries its parts instead (an iter arg becomes 1 + 3n iter args, a yield yields
 the parts), `advance` becomes i32 adds of the offsets, and an access becomes the code
-the frontend emitted for it before block pointers were ops, so the rest of the
-compiler sees what it always saw:
+the frontend emitted for it before block pointers were ops (`block_addresses`, with
+the `boundary_check` dims checked), so the rest of the compiler sees what it always saw:
 
-    idx_d   = offset_d + arange(block_d)                    (i32, expanded to rank n)
-    ptrs    = base + sum_d i64(idx_d) * stride_d            (broadcast to the block)
-    inside  = AND over the boundary_check dims d of (idx_d >= 0 and i64(idx_d) < shape_d)
     load ptrs[, inside, padding]   |   store ptrs, value[, inside]
 
 (i1 elements go through i8 memory, as `tl.load`/`tl.store` do). The pass does not
@@ -34,7 +31,8 @@ from ..ir.builder import Builder
 from ..ir.clone import clone_kernel
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import BLOCK_POINTER_OPS, Op
-from ..ir.types import I1, I8, I32, I64, BlockPtrType, PointerType, TileType, Type, shape_of
+from ..ir.types import I1, I8, I32, I64, BlockPtrType, PointerType, TileType, Type
+from .block_addresses import block_addresses
 from .ir_utils import resolve
 
 
@@ -154,7 +152,7 @@ class _Rewriter:
             moved = tuple(b.op1(Op.ADD, off, d) for off, d in zip(p.offsets, ins.operands[1:]))
             self.parts[ins.result] = p._replace(offsets=moved)
             return
-        ptrs, inside = block_pointers(b, bp, p, ins.attrs.boundary_check)
+        ptrs, inside = block_addresses(b, bp.block, p.base, p.shape, p.strides, p.offsets, ins.attrs.boundary_check)
         elem = bp.element
         if elem == I1:  # bools live in bytes
             ptrs = b.op1(Op.BITCAST, ptrs, type=TileType(bp.block, PointerType(I8)))
@@ -180,41 +178,3 @@ def _load(b: Builder, a: A.BlockLoadAttrs, ptrs: Value, inside: Optional[Value],
     attrs = A.LoadAttrs(inside is not None, inside is not None, a.cache_modifier, a.eviction_policy, a.volatile)
     v = b.op1(Op.LOAD, ptrs, *extra, attrs=attrs, type=mem)
     return b.op1(Op.NE, v, b.constant(0, mem)) if elem == I1 else v
-
-
-def _broadcast(b: Builder, v: Value, shape: tuple[int, ...]) -> Value:
-    return v if shape_of(v.type) == shape else b.broadcast(v, shape)
-
-
-def _combine(b: Builder, op: Op, x: Optional[Value], y: Value) -> Value:
-    """`x op y` with both broadcast to their common shape (y alone when x is None)."""
-    if x is None:
-        return y
-    shape = tuple(max(p, q) for p, q in zip(shape_of(x.type), shape_of(y.type)))
-    return b.op1(op, _broadcast(b, x, shape), _broadcast(b, y, shape))
-
-
-def block_pointers(b: Builder, bp: BlockPtrType, p: Parts, checked: tuple[int, ...]) -> tuple[Value, Optional[Value]]:
-    """The block's pointers and its mask along the `checked` dimensions (None when none
-    is checked), in the frontend's old instruction order (see the module docstring)."""
-    rank = bp.rank
-    addr: Optional[Value] = None
-    inside: Optional[Value] = None
-    for d, size in enumerate(bp.block):
-        idx = b.op1(Op.ADD, b.op1(Op.ARANGE, attrs=A.RangeAttrs(0, size)), b.splat(p.offsets[d], (size,)))
-        for _ in range(d):
-            idx = b.op1(Op.EXPAND_DIMS, idx, attrs=A.ExpandDimsAttrs(0))
-        for _ in range(rank - 1 - d):  # a new last axis
-            idx = b.op1(Op.EXPAND_DIMS, idx, attrs=A.ExpandDimsAttrs(len(shape_of(idx.type))))
-        dims = shape_of(idx.type)
-        wide = b.cast(idx, I64)
-        addr = _combine(b, Op.ADD, addr, b.op1(Op.MUL, wide, b.splat(p.strides[d], dims)))
-        if d in checked:
-            nonneg = b.op1(Op.GE, idx, b.splat(b.constant(0, I32), dims))
-            below = b.op1(Op.LT, wide, b.splat(p.shape[d], dims))
-            inside = _combine(b, Op.AND, inside, b.op1(Op.AND, nonneg, below))
-    addr = _broadcast(b, addr, bp.block)
-    if inside is not None:
-        inside = _broadcast(b, inside, bp.block)
-    ptrs = b.op1(Op.ADDPTR, b.splat(p.base, bp.block), addr)
-    return ptrs, inside
