@@ -56,6 +56,13 @@ def _variants():
         attrs.update({k: div for k in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")})
         yield (f"matmul_{t}_{bm}x{bn}x{bk}_s{s}w{w}_d{div}", mod.matmul_kernel, sig, cx, attrs,
                {"num_warps": w, "num_stages": s})
+    for t, (bm, bn, bk, s, w) in (("fp16", (128, 256, 64, 3, 8)), ("fp16", (64, 64, 32, 1, 4))):
+        sig = {k: v.format(t=t) for k, v in mm_sig.items()}
+        cx = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+              "GROUP_M": 8}
+        attrs = div16("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+        yield (f"matmul_block_ptr_{t}_{bm}x{bn}x{bk}_s{s}w{w}", mod.matmul_block_ptr_kernel, sig, cx, attrs,
+               {"num_warps": w, "num_stages": s})
     desc_sig = {"a_ptr": "*{t}", "b_ptr": "*{t}", "c_ptr": "*{t}", "M": "i32", "N": "i32", "K": "i32",
                 "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32", "BLOCK_M": "constexpr",
                 "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}

@@ -129,7 +129,8 @@ def is_number(x: Any) -> bool:
 
 
 def is_aggregate(x: Any) -> bool:
-    """A value made of several tensors (a block pointer): see `language.aggregate`."""
+    """A value carried through regions as its tensors (a block pointer, a tensor
+    descriptor): see `language.aggregate`."""
     return isinstance(x, Aggregate)
 
 

@@ -20,6 +20,7 @@ from .types import (  # noqa: F401
     U16,
     U32,
     U64,
+    BlockPtrType,
     PointerType,
     ScalarType,
     TensorDescType,

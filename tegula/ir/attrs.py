@@ -208,6 +208,29 @@ class DescriptorReduceAttrs:
 
 
 @dataclass(frozen=True)
+class BlockLoadAttrs:
+    """block_load: the dimensions bounds-checked (`boundary_check`, sorted, each once),
+    what the elements outside them read (`padding`: "zero", or "nan" for floats; only
+    meaningful when some dimension is checked), and the load's cache hints."""
+
+    boundary_check: tuple[int, ...] = ()
+    padding: str = "zero"
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+    volatile: bool = False
+
+
+@dataclass(frozen=True)
+class BlockStoreAttrs:
+    """block_store: the dimensions bounds-checked (elements outside them are not
+    written) and the store's cache hints."""
+
+    boundary_check: tuple[int, ...] = ()
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+
+
+@dataclass(frozen=True)
 class TmaLoadAttrs:
     """tma_load: whether the slot holds the transpose of the descriptor's block (the
     load fed a dot through `.T`; the copy itself writes the block, the slot's layout
@@ -230,6 +253,6 @@ ATTR_CLASSES = {
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
-        AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs,
+        AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs, BlockLoadAttrs, BlockStoreAttrs,
     )
 }

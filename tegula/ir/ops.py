@@ -27,6 +27,7 @@ from . import numpy_ops as npo
 from .types import (
     I1,
     I32,
+    BlockPtrType,
     PointerType,
     SmemType,
     TensorDescType,
@@ -48,7 +49,7 @@ class Kind(enum.Enum):
     SHAPE = "shape"
     SOURCE = "source"  # no data operands: constants, program ids, arange
     DOT = "dot"
-    DESCRIPTOR = "descriptor"  # makes a tensor descriptor (a value, no memory access)
+    DESCRIPTOR = "descriptor"  # makes a tensor descriptor or block pointer (a value, no memory access)
     SHARED = "shared"  # tgir only: shared-memory buffers and asynchronous copies into them
     LAYOUT = "layout"  # tgir only: moves a tile between encodings (values unchanged)
 
@@ -125,6 +126,11 @@ class Op(enum.Enum):
     DESCRIPTOR_LOAD = "descriptor_load"
     DESCRIPTOR_STORE = "descriptor_store"
     DESCRIPTOR_REDUCE = "descriptor_reduce"
+    # block pointers (a window of a strided tensor, moved by `advance`, loop-carried)
+    MAKE_BLOCK_PTR = "make_block_ptr"
+    ADVANCE = "advance"
+    BLOCK_LOAD = "block_load"
+    BLOCK_STORE = "block_store"
     # reductions, scans, matrix product
     REDUCE = "reduce"
     SCAN = "scan"
@@ -248,6 +254,10 @@ def _load(ts, _a):
 
 def _descriptor_block(ts, _a):
     return [ts[0].block_type] if ts and isinstance(ts[0], TensorDescType) else None
+
+
+def _block_ptr_block(ts, _a):
+    return [ts[0].block_type] if ts and isinstance(ts[0], BlockPtrType) else None
 
 
 def _reduce(ts, a):
@@ -381,6 +391,17 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.DESCRIPTOR_REDUCE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.DescriptorReduceAttrs, pure=False,
                                  result=_none),
 
+    # make_block_ptr base, shape x n (i64), strides x n (i64), offsets x n (i32) ->
+    # blockptr<block, order> (the producer states the type); advance p, deltas x n (i32)
+    # -> p moved by the deltas; block_load p -> the block at p's offsets (elements
+    # outside the checked dimensions read the padding); block_store p, value writes
+    # the block's part inside the checked dimensions. Their lowering is the pass
+    # `block_pointers_to_pointers` (pointer tiles and masks), on every compiled backend.
+    Op.MAKE_BLOCK_PTR: OpInfo(Kind.DESCRIPTOR, VARIADIC),
+    Op.ADVANCE: OpInfo(Kind.DESCRIPTOR, VARIADIC, result=_same),
+    Op.BLOCK_LOAD: OpInfo(Kind.MEMORY, 1, attrs=A.BlockLoadAttrs, result=_block_ptr_block),
+    Op.BLOCK_STORE: OpInfo(Kind.MEMORY, 2, results=0, attrs=A.BlockStoreAttrs, pure=False, result=_none),
+
     Op.REDUCE: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ReduceAttrs, result=_reduce, regions=1),
     Op.SCAN: OpInfo(Kind.REDUCE, VARIADIC, results=VARIADIC, attrs=A.ScanAttrs, result=_scan, regions=1),
     Op.DOT: OpInfo(Kind.DOT, 3, attrs=A.DotAttrs, result=_dot),
@@ -448,6 +469,8 @@ TGIR_ONLY = frozenset(op for op, row in OP_INFO.items() if row.kind in (Kind.SHA
 
 DESCRIPTOR_OPS = frozenset({Op.MAKE_TENSOR_DESCRIPTOR, Op.DESCRIPTOR_LOAD, Op.DESCRIPTOR_STORE,
                             Op.DESCRIPTOR_REDUCE})
+
+BLOCK_POINTER_OPS = frozenset({Op.MAKE_BLOCK_PTR, Op.ADVANCE, Op.BLOCK_LOAD, Op.BLOCK_STORE})
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

@@ -5,6 +5,8 @@ has a `TileType` whose shape is static and whose element is a scalar or pointer 
 `SmemType` (a shared-memory buffer handle) exists only in the backend stage `tgir`.
 `TensorDescType` is a tensor descriptor (`tl.make_tensor_descriptor`, a host
 `TensorDescriptor` argument): a strided global tensor read and written in blocks.
+`BlockPtrType` is a block pointer (`tl.make_block_ptr`): a window of a strided tensor
+at offsets that `advance` moves.
 Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
 is what the printer writes and the parser reads. In the backend stage `tgir` a tile type
 also carries an *encoding* (where its elements live: `tile<128x64xf16, #blocked<...>>`),
@@ -184,7 +186,41 @@ class TensorDescType:
     __repr__ = __str__
 
 
-Type = Union[ScalarType, PointerType, TileType, SmemType, TensorDescType]
+@dataclass(frozen=True)
+class BlockPtrType:
+    """A block pointer: a `block`-shaped window of `element`s at some offsets into a
+    strided tensor in global memory (base, shape, strides, offsets are the value, made
+    by `make_block_ptr` and moved by `advance`). The block shape and `order` (the
+    dimensions fastest first, a layout hint Triton keeps) are static, so they are part
+    of the type, as in Triton's `!tt.ptr<tensor<...>>`. Unlike a descriptor, a block
+    pointer is loop-carried and merged by `if`s. Text: `blockptr<64x32xf16, order=[1,0]>`."""
+
+    block: tuple[int, ...]
+    element: "ElementType"
+    order: tuple[int, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.block)
+
+    @property
+    def block_type(self) -> "TileType":
+        """The type of the tiles it loads and stores."""
+        return TileType(self.block, self.element)
+
+    @property
+    def pointer(self) -> PointerType:
+        """The type of its base pointer."""
+        return PointerType(self.element)
+
+    def __str__(self) -> str:
+        order = ",".join(str(d) for d in self.order)
+        return "blockptr<" + "x".join(str(d) for d in self.block) + f"x{self.element}, order=[{order}]>"
+
+    __repr__ = __str__
+
+
+Type = Union[ScalarType, PointerType, TileType, SmemType, TensorDescType, BlockPtrType]
 
 
 def element_of(t: Type) -> ElementType:
@@ -243,6 +279,16 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
         if not isinstance(block.element, ScalarType) or block.encoding is not None:
             raise ValueError(f"bad tensordesc type: {s!r}")
         return TensorDescType(block.shape, block.element, parts[1] if len(parts) == 2 else "zero"), rest
+    if s.startswith("blockptr<"):
+        inner, rest = _split_angle(s[len("blockptr"):])
+        tile, sep, order = inner.partition(", order=[")
+        if not sep or not order.endswith("]"):
+            raise ValueError(f"bad blockptr type: {s!r}")
+        block = parse_type(f"tile<{tile}>")
+        if block.encoding is not None:
+            raise ValueError(f"bad blockptr type: {s!r}")
+        dims = order[:-1].strip()
+        return BlockPtrType(block.shape, block.element, tuple(int(d) for d in dims.split(",")) if dims else ()), rest
     if s.startswith("tile<") or s.startswith("smem<"):
         kind = TileType if s.startswith("tile<") else SmemType
         inner, rest = _split_angle(s[4:])

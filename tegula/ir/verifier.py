@@ -9,6 +9,7 @@ reduce / scan), terminators, and which ops a compilation stage allows (`STAGE_OP
 Tensor descriptors: a `tensordesc` value is only ever the result of
 `make_tensor_descriptor` (never a kernel or region argument, never carried out of a
 region), so a pass that rewrites descriptor accesses finds each one's parts there.
+Block pointers may cross regions; their rules are in `verifier_block_pointers`.
 
 The error message shows the printed IR with a `^^^ error: ...` marker under the
 offending instruction and, when its source location is known, the user's source line.
@@ -17,14 +18,16 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+from . import verifier_block_pointers as block_pointers
 from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DESCRIPTOR_REDUCE_KINDS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
-from .ops import COMPARISONS, DESCRIPTOR_OPS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
+from .ops import BLOCK_POINTER_OPS, COMPARISONS, DESCRIPTOR_OPS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
 from .types import (
     I1,
     I32,
     I64,
+    BlockPtrType,
     PointerType,
     ScalarType,
     SmemType,
@@ -120,12 +123,18 @@ class _Verifier:
                                                        and v.owner.op is Op.MAKE_TENSOR_DESCRIPTOR):
             self.fail(f"value {self.name(v)} of type {v.type}: tensor descriptors are made by "
                       "'make_tensor_descriptor' only (not carried through regions or arguments)", ins)
+        if isinstance(v.type, BlockPtrType) and v.owner is self.kernel.body:
+            self.fail(f"kernel argument {self.name(v)} of type {v.type}: block pointers are made in the kernel "
+                      "('make_block_ptr')", ins)
         self.defined.add(v)
         self.visible.add(v)
 
     def check_type(self, t: Type, what: str, ins: Optional[Instr]) -> None:
-        if not isinstance(t, (ScalarType, PointerType, TileType, SmemType, TensorDescType)):
+        if not isinstance(t, (ScalarType, PointerType, TileType, SmemType, TensorDescType, BlockPtrType)):
             self.fail(f"{what} has no IR type ({t!r})", ins)
+        problem = block_pointers.type_problem(t) if isinstance(t, BlockPtrType) else None
+        if problem:
+            self.fail(f"{what} has type {t}: {problem}", ins)
         if isinstance(t, TileType) and not all(_is_pow2(d) for d in t.shape):
             self.fail(f"{what} has type {t}: tile dimensions must be powers of two", ins)
         if isinstance(t, TensorDescType):
@@ -176,6 +185,8 @@ class _Verifier:
             self.fail(f"op '{op.value}' is not allowed at this stage", ins)
         for v in ins.operands:
             self.use(v, ins)
+            if isinstance(v.type, BlockPtrType) and op not in block_pointers.USERS:
+                self.fail(f"'{op.value}' cannot take the block pointer {self.name(v)}", ins)
         n_in, n_out = len(ins.operands), len(ins.results)
         if info.operands != VARIADIC and n_in != info.operands:
             self.fail(f"'{op.value}' takes {info.operands} operand(s), got {n_in}", ins)
@@ -264,6 +275,10 @@ class _Verifier:
             self.elementwise(ins, ts, rts)
         elif op in DESCRIPTOR_OPS:
             self.descriptor(ins, ts, rts)
+        elif op in BLOCK_POINTER_OPS:
+            problem = block_pointers.op_problem(ins, ts, rts)
+            if problem:
+                self.fail(problem, ins)
         elif op is Op.SPLAT:
             if shape_of(ts[0]) != () or element_of(rts[0]) != ts[0]:
                 self.fail(f"'splat' turns a scalar into a tile of it: {ts[0]} -> {rts[0]}", ins)

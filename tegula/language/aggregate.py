@@ -1,6 +1,6 @@
-"""`Aggregate`: a kernel-language value made of several tensors plus compile-time parts
-(a block pointer: base, shape, strides and offsets as tensors; block shape and order as
-constants).
+"""`Aggregate`: a kernel-language value made of tensors plus compile-time parts (a
+tensor descriptor: base, shape and strides as tensors, block shape and padding as
+constants; a block pointer: its one `blockptr` IR value, block shape and order).
 
 The frontend carries an aggregate through `if` / `for` / `while` like a tuple of
 tensors: `leaves()` are the tensors that flow through the region boundary, `rebuild`

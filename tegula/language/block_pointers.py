@@ -2,18 +2,26 @@
 them, with Triton 3.6's names, arguments and checks.
 
 A block pointer describes a `block_shape` window at `offsets` into a strided array of
-`shape` starting at `base`. tegula needs no IR for it: a load or store through one
-becomes the tile of pointers `base + sum_d (offsets[d] + arange(block_shape[d])) *
-strides[d]` (in 64-bit, as Triton computes block-pointer addresses) and, for the
-dimensions named in `boundary_check`, the mask `0 <= index < shape[d]`; masked-off
-elements of a load read `padding_option` ("zero" or "" → 0, "nan" → NaN). `order` is
-checked and kept (it is a layout hint in Triton). The value is an `Aggregate`, so block
-pointers flow through loops and branches (`p = tl.advance(p, (0, BK))` in a loop).
+`shape` starting at `base`. It reaches the IR as a `blockptr<block x elem, order>`
+value (`ir.types.BlockPtrType`): `make_block_ptr base, shape... (i64), strides...
+(i64), offsets... (i32)`, `advance p, deltas... (i32)`, and `block_load p` /
+`block_store p, value` with the `boundary_check` dimensions and the padding ("zero", or
+"nan" for floats: what masked-off elements read) as attributes. `order` is checked
+and kept in the type (a layout hint in Triton). The language value is an `Aggregate`
+of that one IR value, so block pointers flow through loops and branches
+(`p = tl.advance(p, (0, BK))` in a loop carries one `blockptr`). Backends run
+`passes.block_pointers_to_pointers`, which turns them into the tile of pointers `base +
+sum_d (offsets[d] + arange(block_shape[d])) * strides[d]` (64-bit) and the mask
+`0 <= index < shape[d]` of the checked dimensions — what this module emitted before
+block pointers were ops. All of Triton's checks stay here, so errors point at the
+user's line.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
+from .. import ir
+from ..ir import attrs as A
 from . import dtypes as T
 from .aggregate import Aggregate
 from .constexpr import unwrap_constexpr as U
@@ -22,36 +30,33 @@ from .tensor import tensor
 
 
 class block_ptr(Aggregate):
-    """A block pointer (what `tl.make_block_ptr` returns)."""
+    """A block pointer (what `tl.make_block_ptr` returns): its IR value (`value`, a
+    tensor of a `blockptr` type), the base's pointer type, the block shape and order."""
 
-    def __init__(self, base: tensor, shape: tuple, strides: tuple, offsets: tuple, block_shape: tuple,
-                 order: tuple):
-        self.base, self.shape, self.strides, self.offsets = base, shape, strides, offsets
+    def __init__(self, value: tensor, pointer_type: Any, block_shape: tuple, order: tuple):
+        self.value, self.pointer_type = value, pointer_type
         self.block_shape, self.order = block_shape, order
 
     @property
     def dtype(self) -> Any:
         """The pointer type, as Triton's block pointers report it."""
-        return self.base.dtype
+        return self.pointer_type
 
     @property
     def type(self) -> Any:
-        return self.base.type
+        return self.pointer_type
 
     def leaves(self) -> tuple[Any, ...]:
-        return (self.base, *self.shape, *self.strides, *self.offsets)
+        return (self.value,)
 
     def rebuild(self, leaves: Iterator[Any]) -> "block_ptr":
-        n = len(self.block_shape)
-        base = next(leaves)
-        parts = [tuple(next(leaves) for _ in range(n)) for _ in range(3)]
-        return block_ptr(base, *parts, self.block_shape, self.order)
+        return block_ptr(next(leaves), self.pointer_type, self.block_shape, self.order)
 
     def static_key(self) -> Any:
         return (self.block_shape, self.order)
 
     def __repr__(self) -> str:
-        return f"<tl.block_ptr {self.base.dtype} block {list(self.block_shape)}>"
+        return f"<tl.block_ptr {self.pointer_type} block {list(self.block_shape)}>"
 
 
 def _int_list(sem, values: Any, what: str, dtype: T.dtype, rank: Optional[int]) -> tuple:
@@ -77,6 +82,8 @@ def make_block_ptr(sem, base, shape, strides, offsets, block_shape, order):
     base = U(base)
     if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.is_block():
         raise ValueError(f"Expected `base` to be a scalar pointer, got {getattr(base, 'type', base)!r}")
+    if base.dtype.element_ty.is_ptr():
+        raise ValueError("Block pointers to pointers are not supported")
     block = tuple(int(U(b)) for b in (U(block_shape) if isinstance(U(block_shape), (list, tuple))
                                       else [block_shape]))
     for b in block:
@@ -86,9 +93,11 @@ def make_block_ptr(sem, base, shape, strides, offsets, block_shape, order):
     order_ = tuple(int(U(o)) for o in U(order))
     if sorted(order_) != list(range(rank)):
         raise ValueError(f"Expected a permutation of (0, ..., {rank - 1}) for order, got {list(order_)}")
-    return block_ptr(base, _int_list(sem, shape, "shape", T.int64, rank),
-                     _int_list(sem, strides, "strides", T.int64, rank),
-                     _int_list(sem, offsets, "offsets", T.int32, rank), block, order_)
+    parts = (_int_list(sem, shape, "shape", T.int64, rank) + _int_list(sem, strides, "strides", T.int64, rank)
+             + _int_list(sem, offsets, "offsets", T.int32, rank))
+    bp_type = ir.BlockPtrType(block, base.dtype.element_ty.to_ir(), order_)
+    value = sem.builder.op1(ir.Op.MAKE_BLOCK_PTR, base.handle, *(p.handle for p in parts), type=bp_type)
+    return block_ptr(sem.wrap(value), base.type, block, order_)
 
 
 @builtin
@@ -98,8 +107,8 @@ def advance(sem, base, offsets):
     if not isinstance(base, block_ptr):
         raise ValueError(f"tl.advance takes a block pointer (from tl.make_block_ptr), got {describe(base)}")
     deltas = _int_list(sem, offsets, "offsets", T.int32, len(base.block_shape))
-    moved = tuple(sem.add(o, d) for o, d in zip(base.offsets, deltas))
-    return block_ptr(base.base, base.shape, base.strides, moved, base.block_shape, base.order)
+    moved = sem.builder.op1(ir.Op.ADVANCE, base.value.handle, *(d.handle for d in deltas))
+    return block_ptr(sem.wrap(moved), base.pointer_type, base.block_shape, base.order)
 
 
 def describe(x: Any) -> str:
@@ -119,34 +128,18 @@ def _boundary_dims(boundary_check: Any, rank: int) -> tuple[int, ...]:
     return out
 
 
-def pointers_and_mask(sem, p: block_ptr, boundary_check: Any) -> tuple[tensor, Optional[tensor]]:
-    """The tile of pointers a block pointer covers, and the in-bounds mask of the
-    checked dimensions (None when none is checked)."""
-    rank = len(p.block_shape)
-    dims = _boundary_dims(boundary_check, rank)
-    addr: Optional[tensor] = None
-    mask: Optional[tensor] = None
-    for d, size in enumerate(p.block_shape):
-        idx = sem.add(sem.arange(0, size), p.offsets[d])  # int32, as Triton's offsets
-        for _ in range(d):
-            idx = sem.expand_dims(idx, 0)
-        for _ in range(rank - 1 - d):
-            idx = sem.expand_dims(idx, -1)
-        term = sem.mul(sem.cast(idx, T.int64), p.strides[d])
-        addr = term if addr is None else sem.add(addr, term)
-        if d in dims:
-            inside = sem.logical_and(sem.greater_equal(idx, 0), sem.less_than(sem.cast(idx, T.int64), p.shape[d]))
-            mask = inside if mask is None else sem.and_(mask, inside)
-    addr = sem.broadcast_to_shape(addr, p.block_shape)
-    if mask is not None:
-        mask = sem.broadcast_to_shape(mask, p.block_shape)
-    return sem.add(p.base, addr), mask
+def load(sem, p: block_ptr, boundary_check: Any, padding: str, cache: str, eviction: str, volatile: bool) -> tensor:
+    """`block_load` of `p`: the block, with `padding` ("", "zero" or "nan") outside the
+    checked dimensions."""
+    dims = _boundary_dims(boundary_check, len(p.block_shape))
+    if dims and padding == "nan" and not p.pointer_type.element_ty.is_floating():
+        raise ValueError("Padding option `nan` is not supported for integer block pointers")
+    attrs = A.BlockLoadAttrs(dims, "nan" if dims and padding == "nan" else "zero", cache, eviction, volatile)
+    return sem.wrap(sem.builder.op1(ir.Op.BLOCK_LOAD, p.value.handle, attrs=attrs))
 
 
-def padding_value(sem, p: block_ptr, padding_option: str) -> Optional[Any]:
-    """What masked-off elements of a block-pointer load read."""
-    if padding_option == "nan":
-        if not p.base.dtype.element_ty.is_floating():
-            raise ValueError("Padding option `nan` is not supported for integer block pointers")
-        return float("nan")
-    return 0
+def store(sem, p: block_ptr, value: tensor, boundary_check: Any, cache: str, eviction: str) -> None:
+    """`block_store` of `value` (already the block's shape and element type) through `p`."""
+    dims = _boundary_dims(boundary_check, len(p.block_shape))
+    sem.builder.create(ir.Op.BLOCK_STORE, [p.value.handle, value.handle], A.BlockStoreAttrs(dims, cache, eviction),
+                       result_types=[])

@@ -420,11 +420,13 @@ def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
 
 
 def from_ir(t: ir.Type) -> dtype:
-    """The dtype of a `tegula.ir` type: scalar, pointer or tile."""
+    """The dtype of a `tegula.ir` type: scalar, pointer, tile or block pointer."""
     if isinstance(t, irt.TileType):
         return block_type(from_ir(t.element), t.shape)
     if isinstance(t, irt.PointerType):
         return pointer_type(from_ir(t.pointee), t.address_space)
+    if isinstance(t, irt.BlockPtrType):  # Triton's type of a block pointer
+        return pointer_type(block_type(from_ir(t.element), t.block))
     if isinstance(t, irt.ScalarType):
         return _BY_NAME[_FROM_IR_NAME[t.name]]
     raise TypeError(f"not an IR type: {t!r}")

@@ -5,9 +5,11 @@
   type; a mask must be int1.
 - A stored value is broadcast to the pointer's shape and cast to the element type.
 - Pointers to int1 are accessed as int8 (one byte per bool), as Triton does.
-- Through a block pointer (`make_block_ptr`), a load or store becomes a tile of pointers
-  with the `boundary_check` mask and the `padding_option` fill (`block_pointers`);
-  `boundary_check` / `padding_option` on a tensor of pointers are errors, as in Triton.
+- Through a block pointer (`make_block_ptr`), a load or store is a `block_load` /
+  `block_store` op with the `boundary_check` dimensions and the `padding_option` fill
+  (`block_pointers`); the stored value is broadcast to the block and cast to its
+  element type; `boundary_check` / `padding_option` on a tensor of pointers are
+  errors, as in Triton.
 """
 from __future__ import annotations
 
@@ -98,17 +100,36 @@ class MemoryMixin(SemanticBase):
         padding = unwrap_constexpr(padding_option) or ""
         if padding not in ("", "zero", "nan"):
             raise ValueError(f"Padding option {padding} not supported")
-        ptrs, in_bounds = BP.pointers_and_mask(self, p, boundary_check)
-        fill = None if in_bounds is None else self.to_tensor(BP.padding_value(self, p, padding))
-        return self.load(ptrs, in_bounds, fill, (), "", cache_modifier, eviction_policy, volatile)
+        cache = _check_option(cache_modifier, _LOAD_CACHE, "Cache modifier")
+        eviction = _check_option(eviction_policy, _EVICTION, "Eviction policy")
+        return BP.load(self, p, boundary_check, padding, cache, eviction, bool(unwrap_constexpr(volatile)))
+
+    def _store_block(self, p: Any, value: Any, mask: Any, boundary_check: Any, cache_modifier: Any,
+                     eviction_policy: Any) -> None:
+        if mask is not None:
+            raise ValueError("`mask` argument cannot be specified for storing block pointers")
+        if p.pointer_type.is_const():
+            raise ValueError("Cannot store to a constant pointer")
+        cache = _check_option(cache_modifier, _STORE_CACHE, "Cache modifier")
+        eviction = _check_option(eviction_policy, _EVICTION, "Eviction policy")
+        value = self._fit_value(self.to_tensor(value), None, tuple(p.block_shape))
+        BP.store(self, p, self.cast(value, p.pointer_type.element_ty), boundary_check, cache, eviction)
+
+    def _fit_value(self, value: tensor, mask: Optional[tensor], ptr_shape: tuple) -> tensor:
+        """`value` broadcast to the shape of a tile of pointers (`mask` must fit it too)."""
+        parts = [value] if mask is None else [value, mask]
+        shapes = [ptr_shape] + [self.shape_of(p) for p in parts]
+        common = self.broadcast_shapes(shapes, "store")
+        if common != ptr_shape:
+            listed = " and ".join(fmt_shape(s) for s in shapes[1:])
+            raise ValueError(f"tl.store: value/mask of shape {listed} "
+                             f"do not fit the pointer's shape {fmt_shape(ptr_shape)}")
+        return self.broadcast_to_shape(value, ptr_shape)
 
     def store(self, ptr: Any, value: Any, mask: Optional[tensor] = None, boundary_check: Any = (),
               cache_modifier: str = "", eviction_policy: str = "") -> None:
         if isinstance(ptr, BP.block_ptr):
-            if mask is not None:
-                raise ValueError("`mask` argument cannot be specified for storing block pointers")
-            ptrs, in_bounds = BP.pointers_and_mask(self, ptr, boundary_check)
-            return self.store(ptrs, value, in_bounds, (), cache_modifier, eviction_policy)
+            return self._store_block(ptr, value, mask, boundary_check, cache_modifier, eviction_policy)
         ptr = self._check_pointer(ptr, "store")
         value = self.to_tensor(value)
         cache = _check_option(cache_modifier, _STORE_CACHE, "Cache modifier")
@@ -130,14 +151,7 @@ class MemoryMixin(SemanticBase):
                 raise ValueError(f"Mask argument cannot be block type if pointer argument is not a block "
                                  f"(got shape {fmt_shape(self.shape_of(mask))})")
         else:
-            parts = [value] if mask is None else [value, mask]
-            shapes = [ptr_shape] + [self.shape_of(p) for p in parts]
-            common = self.broadcast_shapes(shapes, "store")
-            if common != ptr_shape:
-                listed = " and ".join(fmt_shape(s) for s in shapes[1:])
-                raise ValueError(f"tl.store: value/mask of shape {listed} "
-                                 f"do not fit the pointer's shape {fmt_shape(ptr_shape)}")
-            value = self.broadcast_to_shape(value, ptr_shape)
+            value = self._fit_value(value, mask, ptr_shape)
             if mask is not None:
                 mask = self.broadcast_to_shape(mask, ptr_shape)
         ptr, _ = self._bool_as_int8(ptr)

@@ -38,8 +38,9 @@ from ..ir.builder import Builder
 from ..ir.clone import clone_kernel
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import DESCRIPTOR_OPS, Op
-from ..ir.types import I1, I8, I32, I64, PointerType, TensorDescType, TileType, shape_of
+from ..ir.types import I1, I8, I64, PointerType, TensorDescType, TileType
 from .axis_rules import KNOWN_MULTIPLE_OF
+from .block_addresses import block_addresses
 from .ir_utils import resolve, use_counts
 
 Keep = Callable[[Instr], bool]
@@ -131,18 +132,6 @@ class _Rewriter:
         b.create(Op.ATOMIC_RMW, [ptrs, value, inside], A.AtomicAttrs(kind, True, "relaxed", "gpu"))
 
 
-def _broadcast(b: Builder, v: Value, shape: tuple[int, ...]) -> Value:
-    return v if shape_of(v.type) == shape else b.broadcast(v, shape)
-
-
-def _combine(b: Builder, op: Op, x: Optional[Value], y: Value) -> Value:
-    """`x op y` with both broadcast to their common shape (y alone when x is None)."""
-    if x is None:
-        return y
-    shape = tuple(max(p, q) for p, q in zip(shape_of(x.type), shape_of(y.type)))
-    return b.op1(op, _broadcast(b, x, shape), _broadcast(b, y, shape))
-
-
 # a descriptor's base and outer strides, in bytes (Triton's make_tensor_descriptor and
 # TensorDescriptor contract: what a TMA tensor map requires)
 DESCRIPTOR_ALIGN = 16
@@ -162,24 +151,6 @@ def _aligned(b: Builder, desc: TensorDescType, base: Value, strides: list[Value]
 def _block_pointers(b: Builder, desc: TensorDescType, base: Value, shape: list[Value], strides: list[Value],
                     offsets: list[Value]) -> tuple[Value, Value]:
     """The block's pointers and its inside mask (see the module docstring)."""
-    rank = desc.rank
     base, strides = _aligned(b, desc, base, strides)
     shape64 = [b.cast(s, I64) for s in shape]
-    addr: Optional[Value] = None
-    inside: Optional[Value] = None
-    for d, size in enumerate(desc.block):
-        coord = b.op1(Op.ADD, b.op1(Op.ARANGE, attrs=A.RangeAttrs(0, size)), b.splat(offsets[d], (size,)))
-        for _ in range(d):
-            coord = b.op1(Op.EXPAND_DIMS, coord, attrs=A.ExpandDimsAttrs(0))
-        for _ in range(rank - 1 - d):  # a new last axis
-            coord = b.op1(Op.EXPAND_DIMS, coord, attrs=A.ExpandDimsAttrs(len(shape_of(coord.type))))
-        dims = shape_of(coord.type)
-        wide = b.cast(coord, I64)
-        addr = _combine(b, Op.ADD, addr, b.op1(Op.MUL, wide, b.splat(strides[d], dims)))
-        nonneg = b.op1(Op.GE, coord, b.splat(b.constant(0, I32), dims))
-        below = b.op1(Op.LT, wide, b.splat(shape64[d], dims))
-        inside = _combine(b, Op.AND, inside, b.op1(Op.AND, nonneg, below))
-    addr = _broadcast(b, addr, desc.block)
-    inside = _broadcast(b, inside, desc.block)
-    ptrs = b.op1(Op.ADDPTR, b.splat(base, desc.block), addr)
-    return ptrs, inside
+    return block_addresses(b, desc.block, base, shape64, strides, offsets, range(desc.rank))

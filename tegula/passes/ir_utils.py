@@ -57,7 +57,7 @@ def has_side_effects(ins: Instr) -> bool:
         return True
     if ins.op in (Op.FOR, Op.IF):
         return any(_effectful(nested) for region in ins.regions for nested in region.walk())
-    if ins.op is Op.LOAD:
+    if ins.op in (Op.LOAD, Op.BLOCK_LOAD):
         return bool(ins.attrs is not None and ins.attrs.volatile)
     return not info.pure
 

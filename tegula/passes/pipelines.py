@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .block_pointers_to_pointers import block_pointers_to_pointers
 from .canonicalize import canonicalize
 from .cse import cse
 from .dce import dce
@@ -22,6 +23,7 @@ register_pass("cse", cse)
 register_pass("dce", dce)
 register_pass("licm", licm)
 register_pass("descriptors_to_pointers", descriptors_to_pointers)
+register_pass("block_pointers_to_pointers", block_pointers_to_pointers)
 
 PIPELINES: dict[str, list[str]] = {
     # canonicalize first so CSE sees folded constants; once more after LICM, which

@@ -5,11 +5,12 @@ those; a CPU-side copy is written back only for those). It must never miss one, 
 every unclear case answers "all pointer arguments".
 
 Each memory op that is not pure (`store`, `atomic_rmw`, `atomic_cas`,
-`descriptor_store`, `descriptor_reduce`; its pointer or descriptor is operand 0) is
+`descriptor_store`, `descriptor_reduce`, `block_store`; its pointer, descriptor or
+block pointer is operand 0) is
 traced back to the arguments its pointer can derive from, through
 `addptr` (the pointer side), `select` (both values), shape ops, `hint`, pointer
-bitcasts, `join`/`split`, `make_tensor_descriptor` (a descriptor access writes through
-its base), and loop-carried values (`for` / `while` / `if` results and
+bitcasts, `join`/`split`, `make_tensor_descriptor` and `make_block_ptr` / `advance` (an
+access writes through the base), and loop-carried values (`for` / `while` / `if` results and
 region arguments, following initial values and yields). Anything else that produces a
 pointer — a pointer loaded from memory, `int_to_ptr`, a constant — could point
 anywhere: all pointer arguments are reported.
@@ -26,8 +27,9 @@ _PASS_THROUGH = {
     Op.ADDPTR: (0,), Op.SELECT: (1, 2), Op.BITCAST: (0,), Op.SPLAT: (0,),
     Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,), Op.PERMUTE: (0,),
     Op.HINT: (0,), Op.JOIN: (0, 1), Op.SPLIT: (0,),
-    # a descriptor's accesses reach its base pointer (descriptor ops take it as operand 0)
-    Op.MAKE_TENSOR_DESCRIPTOR: (0,),
+    # a descriptor's or block pointer's accesses reach its base pointer (their ops take
+    # the descriptor / block pointer as operand 0; an advanced block pointer is operand 0)
+    Op.MAKE_TENSOR_DESCRIPTOR: (0,), Op.MAKE_BLOCK_PTR: (0,), Op.ADVANCE: (0,),
 }
 
 
@@ -39,7 +41,7 @@ def written_arguments(kernel: Kernel) -> set[str]:
 def read_arguments(kernel: Kernel) -> set[str]:
     """Names of the pointer kernel arguments that some load or atomic may read through
     (the same tracing as `written_arguments`, from the reading ops)."""
-    return _arguments_behind(kernel, lambda ins, info: ins.op is not Op.STORE)
+    return _arguments_behind(kernel, lambda ins, info: ins.op not in (Op.STORE, Op.BLOCK_STORE))
 
 
 def _arguments_behind(kernel: Kernel, selects) -> set[str]:

@@ -18,6 +18,7 @@ from tegula.ir.types import (
     I32,
     I64,
     U32,
+    BlockPtrType,
     PointerType,
     SmemType,
     TensorDescType,
@@ -168,6 +169,14 @@ def build_all_ops_kernel(tma: bool = True) -> Kernel:
     b.create(Op.DESCRIPTOR_REDUCE, [desc, pid, col, blk], A.DescriptorReduceAttrs("add"))
     if tma:
         _tma_ops(b, desc, slot, pid, n, col)
+    # block pointers: an 8x16 window of x advanced by a row, loaded (dim 1 checked, NaN
+    # padding) and stored back (both dims checked)
+    n64 = b.cast(n, I64)
+    bp = b.op1(Op.MAKE_BLOCK_PTR, x, n64, n64, b.constant(64, I64), b.constant(1, I64), pid, col,
+               type=BlockPtrType((8, 16), F32, (1, 0)))
+    bp = b.op1(Op.ADVANCE, bp, b.constant(1, I32), col)
+    bblk = b.op1(Op.BLOCK_LOAD, bp, attrs=A.BlockLoadAttrs((1,), "nan", ".ca", "evict_first"))
+    b.create(Op.BLOCK_STORE, [bp, bblk], A.BlockStoreAttrs((0, 1)))
     # shape ops
     row = b.op1(Op.EXPAND_DIMS, v, attrs=A.ExpandDimsAttrs(0))            # 1x128
     wide = b.broadcast(row, (4, 128))                                      # 4x128

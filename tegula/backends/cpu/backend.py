@@ -27,6 +27,7 @@ from ...config import cpu_launch_knobs, knobs
 from ...errors import DeviceAssertionError, KernelArgumentError, KernelRuntimeError, OutOfBoundsError
 from ...ir.types import PointerType, element_of, parse_type
 from ...passes import pointer_table_arguments
+from ...passes.block_pointers_to_pointers import lower_block_pointers
 from ...passes.descriptors_to_pointers import lower_descriptors
 from ..compiler import GPUTarget
 from ..llvm import host_jit
@@ -155,8 +156,9 @@ def _table_positions(kernel: Any) -> Optional[list[int]]:
 def compile_kernel(kernel: Any, checked: bool, debug: bool, assembly: bool = True) -> tuple[dict, dict]:
     """The CPU stages of `kernel` (`llir`, host `asm`, object code `obj`) and the
     metadata a launch needs without the IR (error sites, argument types, prints)."""
-    # descriptor accesses become pointer code (the host has no copy engine to give them)
-    module, lw = lower(lower_descriptors(kernel), checked=checked, debug=debug)
+    # block pointers and descriptor accesses become pointer code (the host has no copy
+    # engine to give them)
+    module, lw = lower(lower_descriptors(lower_block_pointers(kernel)), checked=checked, debug=debug)
     llir = str(module)
     obj, asm = _object_code(llir, assembly)
     stages = {"llir": llir, "obj": obj}

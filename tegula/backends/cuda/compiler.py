@@ -31,6 +31,7 @@ from ...ir.parser import parse_ir
 from ...ir.printer import print_ir
 from ...ir.types import PointerType, element_of
 from ...ir.verifier import verify
+from ...passes.block_pointers_to_pointers import lower_block_pointers
 from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
@@ -72,6 +73,13 @@ class TgirOptions:
     num_stages: int
     capability: int
     checked: bool
+
+
+def _lower_block_pointers(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Block pointers as pointer code (then cleaned up as `tir_opt` does): their parts
+    carried by the loops, their accesses masked loads and stores, as Triton's
+    RewriteTensorPointer does before its NVIDIA passes."""
+    return lower_block_pointers(kernel, PassContext(verify=ctx.verify, timings=ctx.timings), copy=False)
 
 
 def _lower_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -126,6 +134,7 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
     return insert_barriers(kernel)
 
 
+register_pass("cuda.lower_block_pointers", _lower_block_pointers)
 register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.leftover_descriptors", _leftover_descriptors)
@@ -133,9 +142,9 @@ register_pass("cuda.stage_operands", _stage_operands)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
-register_pipeline("cuda_tgir", ["cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
-                                "cuda.stage_operands", "cuda.encode_layouts", "cuda.allocate_shared_memory",
-                                "cuda.insert_barriers"])
+register_pipeline("cuda_tgir", ["cuda.lower_block_pointers", "cuda.lower_descriptors", "cuda.pipeline_loops",
+                                "cuda.leftover_descriptors", "cuda.stage_operands", "cuda.encode_layouts",
+                                "cuda.allocate_shared_memory", "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

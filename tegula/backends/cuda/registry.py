@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ...ir.core import Instr
-from ...ir.ops import DESCRIPTOR_OPS, Op
+from ...ir.ops import BLOCK_POINTER_OPS, DESCRIPTOR_OPS, Op
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -15,9 +15,10 @@ if TYPE_CHECKING:
 Handler = Callable[["KernelLowering", Instr], None]
 HANDLERS: dict[Op, Handler] = {}
 
-# ops the pass `cuda.lower_descriptors` rewrites into other ops before the lowering
-# sees them, unless they have a handler here and the pass leaves them to it (TMA)
-REWRITTEN_BEFORE_LOWERING = DESCRIPTOR_OPS
+# ops the passes `cuda.lower_block_pointers` and `cuda.lower_descriptors` rewrite into
+# other ops before the lowering sees them, unless they have a handler here and the pass
+# leaves them to it (TMA for descriptor loads)
+REWRITTEN_BEFORE_LOWERING = DESCRIPTOR_OPS | BLOCK_POINTER_OPS
 
 
 def handles(*ops: Op) -> Callable[[Handler], Handler]:

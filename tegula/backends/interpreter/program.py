@@ -22,6 +22,7 @@ from ...ir.core import Kernel
 from ...ir.types import PointerType, TileType
 from . import (  # noqa: F401  (importing the rule modules registers their rules)
     rules_atomic,
+    rules_block_pointer,
     rules_control,
     rules_convert,
     rules_debug,

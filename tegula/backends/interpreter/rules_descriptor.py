@@ -12,7 +12,7 @@ are located like a load's.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -36,9 +36,13 @@ class Descriptor(NamedTuple):
     strides: tuple[int, ...]
 
 
-def block_of(desc: Descriptor, offsets: list, block: tuple[int, ...], elem_bytes: int) -> tuple[Ptr, np.ndarray]:
-    """The pointers of the block at `offsets` and its inside mask."""
+def block_of(desc: Descriptor, offsets: list, block: tuple[int, ...], elem_bytes: int,
+             checked: Optional[Sequence[int]] = None) -> tuple[Ptr, Optional[np.ndarray]]:
+    """The pointers of the block at `offsets` and its inside mask along the `checked`
+    dimensions (all by default; None when that is none: a block pointer's unchecked
+    access)."""
     rank = len(block)
+    checked = range(rank) if checked is None else checked
     addr = np.zeros((1,) * rank, np.int64)
     inside = np.ones((1,) * rank, bool)
     for d, (off, size) in enumerate(zip(offsets, block)):
@@ -46,12 +50,12 @@ def block_of(desc: Descriptor, offsets: list, block: tuple[int, ...], elem_bytes
             coord = np.int32(off) + np.arange(size, dtype=np.int32)  # wraps as the i32 add does
         coord = coord.reshape((1,) * d + (size,) + (1,) * (rank - 1 - d)).astype(np.int64)
         addr = addr + coord * np.int64(desc.strides[d])
-        inside = inside & (coord >= 0) & (coord < desc.shape[d])
+        if d in checked:
+            inside = inside & (coord >= 0) & (coord < desc.shape[d])
     addr = np.broadcast_to(addr, block)
-    inside = np.broadcast_to(inside, block)
     base = desc.base
     buf = base.buf if base.uniform else np.broadcast_to(base.buf, block)
-    return Ptr(buf, base.off + addr * np.int64(elem_bytes)), inside
+    return Ptr(buf, base.off + addr * np.int64(elem_bytes)), (np.broadcast_to(inside, block) if checked else None)
 
 
 @rule(Op.MAKE_TENSOR_DESCRIPTOR)
