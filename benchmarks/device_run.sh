@@ -4,7 +4,7 @@
 #   bash benchmarks/device_run.sh STAGE [STAGE...]
 #
 #   smoke      hand-built IR kernels vs the interpreter (benchmarks/gpu_smoke.py)
-#   tests      the test suite minus the slow GPU files, GPU tests included
+#   tests      the test suite minus the slow GPU files, GPU tests included (TESTS_PATHS)
 #   tests-slow the slow GPU files: attention kernels, full-size examples, pipelined shapes
 #   examples   every examples/0*.py on the GPU
 #   mix        instruction mix of the benchmark matmul (sass_mix.py)
@@ -35,6 +35,7 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TEGULA_CACHE_DIR=${TEGULA_CACHE_DIR:-$(mktemp -d)}
 JOBS=${JOBS:-14}
+TESTS_PATHS=${TESTS_PATHS:-tests}  # the tests stage's paths (comma-separated: one half of the suite per GPU)
 SLOW="tests/e2e/test_attention_kernels.py tests/e2e/test_examples.py tests/e2e/test_pipelined_shapes.py"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/env.txt"
 python3 -c "import torch, triton, llvmlite, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/env.txt"
@@ -46,7 +47,8 @@ stage() {
     echo "gpu_smoke exit $?"; tail -n 25 "$OUT/gpu_smoke.out" ;;
   tests)
     local ignore=""; for f in $SLOW; do ignore="$ignore --ignore=$f"; done
-    timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -n "$JOBS" -p no:cacheprovider --durations=15 $ignore tests > "$OUT/tests.log" 2>&1
+    timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -n "$JOBS" -p no:cacheprovider --durations=15 $ignore \
+      ${TESTS_PATHS//,/ } > "$OUT/tests.log" 2>&1
     echo "pytest exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30; tail -n 25 "$OUT/tests.log" ;;
   tests-slow)
     timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -n "$JOBS" -p no:cacheprovider --durations=15 $SLOW > "$OUT/tests_slow.log" 2>&1

@@ -364,9 +364,12 @@ ULPS = {"tan": 4, "acosh": 4, "erfc": 5, "erfcinv": 5, "erfcx": 5, "normcdf": 6,
         "tgamma": 12, "j0": 12, "j1": 12, "y0": 12, "y1": 12, "jn": 40, "yn": 40, "cyl_bessel_i0": 8,
         "cyl_bessel_i1": 8, "pow": 8, "powi": 8, "rcp64h": 2**36}
 # (float32, float64) absolute terms where a relative bound means nothing: near the zeros
-# of the Bessel functions and of lgamma (libdevice documents absolute errors there)
+# of the Bessel functions and of lgamma (libdevice documents absolute errors there). The
+# double jn / yn term is CUDA's documented bound (5e-12 absolute); 1e-13 was exceeded on
+# an H100 by one fresh draw (__nv_jn off by 1.06e-13 where glibc's jn, the interpreter's
+# reference, is within 2.5e-16 of mpmath over the test's range)
 ABSOLUTE_GPU = {"j0": (2.2e-6, 1e-14), "j1": (2.2e-6, 1e-14), "y0": (2.2e-6, 1e-14), "y1": (2.2e-6, 1e-14),
-                "jn": (2.2e-5, 1e-13), "yn": (2.2e-5, 1e-13), "lgamma": (1e-5, 1e-13)}
+                "jn": (2.2e-5, 5e-12), "yn": (2.2e-5, 5e-12), "lgamma": (1e-5, 1e-13)}
 # the fast_* approximations (sin.approx, ex2.approx, ...): |error| <= FAST * max(|ref|, 1)
 FAST = 1e-4
 
