@@ -7,8 +7,8 @@ process with its own timeout; their printed benchmark tables kept side by side.
 DIR holds Triton's tutorial files (release/3.6.x `python/tutorials`). For each tutorial
 and each of `triton` / `tegula`, the full output goes to `OUT/<tutorial>.<who>.log`; the
 summary printed last gives the exit status (0, an exception's last line, or "timeout:
-cut while benchmarking") and the tables' numbers as tegula/triton ratios where both
-printed the same table.
+cut while benchmarking") and tegula's speed relative to Triton's over the cells of the
+tables both printed (value ratios, inverted for columns measured in time).
 """
 from __future__ import annotations
 
@@ -60,7 +60,10 @@ def tables(text: str) -> dict[tuple[str, float, str], float]:
         if header is None:
             # labels are separated by two or more spaces ("Naive Softmax" is one; Triton's
             # "Triton (GB/s)" carries its unit)
-            header = [re.sub(r"\s*\(.*\)$", "", c) for c in re.split(r"\s{2,}", line.strip())]
+            # a column measured in time ("(runtime(ms))", "(ms)") keeps a "time:" prefix,
+            # so that the summary compares speeds, not raw values
+            header = [("time:" if re.search(r"\((?:runtime)?\(?(?:ms|us|s)\)", c) else "")
+                      + re.sub(r"\s*\(.*\)$", "", c) for c in re.split(r"\s{2,}", line.strip())]
             continue
         cells = line.split()
         if cells[0].isdigit() and len(cells) >= 3 and all(_NUMBER.match(c) for c in cells[1:]):
@@ -91,7 +94,9 @@ def main() -> int:
         if "triton" in results and "tegula" in results:
             tr, tg = tables(results["triton"][1]), tables(results["tegula"][1])
             # the compiler's own column(s) ("Triton", "triton", ...), not torch's or cuBLAS'
-            ratios = [tg[k] / tr[k] for k in tr if k in tg and "riton" in k[2] and tr[k] > 0]
+            # tegula's speed over Triton's: value ratio, inverted for time columns
+            ratios = [(tr[k] / tg[k] if k[2].startswith("time:") else tg[k] / tr[k])
+                      for k in tr if k in tg and "riton" in k[2] and tr[k] > 0 and tg[k] > 0]
             if ratios:
                 ratios.sort()
                 row.append(f"tegula/triton over {len(ratios)} cells: median {ratios[len(ratios) // 2]:.2f} "
