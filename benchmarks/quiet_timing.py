@@ -4,8 +4,7 @@ torch's OpenMP workers and OpenBLAS's threads keep spinning on the other cores a
 their own call returns (OpenBLAS for up to ~2^28 cycles by default), and tegula's pool
 workers briefly too (60 us). Whatever is timed next then shares a core with them: on
 the 2-core VMs measured, a tegula launch right after `torch.softmax` ran up to 1.5x
-slower, and numpy's matmul after tegula's likewise. So every library is timed in the
-same way:
+slower (docs/performance.md, sessions 5-8). So every library is timed in the same way:
 
 - a *block*: wait until the process is quiescent (its CPU time over a few ms of sleep
   is under 5% of a core: every pool, ours included, has stopped spinning and sleeps),
