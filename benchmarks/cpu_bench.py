@@ -188,6 +188,8 @@ def main() -> None:
     if busy is not None:
         print(f"during the timed rows, other processes kept {busy[0]:.2f} cores busy on average, "
               f"and the hypervisor took {busy[1]:.2f} cores (steal)")
+        if busy[0] + busy[1] > 0.1:
+            print("WARNING: the machine was shared during the run; the ratios above are not reliable")
 
     # cold compile of vector add: a new kernel object, disk cache bypassed
     os.environ["TEGULA_ALWAYS_COMPILE"] = "1"
