@@ -2,18 +2,32 @@
 torch (CPU), in one process, on vector add, softmax, layer norm and matmul, with bounds
 checks on and off; plus cold compile time of vector add, warm launch overhead.
 
-    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick] [--threads N]
+    PYTHONPATH=$PWD python benchmarks/cpu_bench.py [--quick] [--threads N] [--rounds R]
 
-Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster). `--threads 1`
-runs everything on one thread (tegula's pool, torch, OpenBLAS): on a machine others
-load, one thread each is the fairer comparison (torch's and OpenBLAS's spinning worker
-threads suffer most from a loaded machine, which flatters tegula's ratios).
+How it times (`quiet_timing.py`), the same for every library: each function runs in
+blocks of back-to-back calls (~80 ms, 3-10 calls), each block started only once the
+process is quiescent (no thread of any library, tegula's included, still spinning
+after its last call: torch's OpenMP workers and OpenBLAS's threads otherwise share the
+cores with whatever is timed next), its first call not counted (it wakes the
+library's sleeping threads); a block's time is the median of its calls. Every
+function runs one block per round, in an order rotated from round to round; a figure
+is the median over the rounds (default 7, `--quick` 3) with the lowest and highest
+block in brackets, and a ratio's spread is the lowest and highest of the per-round
+ratios. No library's threading is configured: each runs with its defaults and all
+cores (or, with `--threads N`, N threads each: tegula's pool, torch's intra-op
+threads, OpenBLAS). The last line says how busy other processes kept the machine
+meanwhile: on a shared machine that moves every figure.
+
+Ratios are the baseline's time over tegula-cpu's (> 1: tegula is faster); a goal is
+"met" when the lowest per-round ratio reaches it, "median met" when only the median
+does.
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
+from pathlib import Path
 
 THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 0
 if THREADS:  # before numpy and torch start their thread pools
@@ -26,6 +40,9 @@ os.environ["TEGULA_CPU_BACKEND"] = "1"  # the default; set in case the caller's 
 
 import tegula  # noqa: E402
 import tegula.language as tl  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import quiet_timing  # noqa: E402
 
 
 @tegula.jit
@@ -79,28 +96,6 @@ def bench(fn, reps=5):
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
-
-
-def timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def interleaved(fns: dict, rounds: int) -> dict:
-    """Median time of each function over `rounds` rounds that run every function once in
-    turn, so that the load of a shared machine hits all of them alike. Each round starts
-    one function later: torch's OpenMP threads keep spinning after a call and slow down
-    whatever runs next (without the rotation, the checked CPU softmax, always right after
-    torch, measured 1.5x slower than the unchecked one; alone they are equal)."""
-    for fn in fns.values():
-        fn()  # warm: compile, caches, allocator
-    names = list(fns)
-    times = {k: [] for k in fns}
-    for r in range(rounds):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            times[k].append(timed(fns[k]))
-    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def interpreted(fn):
@@ -158,26 +153,43 @@ def main() -> None:
     mm = lambda: matmul_kernel[(S // 64, S // 64)](A, Bm, C, S, S, S, BM=64, BN=64, BK=32)  # noqa: E731
     rows.append((f"matmul fp32 {S}^3", mm, lambda: np.matmul(A, Bm), lambda: TA @ TBm, "numpy", 1))
 
-    rounds = 5 if quick else 15
+    n_rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else (3 if quick else 7)
     print(f"tegula CPU backend benchmark, {os.cpu_count()} cores, {THREADS or 'all'} thread(s) each; "
-          f"medians of {rounds} interleaved rounds (interpreter: 1 run)")
-    print(f"{'kernel':28s} {'cpu checked':>12s} {'cpu unchecked':>14s} {'interp':>10s} {'numpy':>9s} {'torch':>9s}"
-          f"  {'interp/cpu':>10s} {'numpy/cpu':>9s} {'torch/cpu':>9s}  goal")
+          f"medians over {n_rounds} rounds of blocks timed after quiescence (lowest-highest in brackets; "
+          f"interpreter: 1 run)")
+    print(f"{'kernel':26s} {'cpu checked':>20s} {'cpu unchecked':>20s} {'numpy':>20s} {'torch':>20s} {'interp':>8s}")
     goals = {"vector add fp32 2^24": ("numpy", 1.0), "softmax fp32 4096x1024": ("torch", 1.0),
              "layer norm fp32 4096x1024": ("torch", 1.0)}
-    nan = float("nan")
+    load = quiet_timing.MachineLoad()
+    load.start()
+
+    def cell(ts):
+        if not ts:
+            return f"{'-':>20s}"
+        return f"{quiet_timing.median(ts) * 1e3:7.2f} ({min(ts) * 1e3:.2f}-{max(ts) * 1e3:.2f})".rjust(20)
+
     for name, fn, np_fn, torch_fn, _base, _ in rows:
         fns = {"on": checks(True, fn), "off": checks(False, fn), "torch": torch_fn}
         if np_fn:
             fns["numpy"] = np_fn
-        t = interleaved(fns, rounds)
-        t_on, t_off, t_np, t_torch = t["on"], t["off"], t.get("numpy", nan), t["torch"]
-        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else nan
+        t = quiet_timing.rounds(fns, n_rounds)
+        t_int = bench(interpreted(fn), reps=1) if not name.startswith("matmul") or quick else float("nan")
         goal = goals.get(name, ("numpy", 0.5))
-        ref = t_np if goal[0] == "numpy" else t_torch
-        print(f"{name:28s} {t_on * 1e3:10.2f}ms {t_off * 1e3:12.2f}ms {t_int * 1e3:8.0f}ms {t_np * 1e3:7.2f}ms "
-              f"{t_torch * 1e3:7.2f}ms  {t_int / t_on:10.1f} {t_np / t_on:9.2f} {t_torch / t_on:9.2f}  "
-              f">= {goal[1]}x {goal[0]} (checked {ref / t_on:.2f}x, unchecked {ref / t_off:.2f}x)")
+        print(f"{name:26s} {cell(t['on'])} {cell(t['off'])} {cell(t.get('numpy'))} {cell(t['torch'])} "
+              f"{t_int * 1e3:6.0f}ms")
+        parts = []
+        for kind in ("on", "off"):
+            r, lo, hi = quiet_timing.ratio(t[goal[0]], t[kind])
+            verdict = "met" if lo >= goal[1] else ("median met" if r >= goal[1] else "NOT met")
+            parts.append(f"{'checked' if kind == 'on' else 'unchecked'} {r:.2f}x ({lo:.2f}-{hi:.2f}): {verdict}")
+        others = [f"interp/cpu {t_int / quiet_timing.median(t['on']):.0f}x"] if t_int == t_int else []
+        print(f"{'':26s} goal >= {goal[1]}x {goal[0]}: " + "; ".join(parts + others))
+    busy = load.others()
+    if busy is not None:
+        print(f"during the timed rows, other processes kept {busy[0]:.2f} cores busy on average, "
+              f"and the hypervisor took {busy[1]:.2f} cores (steal)")
+        if busy[0] + busy[1] > 0.1:
+            print("WARNING: the machine was shared during the run; the ratios above are not reliable")
 
     # cold compile of vector add: a new kernel object, disk cache bypassed
     os.environ["TEGULA_ALWAYS_COMPILE"] = "1"

@@ -2,7 +2,8 @@
 
 - Float inputs with an f32 accumulator and result: a register-blocked micro-kernel in
   explicit LLVM vectors of the host's SIMD width (`host_jit.simd_bytes`): a block of
-  RB rows × CB vectors of the accumulator lives in registers over the whole k loop;
+  RB rows × CB vectors of the accumulator, sized to the host's SIMD registers
+  (`register_block`), lives in registers over the whole k loop;
   each k step loads CB vectors of a row of b, broadcasts RB elements of a column of a
   and does RB·CB vector FMAs. Each accumulator element is a chain of K FMAs in f32 in
   k order, as on the GPU (docs/numerics.md bounds it; f16/bf16/fp8 and tf32-rounded
@@ -25,6 +26,20 @@ from ..llvm.intrinsics import intrinsic
 from ..llvm.types import I32, I64, llvm_type
 
 _F32 = ir.FloatType()
+
+
+def register_block(m: int, nvec: int, registers: int) -> tuple[int, int]:
+    """(rows, vectors per row) of the accumulator block a dot keeps in registers: up to
+    4 vectors of a row of b, and as many rows (a power of two dividing `m`, at most 16
+    accumulators) as fit in the registers beside them and a broadcast of a. On AVX2's
+    16 registers the 4x4 block that suits AVX-512 spilled half its accumulators on
+    every k step: 1024^3 on one thread 113-120 ms, 2x4 37-40 ms (docs/performance.md,
+    session 8)."""
+    cb = min(nvec, 4)
+    rb = 1
+    while rb * 2 <= m and m % (rb * 2) == 0 and rb * 2 * cb <= 16 and (rb * 2 + 1) * cb + 1 <= registers:
+        rb *= 2
+    return rb, cb
 
 
 class DotOps:
@@ -92,10 +107,7 @@ class DotOps:
         out = C if in_place else self.new_tile(ins.result.type)
         vty = ir.VectorType(_F32, width)
         nvec = N // width
-        cb = min(nvec, 4)                 # vectors per row of the register block
-        rb = max(1, min(M, 16 // cb))     # rows of the register block
-        while M % rb:
-            rb //= 2
+        rb, cb = register_block(M, nvec, host_jit.simd_registers())
         c64 = lambda x: ir.Constant(I64, x)  # noqa: E731
         undef = ir.Constant(vty, ir.Undefined)
         zeros = ir.Constant(ir.VectorType(I32, width), [0] * width)
@@ -106,53 +118,52 @@ class DotOps:
         def vload(t, idx):
             return b.load(vptr(t, idx), typ=vty, align=4)
 
+        def block(a0, b0, c0, i0, j0, rb):
+            """Rows [i0, i0 + rb) x vectors [j0, j0 + cb * width) of the accumulator, in
+            registers over the whole k loop."""
+            cidx = [[b.add(c0, b.add(b.mul(b.add(i0, c64(r)), c64(N)), b.add(j0, c64(c * width))))
+                     for c in range(cb)] for r in range(rb)]
+            init = [[vload(C, cidx[r][c]) for c in range(cb)] for r in range(rb)]
+            pre = b.block
+            head = self.fn.append_basic_block("dot.k")
+            after = self.fn.append_basic_block("dot.k.end")
+            b.branch(head)
+            b.position_at_end(head)
+            k = b.phi(I64)
+            k.add_incoming(c64(0), pre)
+            accs = []
+            for r in range(rb):
+                row = []
+                for c in range(cb):
+                    p = b.phi(vty)
+                    p.add_incoming(init[r][c], pre)
+                    row.append(p)
+                accs.append(row)
+            brow = b.add(b0, b.add(b.mul(k, c64(N)), j0))
+            bv = [vload(B, b.add(brow, c64(c * width))) for c in range(cb)]
+            new = []
+            for r in range(rb):
+                a_idx = b.add(a0, b.add(b.mul(b.add(i0, c64(r)), c64(K)), k))
+                a = b.load(self.elem_ptr(A, a_idx), typ=_F32)
+                splat = b.shuffle_vector(b.insert_element(undef, a, ir.Constant(I32, 0)), undef, zeros)
+                new.append([intrinsic(b, "fma", [splat, bv[c], accs[r][c]]) for c in range(cb)])
+            nk = b.add(k, c64(1))
+            k.add_incoming(nk, b.block)
+            for r in range(rb):
+                for c in range(cb):
+                    accs[r][c].add_incoming(new[r][c], b.block)
+            b.cbranch(b.icmp_signed("<", nk, c64(K)), head, after)
+            b.position_at_end(after)
+            for r in range(rb):
+                for c in range(cb):
+                    b.store(new[r][c], vptr(out, cidx[r][c]), align=4)
+
         def per_batch(bi):
-            a0 = b.mul(bi, c64(M * K))
-            b0 = b.mul(bi, c64(K * N))
-            c0 = b.mul(bi, c64(M * N))
+            a0, b0, c0 = b.mul(bi, c64(M * K)), b.mul(bi, c64(K * N)), b.mul(bi, c64(M * N))
 
             def per_rows(ib):
                 i0 = b.mul(ib, c64(rb))
-
-                def per_cols(jb):
-                    j0 = b.mul(jb, c64(cb * width))
-                    cidx = [[b.add(c0, b.add(b.mul(b.add(i0, c64(r)), c64(N)), b.add(j0, c64(c * width))))
-                             for c in range(cb)] for r in range(rb)]
-                    init = [[vload(C, cidx[r][c]) for c in range(cb)] for r in range(rb)]
-                    pre = b.block
-                    head = self.fn.append_basic_block("dot.k")
-                    after = self.fn.append_basic_block("dot.k.end")
-                    b.branch(head)
-                    b.position_at_end(head)
-                    k = b.phi(I64)
-                    k.add_incoming(c64(0), pre)
-                    accs = []
-                    for r in range(rb):
-                        row = []
-                        for c in range(cb):
-                            p = b.phi(vty)
-                            p.add_incoming(init[r][c], pre)
-                            row.append(p)
-                        accs.append(row)
-                    brow = b.add(b0, b.add(b.mul(k, c64(N)), j0))
-                    bv = [vload(B, b.add(brow, c64(c * width))) for c in range(cb)]
-                    new = []
-                    for r in range(rb):
-                        a_idx = b.add(a0, b.add(b.mul(b.add(i0, c64(r)), c64(K)), k))
-                        a = b.load(self.elem_ptr(A, a_idx), typ=_F32)
-                        splat = b.shuffle_vector(b.insert_element(undef, a, ir.Constant(I32, 0)), undef, zeros)
-                        new.append([intrinsic(b, "fma", [splat, bv[c], accs[r][c]]) for c in range(cb)])
-                    nk = b.add(k, c64(1))
-                    k.add_incoming(nk, b.block)
-                    for r in range(rb):
-                        for c in range(cb):
-                            accs[r][c].add_incoming(new[r][c], b.block)
-                    b.cbranch(b.icmp_signed("<", nk, c64(K)), head, after)
-                    b.position_at_end(after)
-                    for r in range(rb):
-                        for c in range(cb):
-                            b.store(new[r][c], vptr(out, cidx[r][c]), align=4)
-                self.loop(nvec // cb, per_cols)
+                self.loop(nvec // cb, lambda jb: block(a0, b0, c0, i0, b.mul(jb, c64(cb * width)), rb))
             self.loop(M // rb, per_rows)
         self.loop(batch, per_batch)
         self.env[id(ins.result)] = out

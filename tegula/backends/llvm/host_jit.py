@@ -45,6 +45,14 @@ def simd_bytes() -> int:
     return 16
 
 
+def simd_registers() -> int:
+    """How many SIMD registers of `simd_bytes` the host has: 32 with AVX-512 (zmm0-31)
+    and on AArch64 (v0-31), 16 on other x86-64 (ymm0-15 / xmm0-15)."""
+    if simd_bytes() >= 64 or llvm_triple().startswith(("aarch64", "arm64")):
+        return 32
+    return 16
+
+
 def llvm_triple() -> str:
     """The LLVM triple of this process (the host)."""
     return llvm.get_process_triple()

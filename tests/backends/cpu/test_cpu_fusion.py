@@ -155,3 +155,52 @@ def test_loop_carried_tiles(cpu, monkeypatch):
         return o
     got, ref = both(monkeypatch, launch)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)  # f32 FMA chains vs exact sums
+
+
+@pytest.mark.parametrize("registers", [16, 32])
+def test_dot_register_block_fits(registers):
+    """The dot's accumulator block, the b row it multiplies and a broadcast of a fit
+    in the host's SIMD registers (16 on AVX2: no spills every k step), the rows divide
+    the tile, and there are enough independent accumulators to hide the FMA latency."""
+    from tegula.backends.cpu.lower_dot import register_block
+    for m in (1, 2, 4, 16, 64, 128):
+        for nvec in (1, 2, 4, 8, 16):
+            rb, cb = register_block(m, nvec, registers)
+            assert m % rb == 0 and nvec % cb == 0
+            assert rb * cb + cb + 1 <= registers and rb * cb <= 16
+            if m >= 16 and nvec >= 4:
+                assert rb * cb >= 8
+
+
+@tegula.jit
+def tiled_matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(x, y, acc, input_precision="ieee")
+    tl.store(c + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("registers", [16, 32])
+@pytest.mark.parametrize("tiles", [(64, 64, 32), (16, 32, 16), (32, 16, 8)])
+def test_dot_register_blocks_compute_the_product(cpu, monkeypatch, registers, tiles):
+    """Either register block (AVX2's, AVX-512's) on this host gives the product: each
+    element a chain of f32 FMAs over k, within the f32 bound of numpy's matmul."""
+    from tegula.backends.llvm import host_jit
+    monkeypatch.setattr(host_jit, "simd_registers", lambda: registers)
+    monkeypatch.setenv("TEGULA_ALWAYS_COMPILE", "1")
+    rng = np.random.default_rng()
+    M, N, K = 64, 64, 64
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    BM, BN, BK = tiles
+    tiled_matmul[(M // BM, N // BN)](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    bound = K * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(c - ref) <= bound)
