@@ -12,6 +12,7 @@ from typing import Sequence
 
 from .block_pointers_to_pointers import block_pointers_to_pointers
 from .canonicalize import canonicalize
+from .combine_dot_add import combine_dot_add
 from .cse import cse
 from .dce import dce
 from .descriptors_to_pointers import descriptors_to_pointers
@@ -19,6 +20,7 @@ from .licm import licm
 from .manager import PASSES, register_pass
 
 register_pass("canonicalize", canonicalize)
+register_pass("combine_dot_add", combine_dot_add)
 register_pass("cse", cse)
 register_pass("dce", dce)
 register_pass("licm", licm)
@@ -26,9 +28,10 @@ register_pass("descriptors_to_pointers", descriptors_to_pointers)
 register_pass("block_pointers_to_pointers", block_pointers_to_pointers)
 
 PIPELINES: dict[str, list[str]] = {
-    # canonicalize first so CSE sees folded constants; once more after LICM, which
-    # exposes invariant operands to the folding rules; DCE last sweeps what they left
-    "tir_opt": ["canonicalize", "cse", "licm", "canonicalize", "dce"],
+    # canonicalize first so CSE sees folded constants (and combine_dot_add the zero
+    # accumulators); once more after LICM, which exposes invariant operands to the
+    # folding rules; DCE last sweeps what they left
+    "tir_opt": ["canonicalize", "combine_dot_add", "cse", "licm", "canonicalize", "dce"],
 }
 
 
