@@ -8,12 +8,13 @@ carries dK and dV, 64 registers a thread each at 4 warps, beside its products) a
 separate add.
 
 Expects: verified IR. Guarantees: verified IR; a `dot` whose accumulator is a zero
-constant, whose only use is an `add` in the same block whose other operand has the
-dot's type, is replaced by one `dot` at the add's place (where both the operands of
-the old dot and the other addend are defined) taking over the add's result. For
-integer dots the result is the same; for floating-point ones the sum is rounded once
-instead of twice (f32 inputs), as on the GPU, where the accumulator is added inside
-the tensor-core instruction.
+constant, that may not accumulate imprecisely (`max_num_imprecise_acc` unset or 0: an
+fp8 dot on Hopper keeps its exact running sum outside), whose only use is an `add` in
+the same block whose other operand has the dot's type, is replaced by one `dot` at the
+add's place (where both the operands of the old dot and the other addend are defined)
+taking over the add's result. For integer dots the result is the same; for
+floating-point ones the sum is rounded once instead of twice (f32 inputs), as on the
+GPU, where the accumulator is added inside the tensor-core instruction.
 """
 from __future__ import annotations
 
@@ -63,6 +64,10 @@ def _combined(add: Instr, block: Block, uses) -> "tuple[Instr, Instr] | None":
         if not (isinstance(dot, Instr) and dot.op is Op.DOT and dot in block.instrs):
             continue
         if uses[prod] != 1 or not _is_zero(dot.operands[2]) or other.type != prod.type:
+            continue
+        if getattr(dot.attrs, "max_num_imprecise_acc", None):
+            # an fp8 dot that may accumulate imprecisely (Hopper's default): the running
+            # sum stays an exact f32 add outside it, as Triton's pattern requires
             continue
         if prod.type != add.results[0].type:
             continue

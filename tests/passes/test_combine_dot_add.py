@@ -4,7 +4,7 @@ interpreter's results stay the same for 16-bit and integer inputs."""
 from __future__ import annotations
 
 import numpy as np
-from passes_test_utils import check, find, parse
+from passes_test_utils import by_name, check, find, parse
 
 import tegula
 import tegula.language as tl
@@ -36,6 +36,17 @@ def test_add_after_a_fresh_dot_becomes_its_accumulator():
           store %p, %s {}
           return
         }""")
+
+
+def test_an_imprecise_fp8_accumulation_keeps_its_exact_add():
+    text = HEAD + """
+          %d = dot %a, %b, %z {max_num_imprecise_acc = 1073741824} : tile<16x16xf32>
+          %s = add %d, %c : tile<16x16xf32>
+          store %p, %s {}
+          return
+        }"""
+    kernel = combine_dot_add(parse(text))
+    assert len(find(kernel, Op.ADD)) == 1 and find(kernel, Op.DOT)[0].operands[2] is not by_name(kernel, "c")
 
 
 def test_left_alone_when_the_product_is_used_again_or_the_accumulator_is_not_zero():
