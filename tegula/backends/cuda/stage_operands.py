@@ -110,6 +110,15 @@ def _regs(v: Value, num_warps: int) -> int:
     return max(1, t.numel * element_of(t).bytes // (4 * 32 * num_warps))
 
 
+def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int) -> bool:
+    """Whether `dot` would run on wgmma with its operand `k` staged (an A staged next to
+    a B that is not in a slot gains nothing: wgmma needs B in shared memory)."""
+    if k == 0 and not _in_shared(dot.operands[1]):
+        return False
+    choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=k == 0, b_k_major=True)
+    return choice is not None and choice.version == 3
+
+
 def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> list[Instr]:
     staged_b, a_candidates = [], []
     for ins in block.instrs:
@@ -118,17 +127,7 @@ def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capabili
         roles = _operand_roles(ins, block, uses)
         if roles is None:
             continue
-        ok = True
-        for dot, k in roles:
-            b_in_shared = k == 1 or _in_shared(dot.operands[1])
-            if not b_in_shared:
-                ok = False
-                break
-            choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=k == 0, b_k_major=True)
-            if choice is None or choice.version != 3:
-                ok = False
-                break
-        if not ok:
+        if not all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles):
             continue
         if any(k == 1 for _d, k in roles):
             staged_b.append(ins)
