@@ -18,19 +18,12 @@ GPU, where the accumulator is added inside the tensor-core instruction.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, Optional
 
-from ..ir.core import Block, Instr, Kernel, Value
+from ..ir.core import Block, Instr, Kernel
 from ..ir.ops import Op
-from .ir_utils import constant_of, use_counts
-
-
-def _is_zero(v: Value) -> bool:
-    """A zero constant (uniform over the tile, either sign), or a splat of one."""
-    c = constant_of(v)
-    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
-        c = constant_of(v.owner.operands[0])
-    return c is not None and not isinstance(c, bool) and c == 0
+from .ir_utils import uniform_constant_of, use_counts
 
 
 def combine_dot_add(kernel: Kernel, ctx: Any = None) -> Kernel:
@@ -40,37 +33,38 @@ def combine_dot_add(kernel: Kernel, ctx: Any = None) -> Kernel:
     return kernel
 
 
-def _block(block: Block, uses) -> None:
+def _block(block: Block, uses: Counter) -> None:
+    here = {id(ins) for ins in block.instrs}
     out: list[Instr] = []
     dead: set[int] = set()
     for ins in block.instrs:
         for region in ins.regions:
             _block(region, uses)
-        if ins.op is Op.ADD:
-            combined = _combined(ins, block, uses)
-            if combined is not None:
-                dot, new = combined
-                dead.add(id(dot))
-                out.append(new)
-                continue
-        out.append(ins)
+        combined = _combined(ins, here, uses) if ins.op is Op.ADD else None
+        if combined is None:
+            out.append(ins)
+            continue
+        dot, new = combined
+        dead.add(id(dot))
+        out.append(new)
     block.instrs = [i for i in out if id(i) not in dead]
 
 
-def _combined(add: Instr, block: Block, uses) -> "tuple[Instr, Instr] | None":
+def _combined(add: Instr, here: set[int], uses: Counter) -> Optional[tuple[Instr, Instr]]:
+    """(the dot folded away, the dot replacing `add`), or None."""
     for k in (0, 1):
         prod, other = add.operands[k], add.operands[1 - k]
         dot = prod.owner
-        if not (isinstance(dot, Instr) and dot.op is Op.DOT and dot in block.instrs):
+        if not (isinstance(dot, Instr) and dot.op is Op.DOT and id(dot) in here):
             continue
-        if uses[prod] != 1 or not _is_zero(dot.operands[2]) or other.type != prod.type:
+        if uses[prod] != 1 or uniform_constant_of(dot.operands[2]) != 0:
+            continue
+        if not (other.type == prod.type == add.results[0].type):
             continue
         if getattr(dot.attrs, "max_num_imprecise_acc", None):
             # an fp8 dot that may accumulate imprecisely (Hopper's default): the running
             # sum stays an exact f32 add outside it, as Triton's pattern requires
             continue
-        if prod.type != add.results[0].type:
-            continue
-        a, b = dot.operands[0], dot.operands[1]
-        return dot, Instr(Op.DOT, [a, b, other], list(add.results), dot.attrs, [], dot.loc)
+        return dot, Instr(Op.DOT, [dot.operands[0], dot.operands[1], other], list(add.results), dot.attrs, [],
+                          dot.loc)
     return None

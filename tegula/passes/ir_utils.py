@@ -30,6 +30,24 @@ def constant_of(v: Value) -> Optional[Any]:
     return None
 
 
+def uniform_constant_of(v: Value) -> Optional[Any]:
+    """The literal of a value that is a constant, or a splat of one; else None."""
+    c = constant_of(v)
+    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
+        c = constant_of(v.owner.operands[0])
+    return c
+
+
+def users_of(root: Block) -> dict[Value, list[Instr]]:
+    """The instructions reading each value (once per operand slot), over `root` and all
+    nested regions."""
+    users: dict[Value, list[Instr]] = {}
+    for ins in root.walk():
+        for v in ins.operands:
+            users.setdefault(v, []).append(ins)
+    return users
+
+
 def use_counts(root: Block) -> Counter:
     """How many operand slots refer to each value, over `root` and all nested regions."""
     counts: Counter = Counter()

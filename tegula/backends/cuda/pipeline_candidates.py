@@ -14,7 +14,7 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import PointerType, TileType, element_of
 from ...passes import axis_info, contiguity_order
-from ...passes.ir_utils import constant_of
+from ...passes.ir_utils import uniform_constant_of
 from .checked import pointer_origins
 from .mma import choose_mma
 
@@ -22,9 +22,7 @@ from .mma import choose_mma
 def is_zero(v: Value) -> bool:
     """Whether `v` is the constant 0 (a scalar or a splat of one; not -0.0): what a
     cp.async's zero fill already gives."""
-    c = constant_of(v)
-    if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
-        c = constant_of(v.owner.operands[0])
+    c = uniform_constant_of(v)
     return c is not None and c == 0 and not (isinstance(c, float) and str(c) == "-0.0")
 
 

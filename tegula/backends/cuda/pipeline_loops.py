@@ -72,6 +72,7 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, I64, SmemType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
+from ...passes.ir_utils import users_of
 from .copy_bounds import CopyBound, split_bound
 from .mma import choose_mma
 from .pipeline_candidates import (
@@ -132,18 +133,12 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         if not has_dot and not explicit:
             continue  # nothing feeds a dot, and no num_stages asks for prefetching
         # a load read both directly and transposed by dots gets a copy for the transpose
-        splits = [] if not has_dot else split_transposed_uses(loop.regions[0], _uses(kernel))
+        splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body))
         plan = _plan(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
-        if plan is not None and all(s.load in plan.loads and s.copy in plan.loads for s in splits):
-            _rewrite(kernel, parent, plan)
-            done += 1
-        elif splits:  # not pipelined with both rings: the loop keeps its one load
-            undo(loop.regions[0], splits)
+        if splits and (plan is None or not all(s.load in plan.loads and s.copy in plan.loads for s in splits)):
+            undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
             plan = _plan(kernel, loop, stages, num_warps, capability)
-            if plan is not None:
-                _rewrite(kernel, parent, plan)
-                done += 1
-        elif plan is not None:
+        if plan is not None:
             _rewrite(kernel, parent, plan)
             done += 1
     return done
@@ -157,14 +152,6 @@ def _loops_inner_first(block: Block) -> list[tuple[Block, Instr]]:
         if ins.op is Op.FOR:
             out.append((block, ins))
     return out
-
-
-def _uses(kernel: Kernel) -> dict[Value, list[Instr]]:
-    uses: dict[Value, list[Instr]] = {}
-    for ins in kernel.walk():
-        for v in ins.operands:
-            uses.setdefault(v, []).append(ins)
-    return uses
 
 
 def _free_values(ins: Instr) -> list[Value]:
@@ -182,7 +169,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     if stages < 2:
         return None
     body = loop.regions[0]
-    uses = _uses(kernel)
+    uses = users_of(kernel.body)
     cache = {"kernel": kernel} if without_dot else None
     loads = [ins for ins in body.instrs if is_candidate(ins, body, uses, num_warps, capability, cache)]
     if not loads:

@@ -33,6 +33,7 @@ from ...ir.builder import Builder
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import I32, PointerType, SmemType, TileType, element_of
+from ...passes.ir_utils import users_of
 from .mma import choose_mma
 from .pipeline_candidates import is_zero
 
@@ -45,10 +46,7 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
     """Stage the loop-invariant dot operands that qualify (in place); returns how many."""
     if capability < 90 or not knobs.wgmma or not knobs.dot_tensor_cores:
         return 0
-    uses: dict[Value, list[Instr]] = {}
-    for ins in kernel.walk():
-        for v in ins.operands:
-            uses.setdefault(v, []).append(ins)
+    uses = users_of(kernel.body)
     done = 0
     for block in _blocks(kernel.body):
         picked = _pick(block, uses, num_warps, capability)

@@ -32,6 +32,7 @@ from ...errors import CompilationError
 from ...ir.core import Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import ScalarType, TensorDescType
+from ...passes.ir_utils import users_of
 from .lower_wgmma import swizzle_bytes
 
 MAX_BOX = 256  # TMA's largest box extent
@@ -125,10 +126,7 @@ def tma_loads(kernel: Kernel, num_warps: int, capability: int) -> set[Instr]:
     from .pipeline_candidates import feeds_wgmma_only
 
     out: set[Instr] = set()
-    uses: dict[Value, list[Instr]] = {}
-    for ins in kernel.walk():
-        for v in ins.operands:
-            uses.setdefault(v, []).append(ins)
+    uses = users_of(kernel.body)
     for loop in kernel.walk():
         if loop.op is not Op.FOR:
             continue

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import llvmlite.ir as ir
 
 from ...llvm import casts
-from ...llvm.types import F16, F32, I8, I16, I32, I64, ptr_type
+from ...llvm.types import F32, I8, I16, I32, I64, ptr_type
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -90,12 +90,8 @@ class WgmmaModels:
 
     def _load_f32(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
         ptr = b.gep(self.smem, [off], source_etype=I8)
-        if ab_type in ("e4m3", "e5m2"):
-            return casts.fp8_to_f32(b, b.load(ptr, typ=I8, align=1), "f8" + ab_type)
-        if ab_type == "f16":
-            return b.fpext(b.load(ptr, typ=F16, align=2), F32)
-        bits = b.zext(b.load(ptr, typ=I16, align=2), I32)
-        return b.bitcast(b.shl(bits, _c(16)), F32)
+        raw_ty = I8 if ab_type in ("e4m3", "e5m2") else I16
+        return _to_f32(b, b.load(ptr, typ=raw_ty, align=raw_ty.width // 8), ab_type)
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
               acc: list[ir.Value], trans_b: bool, trans_a: bool = False) -> list[ir.Value]:
@@ -130,12 +126,7 @@ class WgmmaModels:
                 t = (k % (kk // 2)) // per_word
                 word = words[t * 4 + half + 2 * (k // (kk // 2))]
                 raw = b.trunc(b.lshr(word, _c(bits * (k % per_word))), ir.IntType(bits))
-                if choice.ab_type in ("e4m3", "e5m2"):
-                    v = casts.fp8_to_f32(b, raw, "f8" + choice.ab_type)
-                elif choice.ab_type == "f16":
-                    v = b.fpext(b.bitcast(raw, ir.HalfType()), F32)
-                else:
-                    v = b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
+                v = _to_f32(b, raw, choice.ab_type)
                 b.store(v, b.gep(rows, [_c(0), _c(half * kk + k)], source_etype=row_ty))
 
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
@@ -177,3 +168,12 @@ class WgmmaModels:
         _loop(b, count, per_register)
         return [b.load(b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(F32, count)), typ=F32)
                 for i in range(count)]
+
+
+def _to_f32(b: ir.IRBuilder, raw: ir.Value, ab_type: str) -> ir.Value:
+    """An operand element's bits (i8 for e4m3/e5m2, i16 for f16/bf16) as f32."""
+    if ab_type in ("e4m3", "e5m2"):
+        return casts.fp8_to_f32(b, raw, "f8" + ab_type)
+    if ab_type == "f16":
+        return b.fpext(b.bitcast(raw, ir.HalfType()), F32)
+    return b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
