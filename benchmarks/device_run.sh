@@ -15,6 +15,12 @@
 #              mkdir -p .tutorials && cp ../shared/upstream/tutorials/*.py .tutorials/);
 #              TUTORIALS=02,03 picks them (default 02,03,05,06,08,09), TUTORIAL_WHO=tegula
 #              runs one compiler, TUTORIAL_TIMEOUT bounds each run
+#   t06        chosen cells of tutorial 06 under Triton then tegula (tutorial06_cells.py;
+#              CELLS=bwd-d64-causal-4096,fwd-d128-full-16384-fp8 picks them; .tutorials/ carried)
+#   ncu06      ncu metrics (stall reasons, wgmma pipe, L2 bytes, launch) of one tutorial-06 kernel
+#              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
+#   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
+#   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
@@ -71,6 +77,25 @@ stage() {
     local only=${TUTORIALS:-02,03,05,06,08,09} who=${TUTORIAL_WHO:-triton,tegula}
     timeout "${TUTORIALS_TIMEOUT:-560}" python3 benchmarks/tutorials_gpu.py .tutorials --only ${only//,/ } \
       --who ${who//,/ } --timeout "${TUTORIAL_TIMEOUT:-150}" --out "$OUT" 2>&1 | tee "$OUT/tutorials.log" | tail -n 60 ;;
+  t06)
+    local cells=${CELLS:+--cells ${CELLS//,/ }}
+    timeout "${T06_TIMEOUT:-270}" python3 benchmarks/tutorial06_cells.py .tutorials/06-fused-attention.py $cells 2>&1 | tee "$OUT/t06_triton.log" | grep -v Warning
+    timeout "${T06_TIMEOUT:-270}" python3 -m tegula.compat benchmarks/tutorial06_cells.py .tutorials/06-fused-attention.py $cells 2>&1 | tee "$OUT/t06_tegula.log" | grep -v Warning ;;
+  ncu06)
+    local M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,gpu__time_duration.sum"
+    for who in triton tegula; do
+      local py="python3"; [ "$who" = tegula ] && py="python3 -m tegula.compat"
+      timeout "${NCU_TIMEOUT:-240}" ncu --profile-from-start off --kernel-name "regex:${KERNEL:-^_attn_bwd\$}" --launch-count 1 \
+        --metrics "$M,sass__inst_executed_per_opcode" --print-metric-instances values $py benchmarks/profile_tutorial06.py .tutorials/06-fused-attention.py "${CELL:-bwd-d64-full-4096}" \
+        > "$OUT/ncu06_$who.txt" 2>&1
+      echo "== ncu $who ${CELL:-bwd-d64-full-4096} exit $?"
+      grep -E "stalled|inst_executed|cycles|gmma|lts__t_bytes|launch__|duration|profiled" "$OUT/ncu06_$who.txt" \
+        | awk '$NF+0 > 0.05 || /inst|cycles|launch|duration|bytes|profiled/' | cut -c1-400 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
+    done ;;
+  attention)
+    timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS//,/ } 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
+  autotune)
+    timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
   compat-pytest)
     timeout "${PYTEST_TIMEOUT:-300}" python3 -m tegula.compat -m pytest -q -p no:cacheprovider ${PYTEST_TARGET//,/ } \
       > "$OUT/compat_pytest.log" 2>&1

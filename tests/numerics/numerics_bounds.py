@@ -75,7 +75,8 @@ def _math(f32: tuple, f64: tuple, f16: tuple = (1, 2, 1), bf16: tuple = (1, 1, 1
 # (Programming Guide, "Mathematical Functions", full range). The GPU computes f32 exp
 # as Triton does, ex2.approx.f32(x · log2(e)): ex2.approx's ~2 ulp plus the rounding
 # of the product and of log2(e) to f32, which shift the result by up to |x|·2**-23
-# relative (1.5·abs(x) ulp). sqrt.approx.f32 is 2**-23 relative and rsqrt.approx.f32
+# relative (1.5·abs(x) ulp); f32 exp2 is ex2.approx.ftz.f32, ~2 ulp down to 2**-126
+# (below, flushed to zero). sqrt.approx.f32 is 2**-23 relative and rsqrt.approx.f32
 # 2**-22.9 (PTX ISA), at most 2 and 3 ulp (a relative error r is up to r·2**24 ulp at
 # the top of a binade); div.full.f32 2 ulp (PTX ISA); narrow types compute in f32 and
 # round, so they are within 1 ulp. The interpreter's are numpy's float loops

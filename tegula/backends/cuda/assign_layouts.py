@@ -117,11 +117,22 @@ def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
     order = contiguity_order(ptr, info)
     bound = (parts.index, parts.bound) if parts.bound is not None else None
     vec = vector_width(ptr, mask, info, axis=order[0], bound=bound)
+    if is_small_load(ins, num_warps):
+        return list(order), vec  # loaded where used (replicated): as wide as it may be
     numel = 1
     for s in shape:
         numel *= s
     # keep every thread busy before widening vectors (Triton's rule)
     return list(order), max(1, min(vec, numel // (32 * num_warps)))
+
+
+def is_small_load(ins: Instr, num_warps: int) -> bool:
+    """A load of fewer elements than the CTA has threads (attention's row maxima and
+    deltas, a bias row): it is done in the layout its user wants, where that user has a
+    wish (`_Assigner.loaded_where_used`)."""
+    if ins.op is not Op.LOAD or ins.attrs.volatile or not is_tile(ins.results[0]):
+        return False
+    return ins.results[0].type.numel < 32 * num_warps
 
 
 class _Assigner:
@@ -175,9 +186,17 @@ class _Assigner:
                 self.anchors[ins] = lay
         self.register_a_loads(instrs)
         for ins in instrs:
-            if ins in self.anchors and ins.op in ACCESS_OPS:
+            if ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins):
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
+
+    def loaded_where_used(self, ins: Instr) -> bool:
+        """A small load (`is_small_load`) is done in the layout its user wants when it
+        has a hint: its threads then load replicated elements, which the L1 serves,
+        instead of converting the tile through shared memory — two barriers in every
+        iteration of tutorial 06's dK/dV loop (Triton's rule: such a load is cheap to
+        rematerialize)."""
+        return is_small_load(ins, self.nw)
 
     def copied_along_rows(self, buf: Value, instrs: list[Instr]) -> bool:
         """Whether the copies into a slot buffer run along its rows (a B operand's K):
@@ -342,6 +361,8 @@ class _Assigner:
         own = [self.own(o) for o in ops]
         if op in ACCESS_OPS and ins in self.anchors:
             a = self.anchors[ins]
+            if self.loaded_where_used(ins):
+                a = self.hints.get(ins.results[0], a)
             self.require(ins, [a] * len(ops))
             for r in ins.results:
                 self.set(r, a)

@@ -16,8 +16,9 @@ from one 8-row group to the next, 8 x swizzle bytes) and the swizzle mode (bits 
 1 = 128 B, 2 = 64 B, 3 = 32 B). The start of a sub-tile at row r (r % 8 == 0) is the
 same with or without the swizzle, so it is the slot layout's offset of that element.
 
-One dot is `wgmma.fence`, one instruction per (M repetition, N repetition, K step), a
-commit, and a wait for it (the accumulators pass through the wait, so nothing reads
+One dot is `wgmma.fence`, one instruction per (M repetition, N repetition, K step) — the
+first K step with a false scale-d predicate when the accumulator is zero, so that no
+register is zeroed for it — a commit, and a wait for it (the accumulators pass through the wait, so nothing reads
 them early) — unless the pipeliner left the dot in flight: then its only user is a
 `dot_wait`, which waits until at most N groups are pending (1 inside the loop, so the
 next iteration's wgmma is issued while this one runs; 0 after it).
@@ -34,6 +35,7 @@ from ...ir.types import shape_of
 from ..llvm.types import I32, I64
 from .linear_layout import BitMap, dim_fields
 from .mma import MmaChoice
+from .pipeline_candidates import is_zero
 from .registry import handles
 from .shared_layouts import nvmma_offsets
 
@@ -139,6 +141,9 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     a_desc = base_descriptor(a_base, a_bits) if a_base is not None else None
 
     chunk = choice.n_instr // 2
+    # A zero accumulator (a fresh `tl.dot(a, b)`) is not materialized: the first K step
+    # of each sub-tile runs with scale-d false (D = A·B) and later ones accumulate.
+    zero_acc = is_zero(ins.operands[2])
     lw.dev.wgmma_fence(b)
     for i in range(m_reps):
         for j in range(n_reps):
@@ -147,14 +152,15 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             for s in range(k_steps):
                 b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
                 desc_b = descriptor(b_desc, b_off)
+                scale_d = not (zero_acc and s == 0)
                 if a_regs is not None:
                     # the fragment registers first, then K steps, then M repetitions
                     frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]
-                    regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major)
+                    regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major, scale_d)
                     continue
                 a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
                 regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off), desc_b, regs, not b_k_major,
-                                    a_m_major)
+                                    a_m_major, scale_d)
             acc[first:first + chunk] = regs
     lw.dev.wgmma_commit(b)
     if not _waited_later(lw, ins):

@@ -8,7 +8,9 @@ Accuracy (vs the numpy interpreter), chosen to match what Triton 3.6 emits:
 - f32 `exp` is `ex2.approx.f32(x * log2(e))`, Triton's instruction sequence: ex2's own
   error is ~2 ulp, and rounding the product adds a relative error up to about
   |x|·2^-24 (so ~2 ulp near 0, growing with |x|: ~10 ulp at |x| = 16, ~45 at 88);
-- exp2/log/log2/sin/cos/erf/fmod, and f64 exp, are libdevice's (≤ 2 ulp for f32 in
+- f32 `exp2` is `ex2.approx.ftz.f32`, Triton's instruction (~2 ulp; a result below
+  2^-126 is flushed to zero, a denormal input reads as zero);
+- log/log2/sin/cos/erf/fmod, f64 exp and exp2, are libdevice's (≤ 2 ulp for f32 in
   the full range, fmod exact; denormals kept);
 - f32 `sqrt` and `rsqrt` are `sqrt.approx.ftz.f32` / `rsqrt.approx.ftz.f32`, Triton's
   instructions (~1 ulp and ~2 ulp; a denormal input counts as zero: sqrt gives 0,
@@ -63,6 +65,11 @@ class NVPTXTarget(ScalarTarget):
             flags = ("contract",) if self.fp_contract else ()
             x = b.fmul(args[0], ir.Constant(F32, _LOG2E_F32), flags=flags)
             return self.dev.ex2_approx(b, x)
+        if t.name == "f32" and name == "exp2":
+            # Triton's tl.math.exp2: one SFU instruction, a result below 2**-126 flushed
+            # to zero (libdevice's exp2f keeps denormals with a compare and two
+            # multiplies more: 96 of each in every iteration of tutorial 06's backward)
+            return self.dev.ex2_approx_ftz(b, args[0])
         if t.name == "f32" and name in ("sqrt", "rsqrt"):
             # Triton's: one SFU instruction, denormal inputs read as zero (the non-ftz
             # form spends 3 more instructions rescaling them)

@@ -3,7 +3,7 @@ kernel signature and annotations, special registers, barriers, 32-bit warp shuff
 the dynamic shared-memory buffer, the CUDA runtime calls (`vprintf`, `__assertfail`),
 and every PTX instruction the lowering emits as inline assembly: the tensor-core
 instructions (`ldmatrix`, `mma`), predicated and cache-hinted global loads and stores
-(`ld_global`, `st_global`), the SFU approximations (`ex2_approx`, `sqrt_approx_ftz`,
+(`ld_global`, `st_global`), the SFU approximations (`ex2_approx`, `ex2_approx_ftz`, `sqrt_approx_ftz`,
 `rsqrt_approx_ftz`, `div_full`), the hardware conversions (`cvt_f32_to_fp8`,
 `cvt_from_fp8`, `cvt_rz`) and libdevice calls (`libdevice_call`). Everything else in
 the lowering is plain LLVM IR, so substituting this object runs the same lowering on
@@ -15,7 +15,7 @@ Also `shuffle`, which moves a value of any register type through 32-bit shuffles
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import llvmlite.ir as ir
 
@@ -47,7 +47,7 @@ class NVPTXDevice:
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
-                    "ex2_approx", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
+                    "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval")
@@ -285,42 +285,47 @@ class NVPTXDevice:
         inline_asm(b, VOID, [], "wgmma.fence.sync.aligned;", "~{memory}", side_effect=True)
 
     def wgmma(self, b: ir.IRBuilder, choice: "MmaChoice", desc_a: ir.Value, desc_b: ir.Value,
-              acc: list[ir.Value], trans_b: bool, trans_a: bool = False) -> list[ir.Value]:
+              acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: bool = True) -> list[ir.Value]:
         """One warpgroup-wide `wgmma.mma_async` (see `mma.MmaChoice`, version 3) with A
         and B read through shared-memory matrix descriptors (A M-major when `trans_a`,
         else K-major; B N-major when `trans_b`); `acc` the n_instr / 2 accumulators of
-        this thread, accumulated into."""
+        this thread, accumulated into — or, when not `scale_d`, only their count and
+        type matter: D = A·B (see `_wgmma_accumulators`)."""
+        # transposes exist for 16-bit operands only (fp8 operands are always K-major)
+        trans = f", {int(trans_a)}, {int(trans_b)}" if choice.elem_bytes == 2 else ""
+        return self._wgmma_asm(b, choice, acc, scale_d, [desc_a, desc_b], ["l", "l"],
+                               lambda n: f"${n}, ${n + 1}", trans)
+
+    def _wgmma_asm(self, b: ir.IRBuilder, choice: "MmaChoice", acc: list[ir.Value], scale_d: bool,
+                   operands: list[ir.Value], constraints: list[str], operand_text: Callable[[int], str],
+                   trans: str) -> list[ir.Value]:
+        """The inline asm of one wgmma: outputs the accumulators, then `operands` (text
+        from `operand_text(first operand's $ index)`), the scale-d predicate, the scales
+        and `trans`. With `scale_d` the accumulators are tied inputs (D = A·B + D); without
+        it the predicate is false and the inputs are not passed at all (D = A·B), so a
+        dot whose accumulator is zero does not first set its registers to zero (a
+        `mov` per register per dot: 64 in each iteration of tutorial 06's dK/dV loop)."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
-        # transposes exist for 16-bit operands only (fp8 operands are always K-major)
-        trans = f", {int(trans_a)}, {int(trans_b)}" if choice.elem_bytes == 2 else ""
-        asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-               f"{choice.ptx} {{{outs}}}, ${count}, ${count + 1}, p, 1, 1{trans}; }}")
-        cons = ",".join([f"={reg}"] * count + ["l", "l"] + [str(i) for i in range(count)])
+        asm = (f"{{ .reg .pred p; setp.ne.b32 p, {int(scale_d)}, 0; "
+               f"{choice.ptx} {{{outs}}}, {operand_text(count)}, p, 1, 1{trans}; }}")
+        tied = [str(i) for i in range(count)] if scale_d else []
+        cons = ",".join([f"={reg}"] * count + constraints + tied)
         ret = ir.LiteralStructType([acc_ty] * count)
-        out = inline_asm(b, ret, [desc_a, desc_b, *acc], asm, cons, side_effect=True)
+        out = inline_asm(b, ret, list(operands) + (list(acc) if scale_d else []), asm, cons, side_effect=True)
         return [b.extract_value(out, i) for i in range(count)]
 
     def wgmma_rs(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], desc_b: ir.Value,
-                 acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+                 acc: list[ir.Value], trans_b: bool, scale_d: bool = True) -> list[ir.Value]:
         """`wgmma.mma_async` with A from registers: `a` this thread's four i32 registers
         of packed A elements (mma.sync's A fragment of its warp's 16 rows: two 16-bit
-        or four 8-bit elements a register)."""
-        count = len(acc)
-        acc_ty = acc[0].type
-        reg = "f" if acc_ty == F32 else "r"
-        outs = ",".join(f"${i}" for i in range(count))
-        ins_a = ",".join(f"${count + i}" for i in range(4))
+        or four 8-bit elements a register); `scale_d` as in `wgmma`."""
         # B's transpose exists for 16-bit operands only (an 8-bit B is always K-major)
         trans = f", {int(trans_b)}" if choice.elem_bytes == 2 else ""
-        asm = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-               f"{choice.ptx} {{{outs}}}, {{{ins_a}}}, ${count + 4}, p, 1, 1{trans}; }}")
-        cons = ",".join([f"={reg}"] * count + ["r"] * 4 + ["l"] + [str(i) for i in range(count)])
-        ret = ir.LiteralStructType([acc_ty] * count)
-        out = inline_asm(b, ret, [*a, desc_b, *acc], asm, cons, side_effect=True)
-        return [b.extract_value(out, i) for i in range(count)]
+        return self._wgmma_asm(b, choice, acc, scale_d, [*a, desc_b], ["r"] * 4 + ["l"],
+                               lambda n: "{" + ",".join(f"${n + i}" for i in range(4)) + f"}}, ${n + 4}", trans)
 
     def wgmma_commit(self, b: ir.IRBuilder) -> None:
         """`wgmma.commit_group.sync.aligned`: the wgmmas issued since the last commit."""
@@ -340,6 +345,12 @@ class NVPTXDevice:
     def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         """`ex2.approx.f32`: 2**x on the SFU (~2 ulp)."""
         return inline_asm(b, F32, [x], "ex2.approx.f32 $0, $1;", "=f,f")
+
+    def ex2_approx_ftz(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        """`ex2.approx.ftz.f32`: 2**x on the SFU (~2 ulp), a denormal input read as zero
+        and a result below 2**-126 flushed to zero: one MUFU.EX2, where the non-ftz form
+        adds a compare and two multiplies to rescale denormal results."""
+        return inline_asm(b, F32, [x], "ex2.approx.ftz.f32 $0, $1;", "=f,f")
 
     def sqrt_approx_ftz(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         """`sqrt.approx.ftz.f32`: a denormal input reads as (signed) zero."""

@@ -15,10 +15,12 @@ compete with the accumulators. Triton stages such operands in shared memory on H
     ... the loops ...
     local_dealloc buf                      (after the last top-level op that reads x)
 
-for every B operand, and for A operands when registers are short: when the loop's
-dot accumulators and the register A operands would take more than half of a thread's
-255 registers (K and V next to dK and dV, 4 warps: 64 + 128). A Q beside one
-accumulator (the forward) stays in registers, where the forward kernels were measured.
+for every B operand, and for A operands when registers are short: when one loop's
+dot accumulators and the register A operands live across it would take more than half
+of a thread's 255 registers (K and V next to dK and dV, 4 warps: 64 + 128). Loops are
+counted one at a time: a Q beside the forward's S and O accumulators (D128, 8 warps:
+32 + 96) stays in registers even where a causal forward has two loops; staged, its
+wgmma reads A from shared memory too, which cost the D128 forward 23% on the H100.
 Each dot must still run on wgmma with the operand in shared memory (`choose_mma`);
 the load's `other`, if any, must be zero (the copy's fill).
 """
@@ -133,14 +135,22 @@ def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capabili
             a_candidates.append((ins, roles))
     if not a_candidates:
         return staged_b
-    # the register pressure of the loops the A candidates are read in
+    # The register pressure of each loop an A candidate is read in: its own dots'
+    # accumulators and the A candidates live across it. Loops run one after the other
+    # (a causal forward's unmasked and diagonal loops), so their accumulators do not
+    # add up: an A operand moves to shared memory only for a loop over the budget.
     loops = {_top_level_owner(block, d) for _ins, roles in a_candidates for d, _k in roles}
-    accs = {d.results[0] for loop in loops for d in loop.walk() if d.op is Op.DOT}
-    pressure = sum(_regs(v, num_warps) for v in accs) + sum(_regs(ins.results[0], num_warps)
-                                                           for ins, _r in a_candidates)
-    if pressure <= REGISTER_BUDGET:
-        return staged_b
-    return staged_b + [ins for ins, _r in a_candidates]
+    staged_a = set()
+    for loop in loops:
+        live = [ins for ins, roles in a_candidates
+                if block.instrs.index(ins) < block.instrs.index(loop)
+                and any(block.instrs.index(_top_level_owner(block, d)) >= block.instrs.index(loop) for d, _k in roles)]
+        accs = {d.results[0] for d in loop.walk() if d.op is Op.DOT}
+        pressure = sum(_regs(v, num_warps) for v in accs) + sum(_regs(ins.results[0], num_warps) for ins in live)
+        if pressure > REGISTER_BUDGET:
+            staged_a.update(ins for ins, roles in a_candidates if any(_top_level_owner(block, d) is loop
+                                                                      for d, _k in roles))
+    return staged_b + [ins for ins, _r in a_candidates if ins in staged_a]
 
 
 def _free_position(block: Block, alloc: Instr, readers: list[Instr]) -> int:

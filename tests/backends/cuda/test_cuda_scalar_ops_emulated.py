@@ -203,3 +203,16 @@ def _exact_fma(a: float, b: float, c: float) -> float:
     if not all(np.isfinite([a, b, c])):
         return float(np.float64(a) * np.float64(b) + np.float64(c))
     return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def test_f32_exp2_flushes_denormal_results_as_triton():
+    """f32 exp2 is `ex2.approx.ftz.f32` (Triton's tl.math.exp2): results below 2**-126
+    are zero, normal ones within 2 ulp, and the PTX has no denormal rescaling."""
+    from tegula.backends.cuda import compile_kernel
+    x = np.array([-140.0, -130.5, -126.5, -126.0, -125.5, -1e-40, 0.0, 3.25] + [-1.0] * (N - 8), np.float32)
+    kernel = build_map_kernel(Op.EXP2, [F32], F32)
+    got, want = run_both(kernel, [x], F32)
+    assert (got[:3] == 0.0).all() and (want[:3] > 0).all()  # the interpreter keeps denormals
+    assert_same(got[3:], want[3:], F32, ulps=2)
+    ptx = compile_kernel(kernel, {"num_warps": 1}, 90)[0]["ptx"]
+    assert "ex2.approx.ftz.f32" in ptx and "ex2.approx.f32" not in ptx

@@ -10,7 +10,8 @@ and the correctly rounded result where the instruction is an approximation:
   access of the same words (a false predicate leaves the `other` words); cache hints
   have no meaning on the host; `volatile` loads are monotonic atomic loads, so a
   polling loop re-reads memory as `ld.volatile` does;
-- `ex2_approx` is `exp2f`; `sqrt_approx_ftz` / `rsqrt_approx_ftz` flush a denormal
+- `ex2_approx` is `exp2f`, `ex2_approx_ftz` the same with a denormal input and a
+  denormal result flushed to zero; `sqrt_approx_ftz` / `rsqrt_approx_ftz` flush a denormal
   input to a zero of its sign as `.ftz` does, then take the correctly rounded square
   root (and its reciprocal); `div_full` divides correctly rounded. The approximations'
   own few-ulp errors are not modelled: results are within the GPU's bounds, not equal
@@ -151,6 +152,9 @@ class PtxModels:
 
     def ex2_approx(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         return intrinsic(b, "exp2", [x])
+
+    def ex2_approx_ftz(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        return _flush_denormal(b, intrinsic(b, "exp2", [_flush_denormal(b, x)]))
 
     def sqrt_approx_ftz(self: "HostDevice", b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         return intrinsic(b, "sqrt", [_flush_denormal(b, x)])
