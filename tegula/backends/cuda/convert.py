@@ -4,7 +4,10 @@
    registers are renamed/duplicated, no instruction is emitted;
 2. *remat*: the value is index arithmetic over scalars (`is_rematerializable`): it is
    recomputed directly in the wanted layout (a few ALU ops, no memory);
-3. *smem*: the tile goes through the shared-memory scratch: each thread writes its
+3. *shuffle*: every warp holds the same elements in both layouts and each destination
+   word draws from at most two lanes (`warp_exchange`): `shfl.sync.idx` and `prmt`,
+   no shared memory and no barrier (fp8 attention's P into wgmma's register A);
+4. *smem*: the tile goes through the shared-memory scratch: each thread writes its
    registers at their flat indices (vectorised over registers that hold consecutive
    elements), a barrier, and each thread reads what the new layout gives it.
 
@@ -12,7 +15,7 @@ Also home of the scratch helpers other lowerings use (`smem_store`, `smem_load`)
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import llvmlite.ir as ir
 
@@ -24,6 +27,7 @@ from . import layouts as LY
 from .assign_layouts import is_rematerializable
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .lower_elementwise import arange_regs, constant_groups, elementwise_regs
+from .warp_exchange import Exchange, exchange, plan_exchange
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -38,7 +42,19 @@ def convert_value(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir
         return [t.regs[i] for i in m]
     if is_rematerializable(v):
         return rematerialize(lw, v, want)
-    return through_smem(lw, t.regs, t.layout, want, element_of(v.type))
+    elem = element_of(v.type)
+    plan = shuffle_plan(t.layout, want, elem)
+    if plan is not None:
+        return exchange(lw, t.regs, plan, elem)
+    return through_smem(lw, t.regs, t.layout, want, elem)
+
+
+def shuffle_plan(src: LinearLayout, dst: LinearLayout, elem: Any) -> Optional[Exchange]:
+    """The in-warp shuffle plan of a conversion (`warp_exchange`), None for one that
+    goes through shared memory (bool tiles always do: their registers are i1)."""
+    if isinstance(elem, ScalarType) and elem.is_bool:
+        return None
+    return plan_exchange(src, dst, 8 * byte_size(elem))
 
 
 def rematerialize(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir.Value]:

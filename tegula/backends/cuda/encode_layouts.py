@@ -19,10 +19,11 @@ from __future__ import annotations
 from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
-from ...ir.types import TileType
+from ...ir.types import TileType, element_of
 from ...passes import axis_info
 from .assign_layouts import ACCESS_OPS, LayoutPlan, access_operands, is_rematerializable, is_tile, memory_access
 from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
+from .convert import shuffle_plan
 from .linear_layout import LinearLayout, local_register_map
 from .mma import mma_instruction
 
@@ -142,11 +143,14 @@ def plan_from_types(kernel: Kernel, num_warps: int) -> LayoutPlan:
 def conversion_kind(ins: Instr) -> str:
     """How the lowering carries out a `convert_layout`: `local` (each thread already
     holds its elements: registers renamed), `remat` (index arithmetic recomputed in the
-    new layout) or `smem` (through shared-memory scratch, with barriers)."""
+    new layout), `shuffle` (within each warp: `warp_exchange`) or `smem` (through
+    shared-memory scratch, with barriers)."""
     src, dst = layout_of(ins.operands[0].type), layout_of(ins.results[0].type)
     if src == dst or local_register_map(src, dst) is not None:
         return "local"
-    return "remat" if is_rematerializable(ins.operands[0]) else "smem"
+    if is_rematerializable(ins.operands[0]):
+        return "remat"
+    return "shuffle" if shuffle_plan(src, dst, element_of(ins.operands[0].type)) is not None else "smem"
 
 
 def conversions(kernel: Kernel) -> list[tuple[Instr, str]]:

@@ -16,6 +16,7 @@ import llvmlite.ir as ir
 
 from ...ir.core import Instr
 from ...ir.ops import OP_INFO, Kind, Op
+from ...ir.types import element_of
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I32, constant
 from .linear_layout import LinearLayout, dim_fields
@@ -88,14 +89,33 @@ def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequen
     or an earlier one), whose result r reuses."""
     types = [o.type for o in ins.operands]
     rtype = ins.results[0].type
+    pair = _pair_conversion(lw, ins, operands, n)
     out: list[ir.Value] = []
     for r in range(n):
         if reps is not None and reps[r] != r:
             out.append(out[reps[r]])
             continue
+        if pair is not None and r % 2 == 0 and r + 1 < n and (reps is None or reps[r + 1] == r + 1):
+            out += pair(operands[0][r], operands[0][r + 1])
+            continue
+        if pair is not None and r % 2 == 1 and len(out) > r:
+            continue  # converted with its pair
         args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
         out.append(lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
     return out
+
+
+def _pair_conversion(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequence[ir.Value]], n: int):
+    """For a cast the target converts two at a time (f32 to fp8: one
+    `cvt.rn.satfinite.{e4m3,e5m2}x2.f32` for two elements), the function converting a
+    register pair; else None."""
+    if ins.op is not Op.CAST or n < 2 or len(operands[0]) < n:
+        return None
+    src, dst = element_of(ins.operands[0].type), element_of(ins.results[0].type)
+    convert_pair = getattr(lw.target, "convert_pair", None)
+    if convert_pair is None or not lw.target.converts_pair(src, dst, getattr(ins.attrs, "rounding", "rtne")):
+        return None
+    return lambda lo, hi: convert_pair(lw.b, lo, hi, dst)
 
 
 _ELEMENTWISE = [op for op, info in OP_INFO.items() if info.kind is Kind.ELEMENTWISE]

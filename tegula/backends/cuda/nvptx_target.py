@@ -82,6 +82,15 @@ class NVPTXTarget(ScalarTarget):
             return self.dev.div_full(b, args[0], args[1])
         return super().math(b, name, args, t)
 
+    def converts_pair(self, src: ScalarType, dst: ScalarType, rounding: str) -> bool:
+        """Whether `convert_pair` takes this conversion: f32 to e4m3/e5m2 on sm_89+."""
+        return (self.capability >= 89 and src.name == "f32" and dst.name in ("f8e4m3", "f8e5m2")
+                and rounding == "rtne")
+
+    def convert_pair(self, b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, dst: ScalarType) -> list[ir.Value]:
+        """Two f32 to fp8 with one instruction (`cvt_f32x2_to_fp8`): their bit patterns."""
+        return self.dev.cvt_f32x2_to_fp8(b, lo, hi, dst.name)
+
     def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
                 rounding: str) -> Optional[ir.Value]:
         # PTX converts e4m3 and e5m2 only; fp8e4b15 takes the portable code (llvm.casts)

@@ -44,10 +44,10 @@ class NVPTXDevice:
     # atomics may use inline PTX (lower_atomic; the host uses LLVM's atomics instead)
     inline_ptx = True
     # the methods that emit a hardware instruction: a host device models each of them
-    INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
+    INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "prmt", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
-                    "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8",
+                    "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8", "cvt_f32x2_to_fp8",
                     "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval")
@@ -142,6 +142,11 @@ class NVPTXDevice:
         # c operand: for `up` the lower clamp 0, for the others the upper clamp 31
         c = ir.Constant(I32, 0 if kind == "up" else 0x1F)
         return call(b, f"llvm.nvvm.shfl.sync.{kind}.i32", I32, [FULL_MASK, v, amount, c])
+
+    def prmt(self, b: ir.IRBuilder, a: ir.Value, c: ir.Value, selector: ir.Value) -> ir.Value:
+        """`prmt.b32 d, a, c, selector`: byte i of d is byte `selector[4i+2:4i]` of the
+        eight bytes {c, a} (0-3 from a, 4-7 from c)."""
+        return inline_asm(b, I32, [a, c, selector], "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r")
 
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         module = b.module
@@ -370,6 +375,13 @@ class NVPTXDevice:
         largest finite value, NaN to NaN. The pair instruction gets `v` twice."""
         asm = f"cvt.rn.satfinite.{_FP8_PTX[fmt]}.f32 $0, $1, $1;"
         return b.trunc(inline_asm(b, I16, [v], asm, "=h,f"), I8)
+
+    def cvt_f32x2_to_fp8(self, b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, fmt: str) -> list[ir.Value]:
+        """`cvt.rn.satfinite.{e4m3,e5m2}x2.f32 d, hi, lo`: both converted as
+        `cvt_f32_to_fp8` does, `hi` into the upper byte of d; [lo's, hi's] bit patterns."""
+        asm = f"cvt.rn.satfinite.{_FP8_PTX[fmt]}.f32 $0, $1, $2;"
+        pair = inline_asm(b, I16, [hi, lo], asm, "=h,f,f")
+        return [b.trunc(pair, I8), b.trunc(b.lshr(pair, ir.Constant(I16, 8)), I8)]
 
     def cvt_from_fp8(self, b: ir.IRBuilder, v: ir.Value, fmt: str, dst: str) -> ir.Value:
         """`cvt.rn.f16x2.{e4m3,e5m2}x2` (sm_89+), then `cvt.f32.f16` for `dst` = f32:

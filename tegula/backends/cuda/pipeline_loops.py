@@ -271,32 +271,52 @@ def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dic
 
 def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
                 uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> dict[int, Instr]:
-    """The dots that may stay in flight into the next iteration: wgmma dots over two
-    pipelined operands whose result only feeds the next iteration's dot as its
-    accumulator (`acc = tl.dot(a, b, acc)`); all of the loop's dots or none."""
+    """The dots that may stay in flight into the next iteration (by their loop-carried
+    index): wgmma dots with a pipelined B whose result only feeds the next iteration's
+    same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`).
+
+    Any other wgmma dot of the loop waits for all groups right after it (its result is
+    used at once), so a dot in flight overlaps the dots issued after it up to the next
+    such wait — attention's backward keeps dV's dot running under dP's, and dK's under
+    the next iteration's loads and first dot, as Triton schedules them. An A operand in
+    registers computed in the loop must not be redefined while its dot may still run: a
+    dot whose result is waited for must come between the two (in program order, around
+    the loop), or that dot stays synchronous."""
     body = loop.regions[0]
     term = body.terminator
-    found: dict[int, Instr] = {}
     axis_cache: dict = {}
     source = {dot_operand(ld, transposes): ld for ld in loads}  # dot operand → its pipelined load
+    wgmma: dict[Instr, bool] = {}  # the loop's wgmma dots: whether each may stay in flight
     for ins in body.instrs:
-        if ins.op is not Op.DOT or not any(o in source for o in ins.operands[:2]):
+        if ins.op is not Op.DOT:
             continue
         a_load, b_load = source.get(ins.operands[0]), source.get(ins.operands[1])
         fp8 = element_of(ins.operands[0].type).is_fp8
-        choice = choose_mma(ins, num_warps, capability, b_in_shared=True, a_in_shared=True,
+        choice = choose_mma(ins, num_warps, capability, b_in_shared=b_load is not None,
+                            a_in_shared=a_load is not None,
                             b_k_major=fp8 and b_load is not None
                             and _copied_along_rows(kernel, b_load, b_load in transposes, axis_cache),
                             a_k_major=not (fp8 and a_load is not None
                                            and _copied_along_rows(kernel, a_load, a_load in transposes, axis_cache)))
+        if choice is None or choice.version != 3:
+            continue
         res = ins.results[0]
-        if (choice is None or choice.version != 3 or a_load is None or b_load is None
-                or uses.get(res) != [term] or term.operands.count(res) != 1):
-            return {}
-        k = term.operands.index(res)
-        if ins.operands[2] is not body.args[1 + k]:
-            return {}
-        found[k] = ins
+        chained = uses.get(res) == [term] and term.operands.count(res) == 1 and (
+            ins.operands[2] is body.args[1 + term.operands.index(res)])
+        wgmma[ins] = chained
+    order = body.instrs
+    waited = [order.index(d) for d, chained in wgmma.items() if not chained]
+    found: dict[int, Instr] = {}
+    for d, chained in wgmma.items():
+        if not chained:
+            continue
+        a = d.operands[0]
+        if a not in source and isinstance(a.owner, Instr) and a.owner in order:
+            # register A computed in the loop: redefined next iteration at its definition
+            at, defined = order.index(d), order.index(a.owner)
+            if not any(w > at or w < defined for w in waited):
+                continue
+        found[term.operands.index(d.results[0])] = d
     return found
 
 

@@ -44,7 +44,7 @@ from ...ir.ops import Op
 from ...ir.types import SmemType, element_of, shape_of
 from ..llvm.types import byte_size
 from .assign_layouts import LayoutPlan, is_rematerializable
-from .convert import through_smem_bytes
+from .convert import shuffle_plan, through_smem_bytes
 from .encode_layouts import plan_from_types
 from .linear_layout import local_register_map
 from .lower_dot import fma_dot_bytes
@@ -81,6 +81,8 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
     if op is Op.CONVERT_LAYOUT:
         src, dst = layouts[ins.operands[0]], layouts[ins.results[0]]
         if src == dst or local_register_map(src, dst) is not None or is_rematerializable(ins.operands[0]):
+            return None
+        if shuffle_plan(src, dst, element_of(ins.operands[0].type)) is not None:
             return None
         return ScratchNeed(through_smem_bytes(src, dst, element_of(ins.operands[0].type)))
     if op in (Op.REDUCE, Op.SCAN):

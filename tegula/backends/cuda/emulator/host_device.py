@@ -137,6 +137,17 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
             src = b.and_(amount, ir.Constant(I32, 31))
         return self.collective(b, "warp", [v], lambda: [self.peek(b, b.add(self.warp_base, src))])[0]
 
+    def prmt(self, b: ir.IRBuilder, a: ir.Value, c: ir.Value, selector: ir.Value) -> ir.Value:
+        """`prmt.b32` (default mode): each result byte is the byte of {c, a} its
+        selector nibble names (its bit 3, sign replication, is not used here)."""
+        pair = b.or_(b.zext(a, I64), b.shl(b.zext(c, I64), ir.Constant(I64, 32)))
+        out = ir.Constant(I32, 0)
+        for i in range(4):
+            nibble = b.and_(b.lshr(selector, ir.Constant(I32, 4 * i)), ir.Constant(I32, 7))
+            byte = b.trunc(b.lshr(pair, b.zext(b.shl(nibble, ir.Constant(I32, 3)), I64)), I32)
+            out = b.or_(out, b.shl(b.and_(byte, ir.Constant(I32, 0xFF)), ir.Constant(I32, 8 * i)))
+        return out
+
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         return b.gep(self.smem, [byte_offset], source_etype=I8)
 

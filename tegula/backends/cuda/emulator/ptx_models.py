@@ -16,7 +16,7 @@ and the correctly rounded result where the instruction is an approximation:
   root (and its reciprocal); `div_full` divides correctly rounded. The approximations'
   own few-ulp errors are not modelled: results are within the GPU's bounds, not equal
   to its bits (docs/numerics.md);
-- `cvt_f32_to_fp8` (`cvt.rn.satfinite`), `cvt_from_fp8` and `cvt_rz` are exact, by
+- `cvt_f32_to_fp8` (`cvt.rn.satfinite`) and its pair form, `cvt_from_fp8` and `cvt_rz` are exact, by
   the portable integer code of `llvm.casts` (which implements the same saturating
   rounding);
 - `libdevice_call` calls the host C library's function of the same meaning
@@ -167,6 +167,10 @@ class PtxModels:
 
     def cvt_f32_to_fp8(self: "HostDevice", b: ir.IRBuilder, v: ir.Value, fmt: str) -> ir.Value:
         return casts.f32_to_fp8(b, v, fmt)
+
+    def cvt_f32x2_to_fp8(self: "HostDevice", b: ir.IRBuilder, lo: ir.Value, hi: ir.Value,
+                         fmt: str) -> list[ir.Value]:
+        return [casts.f32_to_fp8(b, lo, fmt), casts.f32_to_fp8(b, hi, fmt)]
 
     def cvt_from_fp8(self: "HostDevice", b: ir.IRBuilder, v: ir.Value, fmt: str, dst: str) -> ir.Value:
         x = casts.fp8_to_f32(b, v, fmt)

@@ -1,0 +1,87 @@
+"""Layout conversions inside a warp by shuffles (`backends/cuda/warp_exchange.py`).
+
+Each plan is checked by simulating it lane by lane with element identities instead of
+values: every sender packs the identities of its source registers into words, every
+receiver fetches the words its plan names from the lanes its plan names and picks
+entries with the `prmt` selector; each destination register must end up with the
+element the destination layout gives it. The emulator and ptxas run the plan's code in
+`test_wgmma_register_a` (fp8 attention's P feeding wgmma's register A)."""
+from __future__ import annotations
+
+import pytest
+
+from tegula.backends.cuda import layouts as LY
+from tegula.backends.cuda.linear_layout import LinearLayout
+from tegula.backends.cuda.mma_layouts import mma_v2_accumulator, mma_v2_operand, mma_v3_accumulator, wgmma_register_a
+from tegula.backends.cuda.warp_exchange import plan_exchange
+
+
+def _lane_part(lay: LinearLayout, lane: int) -> int:
+    return lay.element(0, lane, 0)
+
+
+def simulate(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> None:
+    plan = plan_exchange(src, dst, elem_bits)
+    assert plan is not None
+    per = plan.per_word
+    # the element identity (flat index) each lane's source register holds, warp 0
+    held = [[src.element(r, lane, 0) for r in range(src.n_regs)] for lane in range(32)]
+    words = [[tuple(held[lane][r] for r in sw) for sw in plan.source_words] for lane in range(32)]
+    for w, wp in enumerate(plan.words):
+        for lane in range(32):
+            fetched = [words[lanes[lane]][wp.source_word] for lanes in wp.lanes]
+            fetched += fetched[:1] * (2 - len(fetched))
+            bytes_per = 4 // per
+            for p in range(per):
+                nibble = wp.selector[lane] >> (4 * p * bytes_per) & 0xF
+                q, byte = divmod(nibble, 4)
+                got = fetched[q][byte // bytes_per]
+                want = dst.element(w * per + p, lane, 0)
+                assert got == want, (w, p, lane, got, want)
+
+
+@pytest.mark.parametrize("shape,warps", [((64, 64), (4, 1)), ((128, 32), (8, 1)), ((128, 128), (8, 1)),
+                                         ((64, 256), (4, 1))])
+def test_wgmma_accumulator_to_8bit_register_a(shape, warps):
+    """fp8 attention's P: the first dot's accumulator as the second dot's register A."""
+    src = mma_v3_accumulator(shape, warps)
+    dst = wgmma_register_a(shape, warps, 4)
+    simulate(src, dst, 8)
+    plan = plan_exchange(src, dst, 8)
+    assert all(len(wp.lanes) == 2 for wp in plan.words)  # two shuffles and a prmt per register
+
+
+def test_mma_sync_accumulator_to_8bit_operand():
+    """The same exchange for mma.sync's fragments (sm_89 fp8 chains)."""
+    src = mma_v2_accumulator((32, 64), (2, 1))
+    dst = mma_v2_operand(0, (32, 64), (2, 1), 4)
+    simulate(src, dst, 8)
+
+
+def test_sixteen_bit_chain_needs_no_exchange():
+    """A 16-bit P already sits where the A fragment wants it (register renaming)."""
+    shape, warps = (64, 64), (4, 1)
+    assert plan_exchange(mma_v3_accumulator(shape, warps), wgmma_register_a(shape, warps, 2), 16) is None
+
+
+def test_conversions_across_warps_are_left_to_shared_memory():
+    a = LY.default_blocked((64, 64), 4, 4, (1, 0))
+    b = LY.default_blocked((64, 64), 4, 4, (0, 1))
+    assert plan_exchange(a, b, 32) is None  # other warps hold the elements
+    # and a conversion whose words draw from more lanes than shuffles allow
+    src = mma_v3_accumulator((64, 64), (4, 1))
+    dst = LinearLayout((64, 64), src.reg, tuple(reversed(src.lane[:2])) + src.lane[2:], src.warp)
+    plan = plan_exchange(src, dst, 32)
+    if plan is not None:
+        simulate(src, dst, 32)
+
+
+def test_fp8_attention_converts_p_with_shuffles():
+    from test_wgmma_register_a import _kernel
+
+    from tegula.backends.cuda.compiler import to_tgir
+    from tegula.backends.cuda.encode_layouts import conversions
+
+    kernel, _plan = to_tgir(_kernel("fp8e5", 64, 64, 64), 4, 3, 90, checked=False)
+    kinds = [kind for ins, kind in conversions(kernel) if "xf8e5m2, #dot_op" in str(ins.results[0].type)]
+    assert kinds == ["shuffle"]
