@@ -22,8 +22,8 @@ from ...ir.ops import Op
 from ...ir.types import TileType, element_of
 from ...passes import axis_info
 from .assign_layouts import ACCESS_OPS, LayoutPlan, access_operands, is_rematerializable, is_tile, memory_access
-from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
 from .convert import shuffle_plan
+from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
 from .linear_layout import LinearLayout, local_register_map
 from .mma import mma_instruction
 

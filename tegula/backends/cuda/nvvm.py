@@ -47,8 +47,9 @@ class NVPTXDevice:
     INSTRUCTIONS = ("sreg", "barrier", "shfl_i32", "prmt", "shared_ptr", "ldmatrix", "mma", "ld_global", "st_global",
                     "shared_address", "cp_async", "cp_async_commit", "cp_async_wait", "fence_proxy_async",
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
-                    "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full", "cvt_f32_to_fp8", "cvt_f32x2_to_fp8",
-                    "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf", "assertfail", "griddepcontrol",
+                    "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full",
+                    "cvt_f32_to_fp8", "cvt_f32x2_to_fp8", "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf",
+                    "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval")
 
