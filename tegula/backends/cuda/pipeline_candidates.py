@@ -44,7 +44,7 @@ def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_wa
     if not isinstance(ptr_elem, PointerType) or ptr_elem.address_space != 1:
         return False
     if without_dot is not None:
-        return _prefetchable(ins, body, without_dot)
+        return prefetchable(ins, body, without_dot)
     if len(res.type.shape) != 2:
         return False
     if mem.other is not None and not is_zero(mem.other):
@@ -114,7 +114,7 @@ def writes_what_it_prefetches(kernel: Kernel, body: Block, loads: list[Instr]) -
     return False
 
 
-def _prefetchable(load: Instr, body: Block, cache: dict) -> bool:
+def prefetchable(load: Instr, body: Block, cache: dict) -> bool:
     """A load of a dot-free loop worth a ring: its copies move >= 4 bytes per cp.async
     (contiguity, pointer alignment and mask constancy along the fastest dimension
     allow it), and a non-zero `other` comes with a mask, both defined outside the

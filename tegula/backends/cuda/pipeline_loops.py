@@ -70,7 +70,7 @@ from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
-from ...ir.types import I32, I64, SmemType, element_of, shape_of
+from ...ir.types import I32, I64, SmemType, TileType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
 from ...passes.ir_utils import users_of
 from .copy_bounds import CopyBound, split_bound
@@ -79,6 +79,7 @@ from .pipeline_candidates import (
     dot_operand,
     is_candidate,
     other_after_read,
+    prefetchable,
     transposed_by,
     writes_what_it_prefetches,
 )
@@ -134,10 +135,10 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             continue  # nothing feeds a dot, and no num_stages asks for prefetching
         # a load read both directly and transposed by dots gets a copy for the transpose
         splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body))
-        plan = _plan(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
+        plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
         if splits and (plan is None or not all(s.load in plan.loads and s.copy in plan.loads for s in splits)):
             undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
-            plan = _plan(kernel, loop, stages, num_warps, capability)
+            plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability)
         if plan is not None:
             _rewrite(kernel, parent, plan)
             done += 1
@@ -164,8 +165,20 @@ def _free_values(ins: Instr) -> list[Value]:
     return [v for sub in ins.walk() for v in sub.operands if v not in inside]
 
 
+def _plan_with_vectors(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
+                       without_dot: bool = False) -> Optional[_LoopPlan]:
+    """A dot loop's plan with its 1-D loads prefetched too (`_with_vector_loads`), or
+    without them where they keep the loop from being pipelined (their index also feeds
+    the body's own math, which the carried value advanced S-1 iterations no longer
+    gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
+    plan = _plan(kernel, loop, stages, num_warps, capability, without_dot, vectors=not without_dot)
+    if plan is None and not without_dot:
+        plan = _plan(kernel, loop, stages, num_warps, capability)
+    return plan
+
+
 def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
-          without_dot: bool = False) -> Optional[_LoopPlan]:
+          without_dot: bool = False, vectors: bool = False) -> Optional[_LoopPlan]:
     if stages < 2:
         return None
     body = loop.regions[0]
@@ -176,6 +189,8 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         return None
     if without_dot and writes_what_it_prefetches(kernel, body, loads):
         return None
+    if vectors:
+        loads = _with_vector_loads(kernel, body, loads)
     transposes = {} if without_dot else {
         ld: t for ld in loads if (t := transposed_by(ld.results[0], body, uses)) is not None}
     slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
@@ -245,6 +260,23 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     if stages >= 3:
         plan.async_dots = _async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
+
+
+def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
+    """`loads` (the dot operands a loop pipelines) and the loop's 1-D loads that a ring
+    can prefetch too (`prefetchable`): attention backward's row maxima and deltas,
+    read in every iteration of the dK/dV loop. Loaded in place, their L2 latency was
+    exposed every iteration — the deltas right before the product that needs them;
+    prefetched with the tiles, they arrive S-1 iterations early, as in Triton's loop.
+    None of them when the loop writes where they read."""
+    cache: dict = {"kernel": kernel}
+    vectors = [ins for ins in body.instrs if ins.op is Op.LOAD and ins not in loads and not ins.attrs.volatile
+               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) == 1
+               and prefetchable(ins, body, cache)]
+    if not vectors or writes_what_it_prefetches(kernel, body, vectors):
+        return loads
+    keep = set(loads) | set(vectors)
+    return [ins for ins in body.instrs if ins in keep]
 
 
 def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:
@@ -411,7 +443,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
             after = other_after_read(ld) if ld.op is Op.LOAD else None
             if after is not None:
                 # the copy zero-filled the masked-off elements; the load's `other`
-                # (mask and value defined outside the loop, see _prefetchable)
+                # (mask and value defined outside the loop, see prefetchable)
                 value = nb.op1(Op.SELECT, after[0], value, after[1])
             M[dot_operand(ld, plan.transposes)] = value
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))

@@ -457,3 +457,50 @@ def test_pipeline_depth_shrinks_until_the_kernel_fits():
     asm, md = compile_kernel(k, {"num_warps": 8, "num_stages": 9}, 80)
     assert "smem<8x128x64xf16>" in asm["tgir"]
     assert 8 * 128 * 64 * 2 + 64 * 256 * 2 <= md["shared"] <= 166912
+
+
+@tegula.jit
+def scaled_rows_loop(a_ptr, b_ptr, s_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     MASK_BY_INDEX: tl.constexpr):
+    """Each K block's dot scaled per column by a 1-D load (attention backward's row
+    maxima and deltas have this shape); with MASK_BY_INDEX the index of that load also
+    feeds the math, which keeps the vector out of the rings."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    col = 0
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        scale = tl.load(s_ptr + col + rn)
+        part = tl.dot(a, b) * scale[None, :]
+        if MASK_BY_INDEX:
+            part = tl.where((col + rn)[None, :] % 3 == 0, 0.0, part)
+        acc += part
+        col += BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("mask_by_index", [False, True])
+@pytest.mark.parametrize("capability", [80, 90])
+def test_vector_loads_of_dot_loops_are_prefetched(capability, mask_by_index):
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "s_ptr": "*fp32", "c_ptr": "*fp32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "MASK_BY_INDEX": "constexpr"}
+    BM, BN, BK, K = 64, 32, 32, 96
+    k = tir_opt(scaled_rows_loop, sig, {"BM": BM, "BN": BN, "BK": BK, "MASK_BY_INDEX": mask_by_index},
+                attrs={"a_ptr": 16, "b_ptr": 16, "s_ptr": 16, "c_ptr": 16, "K": 16})
+    tgir = compile_kernel(k, {"num_warps": 4, "num_stages": 3}, capability)[0]["tgir"]
+    assert "smem<3x64x32xf16>" in tgir and "smem<3x32x32xf16>" in tgir  # the dot operands' rings
+    assert ("smem<3x32xf32>" in tgir) is (not mask_by_index)            # the vector's, where it may
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2, 3, (BM, K)).astype(np.float16)
+    b = rng.integers(-2, 3, (K, BN)).astype(np.float16)
+    s = rng.integers(1, 4, K // BK * BN).astype(np.float32)
+    want = np.zeros((BM, BN))
+    for i, k0 in enumerate(range(0, K, BK)):
+        part = a[:, k0:k0 + BK].astype(np.float64) @ b[k0:k0 + BK] * s[i * BN:(i + 1) * BN][None, :]
+        if mask_by_index:
+            part[:, (i * BN + np.arange(BN)) % 3 == 0] = 0.0
+        want += part
+    c = np.zeros((BM, BN), np.float32)
+    EmulatedKernel(k, 4, capability=capability, num_stages=3).run((1, 1, 1), [a, b, s, c, K])
+    np.testing.assert_array_equal(c, want)
