@@ -41,6 +41,7 @@ from .encodings import layout_of
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .mma import MmaChoice, choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
+from .slot_views import slot_read
 
 Layout = Optional[LinearLayout]
 
@@ -153,12 +154,12 @@ class _Assigner:
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
-                b_src, a_src = ins.operands[1].owner, ins.operands[0].owner
-                in_shared = isinstance(b_src, Instr) and b_src.op is Op.LOCAL_LOAD
-                a_shared = isinstance(a_src, Instr) and a_src.op is Op.LOCAL_LOAD
-                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared,
-                                    in_shared and self.copied_along_rows(b_src.operands[0], instrs),
-                                    not (a_shared and self.copied_along_rows(a_src.operands[0], instrs)))
+                # operands read in place from slots, directly or through a transposed view
+                b_slot, a_slot = slot_read(ins.operands[1]), slot_read(ins.operands[0])
+                in_shared, a_shared = b_slot is not None, a_slot is not None
+                b_rows = in_shared and self.copied_along_rows(b_slot[0].operands[0], instrs) != b_slot[1]
+                a_rows = a_shared and self.copied_along_rows(a_slot[0].operands[0], instrs) != a_slot[1]
+                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared, b_rows, not a_rows)
                 if choice is not None:
                     self.plan.mma[ins] = choice
                     if choice.version == 3:
@@ -370,9 +371,7 @@ class _Assigner:
             c = self.anchors.get(ins) or self.default(res)
             a_req = own[0]
             choice = self.plan.mma.get(ins)
-            a_src = ops[0].owner
-            if choice is not None and choice.version == 3 and not (
-                    isinstance(a_src, Instr) and a_src.op is Op.LOCAL_LOAD):
+            if choice is not None and choice.version == 3 and slot_read(ops[0]) is None:
                 # wgmma with A from registers: the mma.sync A fragment per warp
                 a_req = wgmma_register_a(shape_of(ops[0].type), choice.warps_per_cta, choice.k_width)
             self.require(ins, [a_req, own[1], c])

@@ -10,6 +10,7 @@ from ...ir.core import Instr
 from ...ir.ops import Op
 from . import layouts as LY
 from .linear_layout import broadcast_view, local_register_map
+from .lower_shared import transposed_view
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 @handles(Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE)
 def lower_view(lw: "KernelLowering", ins: Instr) -> None:
     r = ins.results[0]
+    if ins.op is Op.PERMUTE and transposed_view(lw, ins):
+        return  # a transposed view of a slot its wgmma readers read in place
     src = lw.tile(ins.operands[0])
     if src.layout is None:
         lw.define(r, src.regs * lw.plan.layouts[r].n_regs)

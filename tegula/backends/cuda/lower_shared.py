@@ -19,7 +19,9 @@ it with `ldmatrix` straight from the slot; otherwise slots are row-major.
   pass follows it with a `barrier` (other threads' copies are visible after it; it also
   orders every earlier read of the slot the next copies overwrite);
 - `local_load` produces nothing when all its users are tensor-core dots reading the
-  slot in place (`shared_operand`); otherwise it reads the slot into registers.
+  slot in place (`shared_operand`), wgmma ones possibly through a 2-D transpose, which
+  then is a view of the slot (`slot_views`: the transposed offsets, the copy direction
+  flipped); otherwise it reads the slot into registers.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
 from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
+from .slot_views import transposed_offsets
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -70,21 +73,37 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, along_rows: bool) -> Opt
     found: Optional[BitMap] = None
     res = load.results[0]
     users = _users(lw, res)
+    readers = []  # (dot, the value it reads, read through the transpose?)
     for u in users:
+        if u.op is Op.PERMUTE and tuple(u.attrs.order) == (1, 0):
+            view_users = _users(lw, u.results[0])
+            if not view_users:
+                return None
+            readers += [(d, u.results[0], True) for d in view_users]
+        else:
+            readers.append((u, res, False))
+    for u, v, through in readers:
         if u.op is not Op.DOT or u not in lw.plan.mma:
             return None
-        ks = [k for k in (0, 1) if u.operands[k] is res]
-        if len(ks) != 1 or u.operands[2] is res:
+        ks = [k for k in (0, 1) if u.operands[k] is v]
+        if len(ks) != 1 or u.operands[2] is v:
             return None
         k = ks[0]
         choice = lw.plan.mma[u]
         eb = choice.elem_bytes
+        shape = tuple(v.type.shape)
         if choice.version == 3:
-            m = wgmma_operand_offsets(k, tuple(res.type.shape), eb, along_rows)
+            # a transposed reader wants its view stored the other way round; seen from
+            # the slot, that is its map composed with the transposition (`slot_views`)
+            m = wgmma_operand_offsets(k, shape, eb, along_rows != through)
             if m is None:
                 return None
+            if through:
+                m = transposed_offsets(m, shape)
+        elif through:
+            return None  # mma.sync reads its slots as they are
         else:
-            m = operand_offsets(k, tuple(res.type.shape), eb, along_rows if eb == 2 and k == 1 else None)
+            m = operand_offsets(k, shape, eb, along_rows if eb == 2 and k == 1 else None)
         if found is not None and m != found:
             return None
         found = m
@@ -273,3 +292,18 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
         out += smem_load(lw, off, run, elem, absolute=True)
     lw.define(res, out)
+
+
+def transposed_view(lw: "KernelLowering", ins: Instr) -> bool:
+    """A 2-D transpose of a slot read in place (its readers are wgmma dots, which
+    `read_in_place` checked): the view of the same bytes its readers use. Whether
+    `ins` was one."""
+    src = lw.shared_views.get(ins.operands[0])
+    if src is None or tuple(ins.attrs.order) != (1, 0):
+        return False
+    buf, base = src
+    shape = tuple(ins.operands[0].type.shape)
+    view = SharedBuffer(buf.offset, buf.slot_bytes, buf.end, transposed_offsets(buf.offsets, shape), buf.element,
+                        not buf.along_rows)
+    lw.shared_views[ins.results[0]] = (view, base)
+    return True

@@ -17,6 +17,7 @@ from ...passes import axis_info, contiguity_order
 from ...passes.ir_utils import uniform_constant_of
 from .checked import pointer_origins
 from .mma import choose_mma
+from .slot_views import viewed_both_ways
 
 
 def is_zero(v: Value) -> bool:
@@ -29,7 +30,7 @@ def is_zero(v: Value) -> bool:
 def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
                  capability: int, without_dot: Optional[dict] = None) -> bool:
     """Whether a load of `body` is pipelined: one read only by tensor-core dots (or
-    through a transpose), or in a dot-free loop with its own num_stages
+    through a transpose, or both ways on wgmma: `slot_views`), or in a dot-free loop with its own num_stages
     (`without_dot` is then a cache for the kernel's axis analysis), any load whose
     copies are at least 4-byte vectors."""
     if ins.op is Op.DESCRIPTOR_LOAD:
@@ -49,6 +50,8 @@ def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_wa
         return False
     if mem.other is not None and not is_zero(mem.other):
         return False
+    if viewed_both_ways(res, body, uses, num_warps, capability) is not None:
+        return True  # one ring, read directly and through a transposed view
     users = uses.get(res, [])
     perm = transposed_by(res, body, uses)
     if perm is not None:  # `desc.load(...).T`: the slot holds the transposed tile
@@ -67,6 +70,8 @@ def feeds_wgmma_only(ins: Instr, body: Block, uses: dict[Value, list[Instr]], nu
     res = ins.results[0]
     if len(res.type.shape) != 2:
         return False
+    if viewed_both_ways(res, body, uses, num_warps, capability) is not None:
+        return True
     perm = transposed_by(res, body, uses)
     if perm is not None:
         res = perm.results[0]

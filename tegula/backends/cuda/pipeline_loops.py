@@ -84,6 +84,7 @@ from .pipeline_candidates import (
     writes_what_it_prefetches,
 )
 from .pipeline_split import split_transposed_uses, undo
+from .slot_views import viewed_both_ways
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
@@ -134,7 +135,9 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         if not has_dot and not explicit:
             continue  # nothing feeds a dot, and no num_stages asks for prefetching
         # a load read both directly and transposed by dots gets a copy for the transpose
-        splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body))
+        # (unless wgmma reads one slot both ways)
+        splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body), num_warps,
+                                                              capability)
         plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
         if splits and (plan is None or not all(s.load in plan.loads and s.copy in plan.loads for s in splits)):
             undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
@@ -317,19 +320,24 @@ def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict
     body = loop.regions[0]
     term = body.terminator
     axis_cache: dict = {}
-    source = {dot_operand(ld, transposes): ld for ld in loads}  # dot operand → its pipelined load
+    # dot operand → (its pipelined load, whether the operand is the loaded tile's transpose)
+    source = {dot_operand(ld, transposes): (ld, ld in transposes) for ld in loads}
+    for ld in loads:
+        view = viewed_both_ways(ld.results[0], body, uses, num_warps, capability)
+        if view is not None:
+            source[view.results[0]] = (ld, True)
     wgmma: dict[Instr, bool] = {}  # the loop's wgmma dots: whether each may stay in flight
     for ins in body.instrs:
         if ins.op is not Op.DOT:
             continue
-        a_load, b_load = source.get(ins.operands[0]), source.get(ins.operands[1])
+        a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
         fp8 = element_of(ins.operands[0].type).is_fp8
-        choice = choose_mma(ins, num_warps, capability, b_in_shared=b_load is not None,
-                            a_in_shared=a_load is not None,
-                            b_k_major=fp8 and b_load is not None
-                            and _copied_along_rows(kernel, b_load, b_load in transposes, axis_cache),
-                            a_k_major=not (fp8 and a_load is not None
-                                           and _copied_along_rows(kernel, a_load, a_load in transposes, axis_cache)))
+        choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
+                            a_in_shared=a_src is not None,
+                            b_k_major=fp8 and b_src is not None
+                            and _copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
+                            a_k_major=not (fp8 and a_src is not None
+                                           and _copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
         if choice is None or choice.version != 3:
             continue
         res = ins.results[0]

@@ -12,7 +12,9 @@ mask and `other`), so the pipeliner takes two candidates: the load as it is, for
 direct dots, and the copy, whose slot holds the transposed tile (its pointers
 transposed, as for a load whose only user is a transpose). The cost is a second copy
 of the tile from L2 and a second ring in shared memory; a loop the pipeliner then
-leaves alone gets its original load back (`undo`), so it never loads twice.
+leaves alone gets its original load back (`undo`), so it never loads twice. Where
+every such dot runs on wgmma (16-bit operands, sm_90a) nothing is split: one ring is
+read directly and through a transposed view (`slot_views`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Value
 from ...ir.ops import Op
 from ...ir.types import TileType
+from .slot_views import viewed_both_ways
 
 
 @dataclass
@@ -36,15 +39,19 @@ def _reads_as_dot_operand(v: Value, user: Instr) -> bool:
     return user.op is Op.DOT and v in user.operands[:2] and user.operands[2] is not v
 
 
-def split_transposed_uses(body: Block, uses: dict[Value, list[Instr]]) -> list[Split]:
+def split_transposed_uses(body: Block, uses: dict[Value, list[Instr]], num_warps: int,
+                          capability: int) -> list[Split]:
     """Split every 2-D load of `body` whose users are dots of the body reading it as an
-    operand and one transpose of it whose users are such dots too."""
+    operand and one transpose of it whose users are such dots too — unless all those
+    dots run on wgmma, which reads one slot both ways (`slot_views`)."""
     splits = []
     for ins in list(body.instrs):
         if ins.op not in (Op.LOAD, Op.DESCRIPTOR_LOAD) or len(ins.results) != 1:
             continue
         res = ins.results[0]
         if not isinstance(res.type, TileType) or len(res.type.shape) != 2:
+            continue
+        if viewed_both_ways(res, body, uses, num_warps, capability) is not None:
             continue
         users = uses.get(res, [])
         perms = [u for u in users if u.op is Op.PERMUTE and tuple(u.attrs.order) == (1, 0)]

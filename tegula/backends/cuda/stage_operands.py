@@ -38,6 +38,7 @@ from ...ir.types import I32, PointerType, SmemType, TileType, element_of
 from ...passes.ir_utils import users_of
 from .mma import choose_mma
 from .pipeline_candidates import is_zero
+from .slot_views import slot_read
 
 # registers per thread the accumulators and register A operands of a loop may take
 # before its invariant A operands move to shared memory
@@ -172,7 +173,9 @@ def _free_position(block: Block, alloc: Instr, readers: list[Instr]) -> int:
 
 
 def _in_shared(v: Value) -> bool:
-    return isinstance(v.owner, Instr) and v.owner.op is Op.LOCAL_LOAD
+    """Whether a dot operand is read in place from a slot (directly, or through a
+    transposed view: `slot_views`)."""
+    return slot_read(v) is not None
 
 
 def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> None:
