@@ -1,8 +1,8 @@
 """Attention-backward-shaped loops (Triton's tutorial 06 `_attn_bwd_dkdv`): a tile read
 by dots both directly and transposed is pipelined as one ring read both ways on sm_90a
 (`slot_views`) and as two rings on sm_80 (`pipeline_split.split_transposed_uses`), and
-loop-invariant operands loaded before the loop are staged in shared memory on sm_90a when registers are short
-(`stage_operands`). Checked against float64 on the emulator at capabilities 80 and 90
+loop-invariant operands loaded before the loop are staged in shared memory on sm_90a
+when registers are short (`stage_operands`). Checked against float64 on the emulator at capabilities 80 and 90
 (integer-valued fp16 inputs: every dot is exact, every rounding to fp16 the same as
 numpy's), on the interpreter before and after the passes, and with ptxas."""
 from __future__ import annotations
