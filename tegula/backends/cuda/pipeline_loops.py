@@ -346,14 +346,16 @@ def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict
         wgmma[ins] = chained
     order = body.instrs
     waited = [order.index(d) for d, chained in wgmma.items() if not chained]
+    # where each value computed in the body is (re)defined: its top-level op's position
+    position = {r: i for i, top in enumerate(order) for sub in top.walk() for r in sub.results}
     found: dict[int, Instr] = {}
     for d, chained in wgmma.items():
         if not chained:
             continue
         a = d.operands[0]
-        if a not in source and isinstance(a.owner, Instr) and a.owner in order:
+        if a not in source and a in position:
             # register A computed in the loop: redefined next iteration at its definition
-            at, defined = order.index(d), order.index(a.owner)
+            at, defined = order.index(d), position[a]
             if not any(w > at or w < defined for w in waited):
                 continue
         found[term.operands.index(d.results[0])] = d

@@ -79,8 +79,8 @@ def viewed_both_ways(res: Value, body: Block, uses: dict[Value, list[Instr]], nu
     direct = [u for u in users if u is not perms[0]]
     readers = (_dot_readers(res, body, {res: direct}) if direct else None,
                _dot_readers(perms[0].results[0], body, uses))
-    if readers[0] is None or readers[1] is None:
-        return None
+    if readers[0] is None or readers[1] is None or set(readers[0]) & set(readers[1]):
+        return None  # (a dot reading the tile and its transpose would want two layouts)
     for dot in readers[0] + readers[1]:
         choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True)
         if choice is None or choice.version != 3:

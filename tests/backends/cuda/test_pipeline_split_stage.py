@@ -159,3 +159,56 @@ def test_dkdv_ptx_assembles_on_wgmma():
     ptx = asm["ptx"]
     assert "mma.sync" not in ptx and ptx.count("wgmma.mma_async") >= 4 and "cubin" in asm
     assert "cp.async.cg.shared.global" in ptx
+
+
+@tegula.jit
+def both_ways(x_ptr, y_ptr, w_ptr, o1_ptr, o2_ptr, o3_ptr, N, BM: tl.constexpr, BK: tl.constexpr):
+    """x ([BK, BM] blocks) read as B directly (w @ x), as A through its transpose
+    (x^T @ y), and by one dot both ways (x^T @ x, which keeps the two-ring split)."""
+    rm, rk = tl.arange(0, BM), tl.arange(0, BK)
+    acc1 = tl.zeros((BM, BM), dtype=tl.float32)
+    acc2 = tl.zeros((BM, BM), dtype=tl.float32)
+    acc3 = tl.zeros((BM, BM), dtype=tl.float32)
+    w = tl.load(w_ptr + rm[:, None] * BK + rk[None, :])
+    for n in range(0, N, BK):
+        x = tl.load(x_ptr + (n + rk)[:, None] * BM + rm[None, :])
+        y = tl.load(y_ptr + (n + rk)[:, None] * BM + rm[None, :])
+        acc1 = tl.dot(tl.trans(x), y, acc1)
+        acc2 = tl.dot(w, x, acc2)
+        acc3 = tl.dot(tl.trans(y), y, acc3)
+    tl.store(o1_ptr + rm[:, None] * BM + rm[None, :], acc1)
+    tl.store(o2_ptr + rm[:, None] * BM + rm[None, :], acc2)
+    tl.store(o3_ptr + rm[:, None] * BM + rm[None, :], acc3)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_a_slot_read_as_a_transposed_a_and_as_b(capability):
+    BM, BK, N = 64, 32, 96
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp16", "o1_ptr": "*fp32", "o2_ptr": "*fp32",
+           "o3_ptr": "*fp32", "N": "i32", "BM": "constexpr", "BK": "constexpr"}
+    kernel = tir_opt(both_ways, sig, {"BM": BM, "BK": BK}, attrs={n: 16 for n in sig if sig[n] != "constexpr"})
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
+    rings = [i for i in ek.lowering.kernel.walk() if i.op is Op.LOCAL_ALLOC and i.results[0].type.shape[0] == 3]
+    # sm_90a: x one ring (read both ways); y, read both ways by one dot, split in two
+    assert len(rings) == (3 if capability == 90 else 4)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2, 3, (N, BM)).astype(np.float16)
+    y = rng.integers(-2, 3, (N, BM)).astype(np.float16)
+    w = rng.integers(-2, 3, (BM, BK)).astype(np.float16)
+    outs = [np.full((BM, BM), np.nan, np.float32) for _ in range(3)]
+    values = {"x_ptr": x, "y_ptr": y, "w_ptr": w, "o1_ptr": outs[0], "o2_ptr": outs[1], "o3_ptr": outs[2], "N": N}
+    ek.run((1, 1, 1), [values[n] for n in kernel.arg_names])
+    f64 = np.float64
+    want2 = sum(w.astype(f64) @ x[n:n + BK].astype(f64) for n in range(0, N, BK))
+    np.testing.assert_array_equal(outs[0], x.astype(f64).T @ y.astype(f64))
+    np.testing.assert_array_equal(outs[1], want2)
+    np.testing.assert_array_equal(outs[2], y.astype(f64).T @ y.astype(f64))
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+def test_transposed_views_assemble():
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp16", "o1_ptr": "*fp32", "o2_ptr": "*fp32",
+           "o3_ptr": "*fp32", "N": "i32", "BM": "constexpr", "BK": "constexpr"}
+    kernel = tir_opt(both_ways, sig, {"BM": 64, "BK": 32}, attrs={n: 16 for n in sig if sig[n] != "constexpr"})
+    asm, _md = compile_kernel(kernel, {"num_warps": 4, "num_stages": 3}, 90)
+    assert "cubin" in asm and "mma.sync" not in asm["ptx"] and asm["ptx"].count("wgmma.mma_async") >= 3
