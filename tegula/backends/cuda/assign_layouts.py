@@ -20,10 +20,12 @@ How layouts are chosen:
    hint (else the layout of the operand costliest to move, else the default blocked
    layout), view ops take the induced layout, reductions produce slice layouts, scans
    keep or pick a scan-friendly layout, loops and ifs carry their operands' layouts.
-4. One *refinement* round: each elementwise op's layout becomes the hint of its
-   operands that had none, hints flow backward again and the forward walk is redone
-   (so a broadcast row maximum lands directly in the layout of the tile it meets, and
-   loop-carried values adopt the layout of what updates them).
+4. One *refinement* round: a loop-carried value with a constant init takes the layout
+   of what updates it, each elementwise op's layout becomes the hint of its operands
+   that had none, hints flow backward again and the forward walk is redone (so a
+   broadcast row maximum lands directly in the layout of the tile it meets, and
+   attention's row sums stay in the dot's row layout). A constant in a loop's carried
+   group does not speak for the group: CSE may share it with unrelated code.
 """
 from __future__ import annotations
 
@@ -284,7 +286,14 @@ class _Assigner:
         return changed
 
     def unify(self, group: list[Value]) -> bool:
-        known = next((self.hints[v] for v in group if v in self.hints), None)
+        # A constant or index value in the group (a loop's `tl.zeros` init) can be built
+        # in any layout for free, and one constant may serve unrelated uses (CSE merges
+        # the row sums' zero init with the `l == 0.0` after the loop): its own hint
+        # speaks for those, not for the loop-carried value.
+        # The group then waits for a wish of its own (what updates the value in the loop,
+        # given by the refinement round).
+        known = next((self.hints[v] for v in group
+                      if v in self.hints and not is_rematerializable(v, self.remat_memo)), None)
         changed = False
         for v in group:
             changed |= self.hint(v, known)
@@ -342,6 +351,16 @@ class _Assigner:
         layout of the data it meets; a loop-carried value adopts the layout of what
         updates it). Returns whether any new hint appeared."""
         changed = False
+        # first what updates each loop-carried value: the forward walk gave a carried
+        # value its init's layout, which for a constant init (`tl.zeros`) is only the
+        # default one, and the ops reading the value would otherwise pass that on
+        for ins in self.kernel.walk():
+            if ins.op is Op.FOR:
+                body = ins.regions[0]
+                for k, (y, init) in enumerate(zip(for_yields(ins), for_inits(ins))):
+                    lay = self.plan.layouts.get(y)
+                    if lay is not None and is_rematerializable(init, self.remat_memo):
+                        changed |= self.hint(body.args[k + 1], lay)
         for ins in self.kernel.walk():
             info = OP_INFO[ins.op]
             if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:

@@ -1,0 +1,63 @@
+"""Layout choices of `assign_layouts` that decide whether a loop converts through shared
+memory every iteration: loop-carried values follow what updates them (not a constant
+init shared with code after the loop), and loads smaller than the CTA are done in the
+layout their user wants. Checked on the `tgir` text (no `convert_layout ... smem` in
+the loop body) and on the emulator against numpy."""
+from __future__ import annotations
+
+import numpy as np
+from test_pipeline_loops import tir_opt
+
+import tegula
+import tegula.language as tl
+from tegula.backends.cuda import compile_kernel
+from tegula.backends.cuda.emulator import EmulatedKernel
+
+
+@tegula.jit
+def row_sums_of_products(a_ptr, b_ptr, m_ptr, l_ptr, N, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Attention's row statistics: l = l * alpha + rowsum(p) in the loop with p from a
+    dot, the zero init of l also serving `l == 0.0` after the loop (one constant after
+    CSE); m a 1-D load (fewer elements than threads) broadcast against the dot."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    l_i = tl.zeros((BM,), dtype=tl.float32)
+    for n in range(0, N, BN):
+        b = tl.load(b_ptr + rk[:, None] * N + (n + rn)[None, :])
+        m = tl.load(m_ptr + n + rn)
+        p = tl.dot(a, b) - m[None, :]
+        l_i = l_i * 0.5 + tl.sum(p, 1)
+    tl.store(l_ptr + rm, tl.where(l_i == 0.0, 1.0, l_i))
+
+
+def _loop_text(tgir: str) -> str:
+    start = tgir.index(" = for ")
+    depth, i = 0, tgir.index("{", start)
+    for j in range(i, len(tgir)):
+        depth += {"{": 1, "}": -1}.get(tgir[j], 0)
+        if depth == 0:
+            return tgir[i:j]
+    return tgir[i:]
+
+
+def test_row_statistics_stay_in_the_dot_layout():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "m_ptr": "*fp32", "l_ptr": "*fp32", "N": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    BM, BN, BK, N = 64, 32, 32, 96
+    kernel = tir_opt(row_sums_of_products, sig, {"BM": BM, "BN": BN, "BK": BK},
+                     attrs={"a_ptr": 16, "b_ptr": 16, "m_ptr": 16, "l_ptr": 16, "N": 16})
+    for capability in (80, 90):
+        tgir = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, capability)[0]["tgir"]
+        body = _loop_text(tgir)
+        assert not [ln for ln in body.splitlines() if "convert_layout" in ln and "smem(" in ln], body
+        rng = np.random.default_rng(capability)
+        a = rng.integers(-2, 3, (BM, BK)).astype(np.float16)
+        b = rng.integers(-2, 3, (BK, N)).astype(np.float16)
+        m = rng.integers(-3, 4, N).astype(np.float32)
+        out = np.zeros(BM, np.float32)
+        EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((1, 1, 1), [a, b, m, out, N])
+        want = np.zeros(BM)
+        for n in range(0, N, BN):
+            p = a.astype(np.float64) @ b[:, n:n + BN].astype(np.float64) - m[n:n + BN][None, :]
+            want = want * 0.5 + p.sum(1)
+        np.testing.assert_array_equal(out, np.where(want == 0.0, 1.0, want))
