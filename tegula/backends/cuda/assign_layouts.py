@@ -130,9 +130,13 @@ def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
 
 
 def is_small_load(ins: Instr, num_warps: int) -> bool:
-    """A load of fewer elements than the CTA has threads (attention's row maxima and
-    deltas, a bias row): it is done in the layout its user wants, where that user has a
-    wish (`_Assigner.loaded_where_used`)."""
+    """A load (or a pipelined load's copy) of fewer elements than the CTA has threads
+    (attention's row maxima and deltas, a bias row). A load is done in the layout its
+    user wants, where that user has a wish (`_Assigner.loaded_where_used`); either is
+    as wide per thread as its pointers allow, since some threads idle anyway."""
+    if ins.op is Op.ASYNC_COPY:
+        ptr = ins.operands[2]
+        return is_tile(ptr) and ptr.type.numel < 32 * num_warps
     if ins.op is not Op.LOAD or ins.attrs.volatile or not is_tile(ins.results[0]):
         return False
     return ins.results[0].type.numel < 32 * num_warps
@@ -199,7 +203,7 @@ class _Assigner:
         instead of converting the tile through shared memory — two barriers in every
         iteration of tutorial 06's dK/dV loop (Triton's rule: such a load is cheap to
         rematerialize)."""
-        return is_small_load(ins, self.nw)
+        return ins.op is Op.LOAD and is_small_load(ins, self.nw)
 
     def copied_along_rows(self, buf: Value, instrs: list[Instr]) -> bool:
         """Whether the copies into a slot buffer run along its rows (a B operand's K):
