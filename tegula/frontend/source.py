@@ -18,6 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from .. import python_ast
 from ..ir.core import Loc
 from . import exec_sources
 
@@ -134,7 +135,7 @@ def _parse(raw_lines: tuple[str, ...], name: str) -> tuple[ast.FunctionDef, tupl
     originals = text.splitlines()
     # Per line, because dedent leaves blank lines alone and only strips the common prefix.
     indents = tuple(len(o) - len(d) for o, d in zip(originals, lines))
-    module = ast.parse(dedented)
+    module = python_ast.parse(dedented)
     defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not defs:
         raise SourceUnavailableError(f"the source of '{name}' does not contain a function definition")

@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any, Optional
 
+from .. import python_ast
 from .attrs import ATTR_CLASSES
 from .core import UNKNOWN_LOC, ArgAttrs, Block, Instr, Kernel, Loc, Value
 from .ops import OP_BY_NAME, OP_INFO
@@ -43,7 +44,7 @@ class IRParseError(ValueError):
 def parse_literal(text: str) -> Any:
     """A Python literal as the printer writes it: numbers, strings, booleans, None,
     tuples and lists of them, and the names `inf` / `nan` (with an optional sign)."""
-    return _literal(ast.parse(text.strip(), mode="eval").body)
+    return _literal(python_ast.parse(text.strip(), mode="eval").body)
 
 
 def _literal(node: ast.AST) -> Any:

@@ -25,6 +25,7 @@ import re
 import time
 from typing import Any, Mapping, Optional, Union
 
+from .. import python_ast
 from ..backends.compiler import GPUTarget
 from ..config import knobs
 from ..errors import CompilationError
@@ -315,7 +316,7 @@ def _pointer_operand_names(err: CompilationError) -> list[str]:
     line = linecache.getline(loc.file, loc.line)
     end = loc.end_col if loc.end_col and loc.end_col > loc.col else len(line)
     try:
-        node = ast.parse(line[loc.col:end].strip(), mode="eval").body
+        node = python_ast.parse(line[loc.col:end].strip(), mode="eval").body
     except SyntaxError:
         node = None
     if isinstance(node, ast.Call):

@@ -22,6 +22,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .. import python_ast
+
 _SCALARS = (int, float, bool, str, bytes, type(None))
 
 
@@ -125,7 +127,7 @@ def compute_cache_key(jitfn: Any) -> tuple[str, list[UsedGlobal]]:
     # messages of device assertions and checked accesses).
     where = f"|file:{jitfn.fn.__code__.co_filename}|line:{jitfn.starting_line_number}"
     hasher.update(f"{where}|noinline:{bool(jitfn.noinline)}".encode("utf-8", errors="backslashreplace"))
-    tree = ast.parse(src)
+    tree = python_ast.parse(src)
     collector = _NameCollector()
     collector.visit(tree)
     fn = jitfn.fn

@@ -29,6 +29,7 @@ import weakref
 from functools import partial
 from typing import Any, Callable, Optional
 
+from .. import python_ast
 from ..config import knobs
 from ..errors import TegulaError
 
@@ -91,14 +92,14 @@ def located_code(source: str, site: tuple[str, int, str], namespace: dict) -> No
     """exec `source` with every instruction attributed to the `def` line at `site`;
     its code objects are marked internal (see the module docstring)."""
     filename, line, text = site
-    tree = ast.parse(source)
+    tree = python_ast.parse(source)
     indent = len(text) - len(text.lstrip())
     end = max(len(text.rstrip()), indent + 1)
     for node in ast.walk(tree):
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = line
             node.col_offset, node.end_col_offset = indent, end
-    code = compile(tree, filename, "exec")
+    code = python_ast.compile_tree(tree, filename, "exec")
     _mark(code)
     exec(code, namespace)
 
