@@ -135,7 +135,7 @@ def is_small_load(ins: Instr, num_warps: int) -> bool:
     user wants, where that user has a wish (`_Assigner.loaded_where_used`); either is
     as wide per thread as its pointers allow, since some threads idle anyway."""
     if ins.op is Op.ASYNC_COPY:
-        ptr = ins.operands[2]
+        ptr = access_operands(ins)[0]
         return is_tile(ptr) and ptr.type.numel < 32 * num_warps
     if ins.op is not Op.LOAD or ins.attrs.volatile or not is_tile(ins.results[0]):
         return False
@@ -292,10 +292,9 @@ class _Assigner:
     def unify(self, group: list[Value]) -> bool:
         # A constant or index value in the group (a loop's `tl.zeros` init) can be built
         # in any layout for free, and one constant may serve unrelated uses (CSE merges
-        # the row sums' zero init with the `l == 0.0` after the loop): its own hint
-        # speaks for those, not for the loop-carried value.
-        # The group then waits for a wish of its own (what updates the value in the loop,
-        # given by the refinement round).
+        # the row sums' zero init with the `l == 0.0` after the loop): its hint speaks
+        # for those, not for the loop-carried value, whose group waits for a wish of its
+        # own (what updates the value, given by the refinement round).
         known = next((self.hints[v] for v in group
                       if v in self.hints and not is_rematerializable(v, self.remat_memo)), None)
         changed = False

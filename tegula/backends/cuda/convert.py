@@ -35,23 +35,34 @@ if TYPE_CHECKING:
 MAX_VECTOR_BYTES = 16
 
 
+def conversion_kind_of(src: LinearLayout, dst: LinearLayout, v: Value) -> str:
+    """Which of the ways above converts `v` from `src` to `dst`: `local`, `remat`,
+    `shuffle` or `smem` — the one decision the lowering, the shared-memory allocation
+    (only `smem` takes scratch) and `encode_layouts.conversion_kind` share."""
+    if src == dst or local_register_map(src, dst) is not None:
+        return "local"
+    if is_rematerializable(v):
+        return "remat"
+    return "shuffle" if shuffle_plan(src, dst, element_of(v.type)) is not None else "smem"
+
+
 def convert_value(lw: "KernelLowering", v: Value, want: LinearLayout) -> list[ir.Value]:
     t = lw.tile(v)
     m = local_register_map(t.layout, want)
     if m is not None:
         return [t.regs[i] for i in m]
-    if is_rematerializable(v):
+    kind = conversion_kind_of(t.layout, want, v)
+    if kind == "remat":
         return rematerialize(lw, v, want)
     elem = element_of(v.type)
-    plan = shuffle_plan(t.layout, want, elem)
-    if plan is not None:
-        return exchange(lw, t.regs, plan, elem)
+    if kind == "shuffle":
+        return exchange(lw, t.regs, shuffle_plan(t.layout, want, elem), elem)
     return through_smem(lw, t.regs, t.layout, want, elem)
 
 
 def shuffle_plan(src: LinearLayout, dst: LinearLayout, elem: Any) -> Optional[Exchange]:
-    """The in-warp shuffle plan of a conversion (`warp_exchange`), None for one that
-    goes through shared memory (bool tiles always do: their registers are i1)."""
+    """The in-warp shuffle plan of a conversion (`warp_exchange`, cached), None for one
+    that goes through shared memory (bool tiles always do: their registers are i1)."""
     if isinstance(elem, ScalarType) and elem.is_bool:
         return None
     return plan_exchange(src, dst, 8 * byte_size(elem))

@@ -19,12 +19,12 @@ from __future__ import annotations
 from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
-from ...ir.types import TileType, element_of
+from ...ir.types import TileType
 from ...passes import axis_info
-from .assign_layouts import ACCESS_OPS, LayoutPlan, access_operands, is_rematerializable, is_tile, memory_access
-from .convert import shuffle_plan
+from .assign_layouts import ACCESS_OPS, LayoutPlan, access_operands, is_tile, memory_access
+from .convert import conversion_kind_of
 from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
-from .linear_layout import LinearLayout, local_register_map
+from .linear_layout import LinearLayout
 from .mma import mma_instruction
 
 
@@ -145,12 +145,7 @@ def conversion_kind(ins: Instr) -> str:
     holds its elements: registers renamed), `remat` (index arithmetic recomputed in the
     new layout), `shuffle` (within each warp: `warp_exchange`) or `smem` (through
     shared-memory scratch, with barriers)."""
-    src, dst = layout_of(ins.operands[0].type), layout_of(ins.results[0].type)
-    if src == dst or local_register_map(src, dst) is not None:
-        return "local"
-    if is_rematerializable(ins.operands[0]):
-        return "remat"
-    return "shuffle" if shuffle_plan(src, dst, element_of(ins.operands[0].type)) is not None else "smem"
+    return conversion_kind_of(layout_of(ins.operands[0].type), layout_of(ins.results[0].type), ins.operands[0])
 
 
 def conversions(kernel: Kernel) -> list[tuple[Instr, str]]:

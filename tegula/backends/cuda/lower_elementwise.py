@@ -91,15 +91,17 @@ def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequen
     rtype = ins.results[0].type
     pair = _pair_conversion(lw, ins, operands, n)
     out: list[ir.Value] = []
+    paired = -1  # the register converted together with the one before it
     for r in range(n):
         if reps is not None and reps[r] != r:
             out.append(out[reps[r]])
             continue
+        if r == paired:
+            continue
         if pair is not None and r % 2 == 0 and r + 1 < n and (reps is None or reps[r + 1] == r + 1):
             out += pair(operands[0][r], operands[0][r + 1])
+            paired = r + 1
             continue
-        if pair is not None and r % 2 == 1 and len(out) > r:
-            continue  # converted with its pair
         args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
         out.append(lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
     return out

@@ -30,9 +30,9 @@ def is_zero(v: Value) -> bool:
 def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
                  capability: int, without_dot: Optional[dict] = None) -> bool:
     """Whether a load of `body` is pipelined: one read only by tensor-core dots (or
-    through a transpose, or both ways on wgmma: `slot_views`), or in a dot-free loop with its own num_stages
-    (`without_dot` is then a cache for the kernel's axis analysis), any load whose
-    copies are at least 4-byte vectors."""
+    through a transpose, or both ways on wgmma: `slot_views`), or in a dot-free loop
+    with its own num_stages (`without_dot` is then a cache for the kernel's axis
+    analysis), any load whose copies are at least 4-byte vectors."""
     if ins.op is Op.DESCRIPTOR_LOAD:
         return without_dot is None and feeds_wgmma_only(ins, body, uses, num_warps, capability)
     if ins.op is not Op.LOAD or ins.attrs.volatile:

@@ -174,10 +174,10 @@ def _plan_with_vectors(kernel: Kernel, loop: Instr, stages: int, num_warps: int,
     without them where they keep the loop from being pipelined (their index also feeds
     the body's own math, which the carried value advanced S-1 iterations no longer
     gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
-    plan = _plan(kernel, loop, stages, num_warps, capability, without_dot, vectors=not without_dot)
-    if plan is None and not without_dot:
-        plan = _plan(kernel, loop, stages, num_warps, capability)
-    return plan
+    if without_dot:
+        return _plan(kernel, loop, stages, num_warps, capability, without_dot=True)
+    return (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
+            or _plan(kernel, loop, stages, num_warps, capability))
 
 
 def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,

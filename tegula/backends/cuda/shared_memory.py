@@ -43,10 +43,9 @@ from ...ir.core import Block, Instr, Kernel
 from ...ir.ops import Op
 from ...ir.types import SmemType, element_of, shape_of
 from ..llvm.types import byte_size
-from .assign_layouts import LayoutPlan, is_rematerializable
-from .convert import shuffle_plan, through_smem_bytes
+from .assign_layouts import LayoutPlan
+from .convert import conversion_kind_of, through_smem_bytes
 from .encode_layouts import plan_from_types
-from .linear_layout import local_register_map
 from .lower_dot import fma_dot_bytes
 from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
 from .lower_reduce import cross_warp_bytes
@@ -80,9 +79,7 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
     op = ins.op
     if op is Op.CONVERT_LAYOUT:
         src, dst = layouts[ins.operands[0]], layouts[ins.results[0]]
-        if src == dst or local_register_map(src, dst) is not None or is_rematerializable(ins.operands[0]):
-            return None
-        if shuffle_plan(src, dst, element_of(ins.operands[0].type)) is not None:
+        if conversion_kind_of(src, dst, ins.operands[0]) != "smem":
             return None
         return ScratchNeed(through_smem_bytes(src, dst, element_of(ins.operands[0].type)))
     if op in (Op.REDUCE, Op.SCAN):

@@ -140,17 +140,15 @@ def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capabili
     # accumulators and the A candidates live across it. Loops run one after the other
     # (a causal forward's unmasked and diagonal loops), so their accumulators do not
     # add up: an A operand moves to shared memory only for a loop over the budget.
-    loops = {_top_level_owner(block, d) for _ins, roles in a_candidates for d, _k in roles}
+    at = {ins: i for i, ins in enumerate(block.instrs)}
+    read_in = {ins: {_top_level_owner(block, d) for d, _k in roles} for ins, roles in a_candidates}
     staged_a = set()
-    for loop in loops:
-        live = [ins for ins, roles in a_candidates
-                if block.instrs.index(ins) < block.instrs.index(loop)
-                and any(block.instrs.index(_top_level_owner(block, d)) >= block.instrs.index(loop) for d, _k in roles)]
+    for loop in set().union(*read_in.values()):
+        live = [ins for ins, loops in read_in.items() if at[ins] < at[loop] and any(at[lp] >= at[loop] for lp in loops)]
         accs = {d.results[0] for d in loop.walk() if d.op is Op.DOT}
         pressure = sum(_regs(v, num_warps) for v in accs) + sum(_regs(ins.results[0], num_warps) for ins in live)
         if pressure > REGISTER_BUDGET:
-            staged_a.update(ins for ins, roles in a_candidates if any(_top_level_owner(block, d) is loop
-                                                                      for d, _k in roles))
+            staged_a.update(ins for ins, loops in read_in.items() if loop in loops)
     return staged_b + [ins for ins, _r in a_candidates if ins in staged_a]
 
 
