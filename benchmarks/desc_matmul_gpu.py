@@ -3,13 +3,15 @@ and under the real Triton, side by side in one run, with results checked against
 torch.matmul first (GPU only).
 
     python benchmarks/desc_matmul_gpu.py [--sizes 4096 3000 8192] [--dtype float16]
-                                         [--config 128 256 64 3 8]
+                                         [--config 128 256 64 3 8] [--ws]
 
 Both kernels are `benchmarks/kernels.py`'s (`matmul_kernel`, `matmul_desc_kernel`, the
-same grouped tile order and config). Printed per size: TFLOP/s of each of the four and
-the ratios tegula/triton (same kernel) and descriptor/pointer (same compiler). Triton
-needs an allocator for device-side descriptors (`triton.set_allocator`); tegula encodes
-their tensor maps on the host and needs none.
+same grouped tile order and config). Printed per size: TFLOP/s of each and the ratios
+tegula/triton (same kernel) and descriptor/pointer (same compiler). With `--ws` the
+descriptor kernel runs warp-specialized too (`WARP_SPECIALIZE=True`: a producer
+warpgroup issues the TMA copies), and cuBLAS (torch.matmul) is timed beside them.
+Triton needs an allocator for device-side descriptors (`triton.set_allocator`); tegula
+encodes their tensor maps on the host and needs none.
 """
 from __future__ import annotations
 
@@ -24,14 +26,15 @@ import torch  # noqa: E402
 from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
 
 
-def _runner(mod, desc: bool, a, b, c, cfg):
+def _runner(mod, kind: str, a, b, c, cfg):
     bm, bn, bk, stages, warps = cfg
     m, k = a.shape
     n = b.shape[1]
     grid = (_cdiv(m, bm) * _cdiv(n, bn),)
-    if desc:
+    if kind != "ptr":
         return lambda: mod.matmul_desc_kernel[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
                                                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                                    WARP_SPECIALIZE=kind == "ws",
                                                     num_warps=warps, num_stages=stages)
     return lambda: mod.matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                            c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
@@ -47,7 +50,9 @@ def main() -> None:
     p.add_argument("--sizes", nargs="+", type=int, default=[4096, 3000, 8192])
     p.add_argument("--dtype", default="float16")
     p.add_argument("--config", nargs=5, type=int, default=(128, 256, 64, 3, 8))
+    p.add_argument("--ws", action="store_true")
     args = p.parse_args()
+    kinds = ("ptr", "desc", "ws") if args.ws else ("ptr", "desc")
     cfg = tuple(args.config)
     import tegula.testing
 
@@ -65,19 +70,29 @@ def main() -> None:
         ref = torch.matmul(a, b)
         row = {}
         for name, mod in who.items():
-            for desc in (False, True):
+            for kind in kinds:
                 c = torch.empty(size, size, device="cuda", dtype=dtype)
-                run = _runner(mod, desc, a, b, c, cfg)
-                run()
+                run = _runner(mod, kind, a, b, c, cfg)
+                try:
+                    run()
+                except Exception as e:  # Triton may refuse a warp-specialized loop on Hopper
+                    print(f"  {name} {kind}: {type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}")
+                    continue
                 torch.testing.assert_close(c, ref, atol=0.125, rtol=0.02)
                 ms = tegula.testing.do_bench(run)
-                row[(name, desc)] = 2 * size ** 3 / ms / 1e9
-        cells = " ".join(f"{n}{'_desc' if d else '_ptr'}={v:7.1f}" for (n, d), v in row.items())
-        ratios = [f"tegula desc/ptr={row[('tegula', True)] / row[('tegula', False)]:.2f}"]
-        if "triton" in who:
-            ratios += [f"desc tegula/triton={row[('tegula', True)] / row[('triton', True)]:.2f}",
-                       f"ptr tegula/triton={row[('tegula', False)] / row[('triton', False)]:.2f}"]
-        print(f"{size:6d} {cells}  {'  '.join(ratios)}")
+                row[(name, kind)] = 2 * size ** 3 / ms / 1e9
+        if args.ws:
+            ms = tegula.testing.do_bench(lambda: torch.matmul(a, b))
+            row[("cublas", "")] = 2 * size ** 3 / ms / 1e9
+        cells = " ".join(f"{n}{'_' + k if k else ''}={v:7.1f}" for (n, k), v in row.items())
+        ratios = []
+        for (n1, k1), (n2, k2) in ((("tegula", "desc"), ("tegula", "ptr")), (("tegula", "desc"), ("triton", "desc")),
+                                   (("tegula", "ptr"), ("triton", "ptr")), (("tegula", "ws"), ("tegula", "desc")),
+                                   (("tegula", "ws"), ("triton", "desc")), (("tegula", "ws"), ("triton", "ws")),
+                                   (("tegula", "ws"), ("cublas", "")), (("tegula", "desc"), ("cublas", ""))):
+            if (n1, k1) in row and (n2, k2) in row:
+                ratios.append(f"{n1}_{k1}/{n2}{'_' + k2 if k2 else ''}={row[(n1, k1)] / row[(n2, k2)]:.3f}")
+        print(f"{size:6d} {cells}\n       {'  '.join(ratios)}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@
 #              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
 #   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
+#   wsmm       the descriptor matmul plain and warp-specialized vs Triton vs cuBLAS
+#              (desc_matmul_gpu.py --ws; WSMM_SIZES=4096,8192, WSMM_CONFIGS=128x256x64x3x8,...)
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
@@ -41,6 +43,8 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TEGULA_CACHE_DIR=${TEGULA_CACHE_DIR:-$(mktemp -d)}
 JOBS=${JOBS:-14}
+WSMM_SIZES=${WSMM_SIZES:-4096,8192}
+WSMM_CONFIGS=${WSMM_CONFIGS:-128x256x64x3x8,128x128x64x4x4}
 TESTS_PATHS=${TESTS_PATHS:-tests}  # the tests stage's paths (comma-separated: one half of the suite per GPU)
 SLOW="tests/e2e/test_attention_kernels.py tests/e2e/test_examples.py tests/e2e/test_pipelined_shapes.py"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/env.txt"
@@ -96,6 +100,11 @@ stage() {
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS//,/ } 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
   autotune)
     timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
+  wsmm)
+    for cfg in ${WSMM_CONFIGS//,/ }; do
+      timeout "${WSMM_TIMEOUT:-200}" python3 benchmarks/desc_matmul_gpu.py --ws --sizes ${WSMM_SIZES//,/ } \
+        --config ${cfg//x/ } 2>&1 | tee -a "$OUT/wsmm.log" | grep -v Warning
+    done ;;
   compat-pytest)
     timeout "${PYTEST_TIMEOUT:-300}" python3 -m tegula.compat -m pytest -q -p no:cacheprovider ${PYTEST_TARGET//,/ } \
       > "$OUT/compat_pytest.log" 2>&1

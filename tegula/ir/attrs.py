@@ -239,6 +239,27 @@ class TmaLoadAttrs:
     transposed: bool = False
 
 
+@dataclass(frozen=True)
+class MbarrierInitAttrs:
+    """mbarrier_init: the arrivals that complete each phase of every slot's mbarrier
+    (a TMA ring's: 1, the issuing thread's `expect_tx`; a warp-specialized ring's
+    `empty` barriers: one per consumer warp, see `mbarrier_arrive`)."""
+
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class WarpRoleAttrs:
+    """warp_role: the producer partition of a warp-specialized kernel is `producer_warps`
+    warps after the kernel's `num_warps` (the consumers, which the layouts cover); each
+    partition re-sizes its registers per thread (`setmaxnreg`) when its numbers are
+    non-zero."""
+
+    producer_warps: int = 4
+    producer_registers: int = 0
+    consumer_registers: int = 0
+
+
 DESCRIPTOR_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
 
 
@@ -254,5 +275,6 @@ ATTR_CLASSES = {
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
         AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs, BlockLoadAttrs, BlockStoreAttrs,
+        MbarrierInitAttrs, WarpRoleAttrs,
     )
 }

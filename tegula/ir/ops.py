@@ -154,6 +154,8 @@ class Op(enum.Enum):
     MBARRIER_INIT = "mbarrier_init"
     MBARRIER_WAIT = "mbarrier_wait"
     MBARRIER_INVAL = "mbarrier_inval"
+    MBARRIER_ARRIVE = "mbarrier_arrive"
+    WARP_ROLE = "warp_role"
     BARRIER = "barrier"
     # encodings (the backend stage `tgir` only)
     CONVERT_LAYOUT = "convert_layout"
@@ -216,6 +218,10 @@ def _none(ts, _a):
 
 def _scalar_i32(ts, _a):
     return [I32]
+
+
+def _scalar_i1(ts, _a):
+    return [I1]
 
 
 def _arange(ts, a):
@@ -439,9 +445,16 @@ OP_INFO: dict[Op, OpInfo] = {
     # data then visible; mbarrier_inval ends the mbarriers' life (before their bytes
     # are reused). Sequentially (the interpreter) copies complete at issue.
     Op.TMA_LOAD: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.TmaLoadAttrs, pure=False, result=_none),
-    Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
+    Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, attrs=A.MbarrierInitAttrs, attrs_optional=True,
+                             pure=False, result=_none),
     Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, pure=False, result=_none),
     Op.MBARRIER_INVAL: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
+    # Warp specialization (tgir, sm_90a): `if warp_role` splits the kernel into a
+    # producer partition (the then-region, run by the extra warps: TMA copies into the
+    # rings) and the consumers (the else-region, the kernel's own warps); `mbarrier_arrive
+    # bars, slot` is one arrival per warp executing it (a consumer releasing a slot)
+    Op.MBARRIER_ARRIVE: OpInfo(Kind.SHARED, 2, results=0, pure=False, result=_none),
+    Op.WARP_ROLE: OpInfo(Kind.SOURCE, 0, attrs=A.WarpRoleAttrs, pure=False, result=_scalar_i1),
     # convert_layout x: the same tile in the encoding its result type names (the
     # backend chooses how: a register renaming, a recomputation or a trip through
     # shared memory); no rule can infer that encoding, the result type states it

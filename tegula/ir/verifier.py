@@ -224,7 +224,7 @@ class _Verifier:
             self.fail(f"'local_alloc' makes a shared-memory buffer of slots (rank >= 2), not a {rts[0]}", ins)
         if op is Op.LOCAL_DEALLOC and not isinstance(ts[0], SmemType):
             self.fail(f"'local_dealloc' frees a shared-memory buffer, not a {ts[0]}", ins)
-        if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.TMA_LOAD):
+        if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.MBARRIER_ARRIVE, Op.TMA_LOAD):
             self.tma(ins, ts)
             return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
@@ -255,6 +255,10 @@ class _Verifier:
             self.fail(f"'{op.value}' takes a buffer of mbarriers (smem<Sx1xi64>), got {bars}", ins)
         if op is Op.MBARRIER_WAIT and ts[1:] != [I32, I32]:
             self.fail(f"'mbarrier_wait' takes an i32 slot and an i32 phase, got {_types(ts[1:])}", ins)
+        if op is Op.MBARRIER_ARRIVE and ts[1:] != [I32]:
+            self.fail(f"'mbarrier_arrive' takes an i32 slot, got {_types(ts[1:])}", ins)
+        if op is Op.MBARRIER_INIT and ins.attrs is not None and not 1 <= ins.attrs.count < 1 << 20:
+            self.fail(f"'mbarrier_init' count must be in [1, 2^20), got {ins.attrs.count}", ins)
         if op is not Op.TMA_LOAD:
             return
         buf, desc = ts[0], ts[4] if len(ts) > 4 else None

@@ -95,7 +95,8 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
     h.update(f"|opts:{options!r}|target:{target!r}".encode())
     # knobs that change the generated code
     h.update(f"|tc:{knobs.dot_tensor_cores}|wgmma:{knobs.wgmma}|tma:{knobs.tma}"
-             f"|occ:{knobs.occupancy_registers}".encode())
+             f"|occ:{knobs.occupancy_registers}|ws:{knobs.warp_specialize}|wsreg:{knobs.warp_specialize_registers}"
+             .encode())
     return h.hexdigest(), storable
 
 

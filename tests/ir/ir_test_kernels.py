@@ -76,7 +76,9 @@ def _combine_region(elem_types, body_fn) -> Block:
 
 
 def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Value) -> None:
-    """TMA copies of a descriptor's block (transposed) into a two-slot ring, on mbarriers (tgir)."""
+    """TMA copies of a descriptor's block (transposed) into a two-slot ring, on mbarriers, and
+    a warp-specialized loop's hand-over ops: a warp role, one arrival per warp on an
+    `empty` mbarrier of four arrivals (tgir)."""
     tring = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 16, 8), F32))
     tring.owner.smem = (1024, 1024)
     bars = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 1), I64))
@@ -85,6 +87,13 @@ def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Va
     b.create(Op.TMA_LOAD, [tring, slot, bars, b.op1(Op.LT, pid, n), desc, pid, col], A.TmaLoadAttrs(True))
     b.create(Op.MBARRIER_WAIT, [bars, slot, col])
     b.op1(Op.LOCAL_LOAD, tring, slot)
+    empty = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 1), I64))
+    empty.owner.smem = (2176, 16)
+    b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=4))
+    b.op1(Op.WARP_ROLE, attrs=A.WarpRoleAttrs(4, 40, 232))
+    b.create(Op.MBARRIER_ARRIVE, [empty, slot])
+    b.create(Op.MBARRIER_INVAL, [empty])
+    b.create(Op.LOCAL_DEALLOC, [empty])
     b.create(Op.MBARRIER_INVAL, [bars])
     b.create(Op.LOCAL_DEALLOC, [bars])
     b.create(Op.LOCAL_DEALLOC, [tring])

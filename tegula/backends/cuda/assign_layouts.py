@@ -32,15 +32,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from ...ir.accessors import for_inits, for_yields, memory_operands
+from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import TileType, shape_of
-from ...passes import axis_info, contiguity_order, vector_width
+from ...passes import axis_info, contiguity_order
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
 from .encodings import layout_of
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
+from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, memory_access
 from .mma import MmaChoice, choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
 from .slot_views import slot_read
@@ -99,47 +100,6 @@ def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> b
             ok = all(not is_tile(o) or is_rematerializable(o, memo) for o in ins.operands)
     memo[v] = ok
     return ok
-
-
-# ops that access global memory through a tile of pointers: the pointer operand's index
-ACCESS_OPS = {Op.LOAD: 0, Op.STORE: 0, Op.ASYNC_COPY: 2}
-
-
-def access_operands(ins: Instr) -> tuple[Value, Optional[Value]]:
-    """The pointers and the mask (or None) of a load, store or async_copy."""
-    parts = memory_operands(ins)
-    return parts.pointer, parts.mask
-
-
-def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tuple[list[int], int]:
-    """A load/store's dimension order (most contiguous first) and vector width (elements:
-    contiguous, aligned, under a constant mask, at most 16 bytes)."""
-    parts = memory_operands(ins)
-    ptr, mask = parts.pointer, parts.mask
-    shape = shape_of(ptr.type)
-    order = contiguity_order(ptr, info)
-    bound = (parts.index, parts.bound) if parts.bound is not None else None
-    vec = vector_width(ptr, mask, info, axis=order[0], bound=bound)
-    if is_small_load(ins, num_warps):
-        return list(order), vec  # loaded where used (replicated): as wide as it may be
-    numel = 1
-    for s in shape:
-        numel *= s
-    # keep every thread busy before widening vectors (Triton's rule)
-    return list(order), max(1, min(vec, numel // (32 * num_warps)))
-
-
-def is_small_load(ins: Instr, num_warps: int) -> bool:
-    """A load (or a pipelined load's copy) of fewer elements than the CTA has threads
-    (attention's row maxima and deltas, a bias row). A load is done in the layout its
-    user wants, where that user has a wish (`_Assigner.loaded_where_used`); either is
-    as wide per thread as its pointers allow, since some threads idle anyway."""
-    if ins.op is Op.ASYNC_COPY:
-        ptr = access_operands(ins)[0]
-        return is_tile(ptr) and ptr.type.numel < 32 * num_warps
-    if ins.op is not Op.LOAD or ins.attrs.volatile or not is_tile(ins.results[0]):
-        return False
-    return ins.results[0].type.numel < 32 * num_warps
 
 
 class _Assigner:

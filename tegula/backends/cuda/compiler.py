@@ -43,6 +43,7 @@ from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
 from .tma import tma_enabled, tma_loads
+from .warp_partitions import entry_registers
 
 Emit = Callable[[str, Any], Any]
 
@@ -207,12 +208,15 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     codegen.add_module_flags(module)
     asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
     ptx_text = codegen.emit_ptx(asm["llir"], cap)
+    # a warp-specialized kernel re-sizing its partitions' registers starts every thread
+    # with its share of the register file (setmaxnreg moves registers within that)
+    maxnreg = entry_registers(kernel_tgir, num_warps) or maxnreg
     if maxnreg:  # in the PTX itself, so a driver JIT-compiling it honours it too
         ptx_text = ptxas.with_register_cap(ptx_text, int(maxnreg))
     asm["ptx"] = emit("ptx", ptx_text)
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
-        "name": kernel.name, "num_warps": num_warps,
+        "name": kernel.name, "num_warps": lw.total_warps,  # with a producer partition's warps
         "num_stages": num_stages, "num_ctas": 1,
         "shared": shared_bytes(kernel_tgir), "arch": arch, "capability": cap,
         "arg_types": [str(a.type) for a in kernel.args],
@@ -227,7 +231,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     if exe is not None:
         cubin, info, _log = ptxas.assemble(asm["ptx"], arch, ptxas=exe)
         if maxnreg is None and knobs.occupancy_registers:
-            cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * num_warps,
+            cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * lw.total_warps,
                                          shared_bytes(kernel_tgir), cap, metadata)
         asm["cubin"] = emit("cubin", cubin)
         metadata.update(info)

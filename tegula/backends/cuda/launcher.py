@@ -31,8 +31,8 @@ from . import driver as drv
 from . import tensormaps
 from .checked import ERROR_WORDS, KIND_ASSERT, KIND_NAMES
 from .tensormaps import TensorMapEncoder
-from .tensormaps import source_text as tm_source
 from .tma import TensorMapSpec
+from .tma import source_text as tm_source
 
 BIG_EXTENT = 1 << 62  # "unknown": never reported out of bounds
 

@@ -19,6 +19,7 @@ from ...ir.ops import Op
 from ...ir.types import element_of
 from .checked import KIND_ASSERT
 from .registry import handles
+from .warp_partitions import is_role_split, lower_role_split
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -123,6 +124,9 @@ def lower_for(lw: "KernelLowering", ins: Instr) -> None:
 
 @handles(Op.IF)
 def lower_if(lw: "KernelLowering", ins: Instr) -> None:
+    if is_role_split(ins):
+        lower_role_split(lw, ins)
+        return
     b = lw.b
     cond = lw.scalar(ins.operands[0])
     fn = b.function
@@ -201,7 +205,7 @@ def lower_terminator(lw: "KernelLowering", ins: Instr) -> None:
 
 @handles(Op.DEBUG_BARRIER)
 def lower_barrier(lw: "KernelLowering", ins: Instr) -> None:
-    lw.dev.barrier(lw.b)
+    lw.barrier()
 
 
 @handles(Op.GDC_WAIT, Op.GDC_LAUNCH_DEPENDENTS)

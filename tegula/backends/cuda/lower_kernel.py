@@ -46,6 +46,7 @@ from .nvptx_target import NVPTXTarget
 from .nvvm import NVPTXDevice
 from .registry import HANDLERS
 from .tma import tensormap_params
+from .warp_partitions import Partition, producer_warps
 
 
 @dataclass
@@ -82,6 +83,9 @@ class KernelLowering:
         # tensor descriptors TMA reads through: the generic address of their tensor map
         self.tensormap_of: dict[Value, ir.Value] = {}
         self.current: Optional[Instr] = None
+        # the warp partition being lowered (`lower_warp_roles`): its barrier and first thread
+        self.partition = Partition()
+        self.total_warps = self.num_warps + producer_warps(kernel)
 
     # ---------------------------------------------------------------- the function
     def build(self) -> ir.Module:
@@ -133,7 +137,7 @@ class KernelLowering:
         if not self.b.block.is_terminated:
             self.b.ret_void()
         self.pb.branch(body)
-        self.dev.annotate(self.module, fn, 32 * self.num_warps)
+        self.dev.annotate(self.module, fn, 32 * self.total_warps)
         return self.module
 
     # ---------------------------------------------------------------- blocks & values
@@ -282,7 +286,7 @@ class KernelLowering:
         (stores and prints use it to act once), or None when no thread duplicates."""
         pb = self.pb
         if lay is None:
-            return pb.icmp_unsigned("==", self.tid, ir.Constant(I32, 0))
+            return self.first_thread()
         lane_mask = sum(1 << i for i, b in enumerate(lay.lane) if b == 0)
         warp_mask = sum(1 << i for i, b in enumerate(lay.warp) if b == 0)
         if not lane_mask and not warp_mask:
@@ -317,4 +321,21 @@ class KernelLowering:
 
     def smem_written(self) -> None:
         """Between writing scratch and reading it back."""
-        self.dev.barrier(self.b)
+        self.barrier()
+
+    def barrier(self) -> None:
+        """A barrier of the threads lowering this code: the CTA's (`bar.sync 0`), or the
+        named barrier of the warp partition being lowered."""
+        named = self.partition.barrier
+        if self.partition.single:
+            raise CompilationError("a barrier in code one thread runs alone (a warp-specialized kernel's "
+                                   "producer)", self.loc())
+        if named is None:
+            self.dev.barrier(self.b)
+        else:
+            self.dev.named_barrier(self.b, *named)
+
+    def first_thread(self) -> ir.Value:
+        """An i1 true in the first thread of the partition being lowered (thread 0 of
+        the CTA outside warp-specialized code): the one that acts alone."""
+        return self.b.icmp_unsigned("==", self.tid, ir.Constant(I32, self.partition.first_thread))

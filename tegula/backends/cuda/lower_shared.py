@@ -270,7 +270,7 @@ def lower_async_wait(lw: "KernelLowering", ins: Instr) -> None:
 
 @handles(Op.BARRIER)
 def lower_barrier_op(lw: "KernelLowering", ins: Instr) -> None:
-    lw.dev.barrier(lw.b)
+    lw.barrier()
 
 
 @handles(Op.LOCAL_LOAD)

@@ -43,7 +43,7 @@ def lower_make_tensor_descriptor(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def _thread0(lw: "KernelLowering") -> ir.Value:
-    return lw.b.icmp_unsigned("==", lw.tid, ir.Constant(I32, 0))
+    return lw.first_thread()
 
 
 def _barrier_address(lw: "KernelLowering", bars: ir.Value, slot: ir.Value) -> ir.Value:
@@ -54,11 +54,12 @@ def _barrier_address(lw: "KernelLowering", bars: ir.Value, slot: ir.Value) -> ir
 def lower_mbarrier_init(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.operands[0].type
     b = lw.b
+    count = ins.attrs.count if ins.attrs is not None else 1
     with b.if_then(_thread0(lw)):
         for s in range(t.shape[0]):
-            lw.dev.mbarrier_init(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)), 1)
+            lw.dev.mbarrier_init(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)), count)
         lw.dev.fence_mbarrier_init(b)
-    lw.dev.barrier(b)
+    lw.barrier()
 
 
 @handles(Op.TMA_LOAD)
@@ -88,11 +89,23 @@ def lower_mbarrier_wait(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.mbarrier_wait(lw.b, _barrier_address(lw, bars, lw.scalar(slot)), lw.scalar(phase))
 
 
+@handles(Op.MBARRIER_ARRIVE)
+def lower_mbarrier_arrive(lw: "KernelLowering", ins: Instr) -> None:
+    """One arrival per warp: its lanes are done with the slot (a warp-synchronous point
+    first, so no lane's shared-memory read trails lane 0's arrival)."""
+    bars, slot = ins.operands
+    b = lw.b
+    addr = _barrier_address(lw, bars, lw.scalar(slot))
+    lw.dev.warp_sync(b)
+    with b.if_then(b.icmp_unsigned("==", lw.lane, ir.Constant(I32, 0))):
+        lw.dev.mbarrier_arrive(b, addr)
+
+
 @handles(Op.MBARRIER_INVAL)
 def lower_mbarrier_inval(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.operands[0].type
     b = lw.b
-    lw.dev.barrier(b)
+    lw.barrier()
     with b.if_then(_thread0(lw)):
         for s in range(t.shape[0]):
             lw.dev.mbarrier_inval(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)))

@@ -51,7 +51,8 @@ class NVPTXDevice:
                     "cvt_f32_to_fp8", "cvt_f32x2_to_fp8", "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf",
                     "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
-                    "tma_load", "mbarrier_wait", "mbarrier_inval")
+                    "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier", "setmaxnreg",
+                    "warp_sync")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -126,6 +127,25 @@ class NVPTXDevice:
     def mbarrier_inval(self, b: ir.IRBuilder, addr: ir.Value) -> None:
         """`mbarrier.inval.shared::cta.b64 [addr]`: before the bytes are used otherwise."""
         inline_asm(b, VOID, [addr], "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", side_effect=True)
+
+    def mbarrier_arrive(self, b: ir.IRBuilder, addr: ir.Value) -> None:
+        """`mbarrier.arrive.shared::cta.b64 _, [addr]` (sm_80, release): this thread's
+        arrival on the current phase; its earlier shared-memory reads are done."""
+        inline_asm(b, VOID, [addr], "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", side_effect=True)
+
+    def warp_sync(self, b: ir.IRBuilder) -> None:
+        """`bar.warp.sync -1`: the lanes of this warp reach this point together."""
+        call(b, "llvm.nvvm.bar.warp.sync", VOID, [FULL_MASK])
+
+    def named_barrier(self, b: ir.IRBuilder, index: int, threads: int) -> None:
+        """`bar.sync index, threads`: the `threads` threads (whole warps) of one warp
+        partition wait for each other, as `barrier` does for the CTA."""
+        inline_asm(b, VOID, [], f"bar.sync {index}, {threads};", "~{memory}", side_effect=True)
+
+    def setmaxnreg(self, b: ir.IRBuilder, action: str, count: int) -> None:
+        """`setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): this warpgroup's
+        registers per thread grow (from the CTA's pool, waiting for them) or shrink."""
+        inline_asm(b, VOID, [], f"setmaxnreg.{action}.sync.aligned.u32 {count};", "~{memory}", side_effect=True)
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""

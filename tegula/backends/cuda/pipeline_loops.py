@@ -71,10 +71,10 @@ from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, I64, SmemType, TileType, element_of, shape_of
-from ...passes import axis_info, contiguity_order
+from ...passes import axis_info
 from ...passes.ir_utils import users_of
+from .async_dots import async_dots
 from .copy_bounds import CopyBound, split_bound
-from .mma import choose_mma
 from .pipeline_candidates import (
     dot_operand,
     is_candidate,
@@ -84,7 +84,7 @@ from .pipeline_candidates import (
     writes_what_it_prefetches,
 )
 from .pipeline_split import split_transposed_uses, undo
-from .slot_views import viewed_both_ways
+from .warp_specialize import split_roles, wants_specialization
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
@@ -114,6 +114,8 @@ class _LoopPlan:
     async_dots: dict[int, Instr] = field(default_factory=dict)
     # load -> its mask split into uniform terms and a bound along the copies' run
     bounds: dict[Instr, CopyBound] = field(default_factory=dict)
+    # warp-specialized (`warp_specialize`): the consumer warps there are, else 0
+    consumer_warps: int = 0
 
     @property
     def distance(self) -> int:
@@ -126,7 +128,8 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
     if capability < 80:
         return 0
     done = 0
-    for parent, loop in _loops_inner_first(kernel.body):
+    for _parent, loop in _loops_inner_first(kernel.body):
+        parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
         stages = num_stages
         explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
         if explicit:
@@ -143,6 +146,8 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
             plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability)
         if plan is not None:
+            if wants_specialization(kernel, parent, loop, plan.loads, capability):
+                plan.consumer_warps = num_warps
             _rewrite(kernel, parent, plan)
             done += 1
     return done
@@ -156,6 +161,18 @@ def _loops_inner_first(block: Block) -> list[tuple[Block, Instr]]:
         if ins.op is Op.FOR:
             out.append((block, ins))
     return out
+
+
+def _block_of(block: Block, ins: Instr) -> Block:
+    """The block whose instructions include `ins` (a region of `block` or `block`)."""
+    if ins in block.instrs:
+        return block
+    for top in block.instrs:
+        for region in top.regions:
+            found = _block_of(region, ins) if any(i is ins for i in region.walk()) else None
+            if found is not None:
+                return found
+    raise ValueError(f"{ins} is not in the kernel")
 
 
 def _free_values(ins: Instr) -> list[Value]:
@@ -261,7 +278,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
                      bounds=_copy_bounds(kernel, loads))
     if stages >= 3:
-        plan.async_dots = _async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
+        plan.async_dots = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
 
 
@@ -292,76 +309,6 @@ def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:
     return {ld: cb for ld in masked if (cb := split_bound(ld, info)) is not None}
 
 
-def _copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict) -> bool:
-    """Whether an operand's copies run along its first dimension (its pointers are most
-    contiguous along dimension 0: K for a column-major B, M for a column-major A; for a
-    transposed load, along the loaded tile's second), so its slot is stored that way
-    round. The kernel's axis analysis is computed once, on demand."""
-    if load.op is Op.DESCRIPTOR_LOAD:  # a descriptor's blocks are contiguous along their last dimension
-        return transposed
-    if "info" not in cache:
-        cache["info"] = axis_info(kernel)
-    return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
-
-
-def _async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
-                uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> dict[int, Instr]:
-    """The dots that may stay in flight into the next iteration (by their loop-carried
-    index): wgmma dots with a pipelined B whose result only feeds the next iteration's
-    same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`).
-
-    Any other wgmma dot of the loop waits for all groups right after it (its result is
-    used at once), so a dot in flight overlaps the dots issued after it up to the next
-    such wait — attention's backward keeps dV's dot running under dP's, and dK's under
-    the next iteration's loads and first dot, as Triton schedules them. An A operand in
-    registers computed in the loop must not be redefined while its dot may still run: a
-    dot whose result is waited for must come between the two (in program order, around
-    the loop), or that dot stays synchronous."""
-    body = loop.regions[0]
-    term = body.terminator
-    axis_cache: dict = {}
-    # dot operand → (its pipelined load, whether the operand is the loaded tile's transpose)
-    source = {dot_operand(ld, transposes): (ld, ld in transposes) for ld in loads}
-    for ld in loads:
-        view = viewed_both_ways(ld.results[0], body, uses, num_warps, capability)
-        if view is not None:
-            source[view.results[0]] = (ld, True)
-    wgmma: dict[Instr, bool] = {}  # the loop's wgmma dots: whether each may stay in flight
-    for ins in body.instrs:
-        if ins.op is not Op.DOT:
-            continue
-        a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
-        fp8 = element_of(ins.operands[0].type).is_fp8
-        choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
-                            a_in_shared=a_src is not None,
-                            b_k_major=fp8 and b_src is not None
-                            and _copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
-                            a_k_major=not (fp8 and a_src is not None
-                                           and _copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
-        if choice is None or choice.version != 3:
-            continue
-        res = ins.results[0]
-        chained = uses.get(res) == [term] and term.operands.count(res) == 1 and (
-            ins.operands[2] is body.args[1 + term.operands.index(res)])
-        wgmma[ins] = chained
-    order = body.instrs
-    waited = [order.index(d) for d, chained in wgmma.items() if not chained]
-    # where each value computed in the body is (re)defined: its top-level op's position
-    position = {r: i for i, top in enumerate(order) for sub in top.walk() for r in sub.results}
-    found: dict[int, Instr] = {}
-    for d, chained in wgmma.items():
-        if not chained:
-            continue
-        a = d.operands[0]
-        if a not in source and a in position:
-            # register A computed in the loop: redefined next iteration at its definition
-            at, defined = order.index(d), position[a]
-            if not any(w > at or w < defined for w in waited):
-                continue
-        found[term.operands.index(d.results[0])] = d
-    return found
-
-
 def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     loop, S, D = plan.loop, plan.stages, plan.distance
     body = loop.regions[0]
@@ -388,14 +335,25 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                 bars[ld] = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
                 b.create(Op.MBARRIER_INIT, [bars[ld]])
     copies = any(ld.op is Op.LOAD for ld in plan.loads)  # cp.async rings
+    empty = None  # warp-specialized: a slot's consumers are done with it (warp_specialize)
+    if plan.consumer_warps:
+        empty = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
+        b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps))
 
-    def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value) -> None:
-        """The address code for `iteration` and its copies into `slot`, one group."""
+    def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value,
+              empty_phase: Optional[Value] = None) -> None:
+        """The address code for `iteration` and its copies into `slot`, one group; with
+        `empty_phase`, the copies wait for the slot's consumers, when they are issued."""
         for ins in plan.slice:
             bb.insert(clone_instr(ins, mapping))
         for ins in plan.hints:
             bb.insert(clone_instr(ins, mapping))
         live = bb.op1(Op.LT, iteration, ub)
+        if empty_phase is not None:
+            guarded, outer = Block(), bb
+            bb = Builder(guarded)
+            bb.loc = outer.loc
+            bb.create(Op.MBARRIER_WAIT, [empty, slot, empty_phase])
         for ld, buf in zip(plan.loads, bufs):
             if ld in bars:
                 with bb.location(ld.loc):
@@ -424,6 +382,10 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
                           A.AsyncCopyAttrs(has_mask=True, has_bound=bool(bound)))
         if copies:
             bb.create(Op.ASYNC_COMMIT, [])
+        if empty_phase is not None:
+            bb.yield_([])
+            outer.insert(Instr(Op.IF, [live], [], None, [guarded, Block(instrs=[Instr(Op.YIELD, [], [], None, [],
+                                                                                    outer.loc)])], outer.loc))
 
     # prologue: iterations 0 .. D-1
     current = {iters[k]: inits[k] for k in plan.ahead}
@@ -439,6 +401,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     n_iters = [new_body.add_arg(a.type, a.name) for a in iters]
     read, write = new_body.add_arg(I32), new_body.add_arg(I32)
     phase = new_body.add_arg(I32) if bars else None  # parity of the read slot's mbarrier phase
+    empty_phase = new_body.add_arg(I32) if empty is not None else None  # ... and of the write slot's empty one
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
@@ -464,10 +427,18 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     # flight (wgmma) is only known finished after this iteration's dot_wait(1), in
     # every warpgroup after a barrier: the copies go there.
     last_async = max((body.instrs.index(d) for d in plan.async_dots.values()), default=-1)
-    if last_async < 0:
-        if not copies:  # no async_wait barrier: every warp must be done with the write slot
+
+    def release_and_issue(barrier: bool) -> None:
+        """The copies into the write slot once every warp is done reading it: after a CTA
+        barrier (`barrier`), or, warp-specialized, each warp's arrival on its empty
+        mbarrier, which the copies wait for."""
+        if empty is not None:
+            nb.create(Op.MBARRIER_ARRIVE, [empty, write])
+        elif barrier:
             nb.create(Op.DEBUG_BARRIER, [])
-        issue(nb, ahead_map, ahead_iv, write)
+        issue(nb, ahead_map, ahead_iv, write, empty_phase)
+    if last_async < 0:
+        release_and_issue(barrier=not copies)  # a cp.async ring's wait has its barrier
     members = set(plan.slice)
     for at_ins, ins in enumerate(body.instrs[:-1]):
         if ins in plan.loads or ins in plan.transposes.values() or (ins in members and ins not in plan.keep):
@@ -480,21 +451,27 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
             M[ins.results[0]] = nb.op1(Op.DOT_WAIT, M[ins.results[0]], attrs=A.AsyncWaitAttrs(pending=1))
             ahead_map[ins.results[0]] = M[ins.results[0]]
         if at_ins == last_async:
-            nb.create(Op.DEBUG_BARRIER, [])
-            issue(nb, ahead_map, ahead_iv, write)
+            release_and_issue(barrier=True)
     one, size, zero = nb.constant(1, I32), nb.constant(S, I32), nb.constant(0, I32)
 
     def advance(slot: Value) -> Value:
         nxt = nb.op1(Op.ADD, slot, one)
         return nb.op1(Op.SELECT, nb.op1(Op.EQ, nxt, size), zero, nxt)
     yields = [ahead_map.get(v, v) if k in plan.ahead else M.get(v, v) for k, v in enumerate(term.operands)]
-    next_read = advance(read)
-    slots = [next_read, advance(write)]
-    if phase is not None:  # the phase flips each time the reads wrap around the ring
-        slots.append(nb.op1(Op.SELECT, nb.op1(Op.EQ, next_read, zero), nb.op1(Op.XOR, phase, one), phase))
+    next_read, next_write = advance(read), advance(write)
+    slots = [next_read, next_write]
+
+    def flip(p: Value, slot: Value, first: Value) -> Value:
+        """A slot's phase parity flips each time the slots come round to the first again."""
+        return nb.op1(Op.SELECT, nb.op1(Op.EQ, slot, first), nb.op1(Op.XOR, p, one), p)
+    if phase is not None:
+        slots.append(flip(phase, next_read, zero))
+    if empty_phase is not None:
+        slots.append(flip(empty_phase, next_write, nb.constant(D, I32)))
     nb.yield_(yields + slots)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
-    slot_inits = [b.constant(0, I32), b.constant(D, I32)] + ([b.constant(0, I32)] if phase is not None else [])
+    slot_inits = [b.constant(0, I32), b.constant(D, I32)] + [b.constant(0, I32) for p in (phase, empty_phase)
+                                                             if p is not None]
     new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits],
                      [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits],
                      loop.attrs, [new_body], loop.loc)
@@ -504,13 +481,15 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         results[loop.results[k]] = b.op1(Op.DOT_WAIT, new_loop.results[k], attrs=A.AsyncWaitAttrs(pending=0))
     if copies:
         b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
-    for bar in reversed(list(bars.values())):
+    for bar in reversed(list(bars.values()) + ([empty] if empty is not None else [])):
         b.create(Op.MBARRIER_INVAL, [bar])
         b.create(Op.LOCAL_DEALLOC, [bar])
     for buf in reversed(bufs):
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
     _replace_uses(kernel, results)
+    if empty is not None:
+        split_roles(kernel, bufs, empty, plan.consumer_warps)
 
 
 def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],

@@ -2,10 +2,11 @@
 
 `allocate_shared_memory` gives every op that owns shared memory its byte range,
 written on the op as `smem(offset, size)`:
-- buffers (`local_alloc`): live from their allocation to their `local_dealloc`, freed
-  in reverse order, so liveness is a stack: each starts at the end of the innermost
-  live one, `BUFFER_ALIGN`-aligned (the NVMMA swizzle is a function of address bits
-  4-9);
+- buffers (`local_alloc`): live from their allocation to their `local_dealloc`,
+  mostly freed in reverse order, so liveness is a stack: each starts at the end of the
+  innermost live one, `BUFFER_ALIGN`-aligned (the NVMMA swizzle is a function of
+  address bits 4-9); one freed under a later buffer keeps its bytes until that one is
+  freed;
 - per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
   old values handed to the copies of its elements): live during its op only, placed
@@ -194,6 +195,7 @@ class _Allocate(_Walk):
     def __init__(self, view: _View) -> None:
         super().__init__()
         self.view = view
+        self.freed: set[tuple[int, int]] = set()  # freed buffers still under a live one
 
     def instr(self, block: Block, ins: Instr) -> None:
         st = self.latest
@@ -206,9 +208,15 @@ class _Allocate(_Walk):
             self.total = max(self.total, offset + ins.smem[1])
         elif ins.op is Op.LOCAL_DEALLOC:
             alloc = ins.operands[0].owner
-            if not self.buffers or self.buffers[-1][0] != alloc.smem[0]:
-                raise ValueError("shared buffers must be freed in the reverse order of their allocation")
-            self.buffers.pop()
+            live = [b for b in self.buffers if b[0] == alloc.smem[0]]
+            if not live:
+                raise ValueError("a shared buffer freed twice, or before its allocation")
+            # A buffer freed under a later one (a warp-specialized loop's rings, freed
+            # after their loop, under an operand staged for that loop and the next)
+            # keeps its bytes until the buffers above it are freed too.
+            self.freed.add(live[-1])
+            while self.buffers and self.buffers[-1] in self.freed:
+                self.freed.discard(self.buffers.pop())
             st.recent = None
         else:
             need = scratch_need(self.view, ins)

@@ -83,9 +83,3 @@ class TensorMapEncoder:
                 self.cache.clear()
             hit = self.cache[key] = (tmap, int(tmap.getPtr()))  # the object keeps the bytes alive
         return hit[1]
-
-
-def source_text(src: Sequence[Any], values_of: Callable[[int], str]) -> str:
-    """Python source of a descriptor part in the generated launcher: the launch value
-    of an argument, or a constant."""
-    return values_of(int(src[1])) if src[0] == "arg" else repr(int(src[1]))

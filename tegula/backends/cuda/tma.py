@@ -8,10 +8,11 @@ A descriptor load goes through TMA when
   exactly what a TMA copy with the same swizzle writes — one copy per box of
   `swizzle` bytes along the block's contiguous (last) dimension, all rows;
 - its `make_tensor_descriptor` can be evaluated on the host at launch: base, shape and
-  strides are kernel arguments or constants (a host `TensorDescriptor` argument always
-  is; so is a device-side `tl.make_tensor_descriptor(ptr, [M, K], [K, 1], ...)` of
-  arguments), with the base 16-byte aligned and the strides multiples of 16 bytes as
-  the specialization proves (TMA's rules; a host `TensorDescriptor` asserts them);
+  strides are kernel arguments, constants, or sums and products of those (a host
+  `TensorDescriptor` argument always is; so is a device-side
+  `tl.make_tensor_descriptor(ptr, [Z * H * N_CTX, D], [D, 1], ...)`, tutorial 06's),
+  with the base 16-byte aligned and the strides multiples of 16 bytes as the
+  specialization proves (TMA's rules; a host `TensorDescriptor` asserts them);
 - `TEGULA_TMA` is on and the kernel is not compiled in checked mode.
 Every other descriptor access is rewritten into pointer code
 (`passes.descriptors_to_pointers`). A device-side descriptor whose parts are computed
@@ -25,7 +26,7 @@ for a "nan" descriptor: TMA's NaN-request fill).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...config import knobs
 from ...errors import CompilationError
@@ -38,7 +39,8 @@ from .lower_wgmma import swizzle_bytes
 MAX_BOX = 256  # TMA's largest box extent
 ENCODABLE = ("f16", "bf16", "f32")  # element types the launcher encodes maps of
 
-Source = tuple  # ("arg", index) or ("const", value)
+Source = tuple  # ("arg", index), ("const", value), or ("add" | "mul", Source, Source)
+_ARITHMETIC = {Op.ADD: "add", Op.MUL: "mul"}
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ class TensorMapSpec:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "TensorMapSpec":
-        return TensorMapSpec(tuple(d["base"]), tuple(tuple(s) for s in d["shape"]),
-                             tuple(tuple(s) for s in d["strides"]), d["element"], tuple(d["box"]),
+        return TensorMapSpec(_as_source(d["base"]), tuple(_as_source(s) for s in d["shape"]),
+                             tuple(_as_source(s) for s in d["strides"]), d["element"], tuple(d["box"]),
                              int(d["swizzle"]), bool(d["nan_fill"]), int(d["inner"]))
 
     @property
@@ -69,9 +71,36 @@ class TensorMapSpec:
         return self.inner // self.box[0]
 
 
+def _as_source(s: Any) -> Source:
+    """A source read back from JSON (nested lists) as nested tuples."""
+    return tuple(_as_source(x) if isinstance(x, list) else x for x in s)
+
+
+def evaluate(src: Source, arg: Callable[[int], int]) -> int:
+    """A descriptor part's value at launch, `arg(i)` being argument i's."""
+    kind = src[0]
+    if kind == "arg":
+        return int(arg(int(src[1])))
+    if kind == "const":
+        return int(src[1])
+    a, b = evaluate(src[1], arg), evaluate(src[2], arg)
+    return a + b if kind == "add" else a * b
+
+
+def source_text(src: Source, arg_text: Callable[[int], str]) -> str:
+    """Python source of `evaluate(src, ...)`, argument i being the expression `arg_text(i)`."""
+    kind = src[0]
+    if kind == "arg":
+        return arg_text(int(src[1]))
+    if kind == "const":
+        return repr(int(src[1]))
+    return f"({source_text(src[1], arg_text)} {'+' if kind == 'add' else '*'} {source_text(src[2], arg_text)})"
+
+
 def _source(v: Value, kernel: Kernel) -> Optional[Source]:
     """Where the launcher finds the value of a descriptor part, or None when the kernel
-    computes it: an argument, a constant, or a widening integer cast of either."""
+    computes it otherwise: an argument, a constant, a widening integer cast of one, or
+    the sum or product of two such (scalar code: the same in every program)."""
     if v in kernel.args:
         return ("arg", kernel.args.index(v))
     owner = v.owner
@@ -82,13 +111,22 @@ def _source(v: Value, kernel: Kernel) -> Optional[Source]:
         if (isinstance(src, ScalarType) and isinstance(dst, ScalarType) and src.is_int and dst.is_int
                 and src.is_signed and dst.bits >= src.bits):
             return _source(owner.operands[0], kernel)
+    if isinstance(owner, Instr) and owner.op in _ARITHMETIC and isinstance(v.type, ScalarType) and v.type.is_int:
+        a, b = (_source(x, kernel) for x in owner.operands)
+        if a is not None and b is not None:
+            return (_ARITHMETIC[owner.op], a, b)
     return None
 
 
 def _divisibility(src: Source, kernel: Kernel) -> int:
+    """The power of two (at most 16) the value is known to be a multiple of."""
     if src[0] == "const":
         v = abs(int(src[1]))
         return 16 if v == 0 else min(16, v & -v)
+    if src[0] == "add":
+        return min(_divisibility(src[1], kernel), _divisibility(src[2], kernel))
+    if src[0] == "mul":
+        return min(16, _divisibility(src[1], kernel) * _divisibility(src[2], kernel))
     attrs = kernel.arg_attrs[src[1]] if src[1] < len(kernel.arg_attrs) else None
     return attrs.divisibility if attrs is not None else 1
 

@@ -16,6 +16,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from ...errors import CompilationError
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import TensorDescType
@@ -152,7 +153,18 @@ def tma_load(ins: Instr, c: Compiler) -> Step:
     return step
 
 
-@rule(Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL)
+@rule(Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.MBARRIER_ARRIVE)
 def mbarrier(ins: Instr, c: Compiler) -> None:
     """Copies complete at issue, so a phase has always completed when it is waited for."""
     return None
+
+
+@rule(Op.WARP_ROLE)
+def warp_role(ins: Instr, c: Compiler) -> Step:
+    """Warp partitions run concurrently, handing ring slots over through mbarriers; one
+    sequential program cannot play both (the producer would overwrite slots before they
+    are read), so a warp-specialized kernel runs on the GPU or its emulator only."""
+    def step(env):
+        raise CompilationError("a warp-specialized kernel (tgir with 'warp_role') runs on the GPU or the CUDA "
+                               "emulator, not on the interpreter", ins.loc)
+    return step

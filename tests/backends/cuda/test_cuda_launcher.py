@@ -220,3 +220,31 @@ def test_tensor_maps_are_encoded_from_the_arguments_and_passed_after_them(fake, 
     launch((1, 1, 1), [a, 100, 72])
     assert encoded == [(0x10000, (72, 100), (144,))]
     assert fake.calls[-1][4][3] == 0xAB001  # the map's address, as cuLaunchKernel reads the parameter
+
+
+def test_tensor_map_shapes_computed_from_arguments_are_evaluated_at_launch(fake, monkeypatch):
+    """Tutorial 06's device descriptors span every head: shape [Z * H * N_CTX, D]. The
+    launcher evaluates the product of the launch's values (not the kernel's i32)."""
+    from tegula.backends.cuda import tensormaps
+    from tegula.backends.cuda.tma import TensorMapSpec
+
+    encoded = []
+
+    class Map:
+        def getPtr(self):
+            return 0xCD000
+
+    def encode(spec, base, dims, byte_strides):
+        encoded.append((base, dims, byte_strides))
+        return Map()
+    monkeypatch.setattr(tensormaps, "encode_map", encode)
+    rows = ("mul", ("mul", ("arg", 1), ("arg", 2)), ("add", ("arg", 3), ("const", 0)))
+    spec = TensorMapSpec(("arg", 0), (rows, ("const", 64)), (("const", 64), ("const", 1)), "f16", (64, 128), 128,
+                         False, 64)
+    assert TensorMapSpec.from_json(spec.to_json()) == spec
+    md = {"name": "k", "num_warps": 4, "tensormaps": [spec.to_json()]}
+    types = ["ptr<f16>", "i32", "i32", "i32"]
+    fake.n = len(types) + 1
+    launch = L.make_launcher("FN", md, types, 0, arg_names=["q", "Z", "H", "N_CTX"])
+    launch((1, 1, 1), [SimpleNamespace(data_ptr=lambda: 0x20000), 4, 32, 4096])
+    assert encoded == [(0x20000, (64, 4 * 32 * 4096), (128,))]

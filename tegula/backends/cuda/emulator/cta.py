@@ -7,7 +7,9 @@ ids, the shared-memory buffer, three levels of pthread barriers — the CTA's (a
 threads: `bar.sync`), one per warp (32 threads: shuffles, ldmatrix, mma) and one per
 warpgroup (4 consecutive warps, 128 threads: the scope of wgmma) — and the exchange
 buffer, `EXCHANGE_WORDS` i32 per thread, through which collective instructions read
-other threads' registers. Barriers of a scope are `BARRIER_STRIDE` bytes apart.
+other threads' registers. Barriers of a scope are `BARRIER_STRIDE` bytes apart. The
+named barriers of `bar.sync index, threads` (a warp partition's) are a (count,
+generation) pair of i32 each, whose thread count the instruction itself gives.
 
 Each GPU thread is an OS thread (ctypes releases the GIL around the call), so a
 barrier really waits for the threads of its scope and a thread stuck at one shows up
@@ -30,7 +32,9 @@ SLOT_CTA_BARRIER = 7
 SLOT_WARP_BARRIERS = 8
 SLOT_WARPGROUP_BARRIERS = 9
 SLOT_EXCHANGE = 10
-CTX_WORDS = 11
+SLOT_NAMED_BARRIERS = 11
+CTX_WORDS = 12
+NAMED_BARRIERS = 16     # bar.sync's barrier indices: a (count, generation) pair of i32 each
 
 EXCHANGE_WORDS = 8      # i32 words per thread (mma publishes six registers)
 BARRIER_STRIDE = 64     # bytes per pthread_barrier_t slot (glibc's is 32)
@@ -76,6 +80,7 @@ class CtaRunner:
         nthreads = WARP_SIZE * self.num_warps
         smem = np.zeros(max(self.smem_bytes, 16) + 16, np.uint8)
         exchange = np.zeros(nthreads * EXCHANGE_WORDS, np.int32)
+        named = np.zeros(2 * NAMED_BARRIERS, np.int32)
         barriers = [_Barriers(1, nthreads), _Barriers(self.num_warps, WARP_SIZE)]
         # warpgroups exist where the warps divide into groups of four
         groups = self.num_warps // WARPGROUP_WARPS if self.num_warps % WARPGROUP_WARPS == 0 else 0
@@ -87,6 +92,7 @@ class CtaRunner:
         ctx[SLOT_WARP_BARRIERS] = barriers[1].address
         ctx[SLOT_WARPGROUP_BARRIERS] = barriers[2].address if groups else 0
         ctx[SLOT_EXCHANGE] = exchange.ctypes.data
+        ctx[SLOT_NAMED_BARRIERS] = named.ctypes.data
         try:
             for z in range(grid[2]):
                 for y in range(grid[1]):
@@ -94,7 +100,7 @@ class CtaRunner:
                         ctx[SLOT_CTAID:SLOT_CTAID + 3] = (x, y, z)
                         self._run_cta(values, nthreads, ctx, timeout, (x, y, z))
         except BaseException:
-            _ABANDONED.append((barriers, smem, exchange, ctx, values))
+            _ABANDONED.append((barriers, smem, exchange, named, ctx, values))
             raise
         else:
             for bars in barriers:

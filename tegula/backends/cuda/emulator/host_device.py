@@ -67,6 +67,7 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
             self.sregs[f"nctaid.{a}"] = entry.trunc(words[cta.SLOT_NCTAID + i], I32)
         self.smem = entry.inttoptr(words[cta.SLOT_SMEM], ptr_type(3))
         self.exchange = entry.inttoptr(words[cta.SLOT_EXCHANGE], ptr_type(0))
+        self.named = entry.inttoptr(words[cta.SLOT_NAMED_BARRIERS], ptr_type(0))
         self.lane = entry.and_(self.tid, ir.Constant(I32, cta.WARP_SIZE - 1))
         self.warp = entry.lshr(self.tid, ir.Constant(I32, 5))
         self.warp_base = entry.sub(self.tid, self.lane)  # tid of this warp's lane 0
@@ -97,6 +98,32 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
 
     def barrier(self, b: ir.IRBuilder) -> None:
         self.sync(b, "cta")
+
+    def warp_sync(self, b: ir.IRBuilder) -> None:
+        self.sync(b, "warp")
+
+    def named_barrier(self, b: ir.IRBuilder, index: int, threads: int) -> None:
+        """`bar.sync index, threads`: the last of `threads` arrivals resets the count and
+        bumps the generation the others spin on (the generation is read before this
+        thread's arrival, so it is the one this round ends)."""
+        count = b.gep(self.named, [ir.Constant(I32, 2 * index)], source_etype=I32)
+        generation = b.gep(self.named, [ir.Constant(I32, 2 * index + 1)], source_etype=I32)
+        seen = b.load_atomic(generation, "seq_cst", 4, typ=I32)
+        arrived = b.atomic_rmw("add", count, ir.Constant(I32, 1), "seq_cst")
+        last, wait, done = (b.append_basic_block(n) for n in ("named_last", "named_wait", "named_done"))
+        b.cbranch(b.icmp_unsigned("==", arrived, ir.Constant(I32, threads - 1)), last, wait)
+        b.position_at_end(last)
+        b.atomic_rmw("xchg", count, ir.Constant(I32, 0), "seq_cst")
+        b.atomic_rmw("add", generation, ir.Constant(I32, 1), "seq_cst")
+        b.branch(done)
+        b.position_at_end(wait)
+        b.call(declare(b.module, "sched_yield", I32, []), [])
+        now = b.load_atomic(generation, "seq_cst", 4, typ=I32)
+        b.cbranch(b.icmp_unsigned("!=", now, seen), done, wait)
+        b.position_at_end(done)
+
+    def setmaxnreg(self, b: ir.IRBuilder, action: str, count: int) -> None:
+        return None  # a host thread's registers are its own
 
     def slot(self, b: ir.IRBuilder, thread: ir.Value, word: int) -> ir.Value:
         """The address of i32 word `word` of `thread`'s exchange slot."""

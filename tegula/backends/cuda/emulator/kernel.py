@@ -23,7 +23,7 @@ from ..launcher import narrow_float_bits, raise_recorded_error
 from ..lower_kernel import KernelLowering
 from ..shared_memory import shared_bytes
 from ..tensormaps import encode_args
-from ..tma import TensorMapSpec
+from ..tma import TensorMapSpec, evaluate
 from .cta import CtaRunner
 from .host_device import HostDevice
 from .tma_models import pack_tensormap
@@ -82,7 +82,7 @@ class EmulatedKernel:
         argtypes += [ctypes.c_void_p] * len(self.tensormaps)  # the host model's tensor maps
         argtypes += [ctypes.c_int32, ctypes.c_void_p]  # HostDevice.extra_params
         fn = ctypes.CFUNCTYPE(None, *argtypes)(self.engine.get_function_address(entry))
-        self.runner = CtaRunner(fn, num_warps, self.smem_bytes)
+        self.runner = CtaRunner(fn, lw.total_warps, self.smem_bytes)  # a producer partition's warps too
 
     def run(self, grid: Sequence[int], args: Sequence[Any], timeout: float = 120.0) -> Optional[np.ndarray]:
         """Run on numpy arrays (pointer arguments) and Python scalars; returns the
@@ -111,7 +111,7 @@ class EmulatedKernel:
         """A descriptor's tensor map for this launch, from the same numbers the GPU
         launcher gives the driver."""
         def value(src: Sequence[Any]) -> int:
-            return int(values[src[1]]) if src[0] == "arg" else int(src[1])
+            return evaluate(src, lambda i: values[i])
         dims, strides = encode_args(spec, value(spec.base), [value(s) for s in spec.shape],
                                     [value(s) for s in spec.strides], self.kernel.name)
         return pack_tensormap(spec, value(spec.base), dims, strides)

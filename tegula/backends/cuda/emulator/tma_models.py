@@ -135,6 +135,9 @@ class TmaModels:
     def mbarrier_expect_tx(self: "HostDevice", b: ir.IRBuilder, addr: ir.Value, nbytes: int) -> None:
         self._update(b, addr, 1, _c(nbytes))
 
+    def mbarrier_arrive(self: "HostDevice", b: ir.IRBuilder, addr: ir.Value) -> None:
+        self._update(b, addr, 1, _c(0))
+
     def tma_load(self: "HostDevice", b: ir.IRBuilder, dst: ir.Value, tmap: ir.Value, coords: Sequence[ir.Value],
                  bar: ir.Value) -> None:
         _register_copy()

@@ -1,0 +1,90 @@
+"""Which wgmma dots of a pipelined loop stay in flight into the next iteration
+(`pipeline_loops` leaves a `dot_wait {pending = 1}` after each and a full wait after
+the loop): `async_dots`.
+
+A dot stays in flight only if it runs on wgmma with a pipelined B and its result only
+feeds the next iteration's same dot as its accumulator; an A operand in registers
+computed in the loop must not be redefined while its dot may still run (triton#9433's
+hazard). Whether a slot is stored along its rows (`copied_along_rows`) decides which
+fp8 operand layouts wgmma can read.
+"""
+from __future__ import annotations
+
+from ...ir.accessors import memory_operands
+from ...ir.core import Instr, Kernel, Value
+from ...ir.ops import Op
+from ...ir.types import element_of
+from ...passes import axis_info, contiguity_order
+from .mma import choose_mma
+from .pipeline_candidates import dot_operand
+from .slot_views import viewed_both_ways
+
+
+def copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict) -> bool:
+    """Whether an operand's copies run along its first dimension (its pointers are most
+    contiguous along dimension 0: K for a column-major B, M for a column-major A; for a
+    transposed load, along the loaded tile's second), so its slot is stored that way
+    round. The kernel's axis analysis is computed once, on demand."""
+    if load.op is Op.DESCRIPTOR_LOAD:  # a descriptor's blocks are contiguous along their last dimension
+        return transposed
+    if "info" not in cache:
+        cache["info"] = axis_info(kernel)
+    return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
+
+
+def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
+                uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> dict[int, Instr]:
+    """The dots that may stay in flight into the next iteration (by their loop-carried
+    index): wgmma dots with a pipelined B whose result only feeds the next iteration's
+    same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`).
+
+    Any other wgmma dot of the loop waits for all groups right after it (its result is
+    used at once), so a dot in flight overlaps the dots issued after it up to the next
+    such wait — attention's backward keeps dV's dot running under dP's, and dK's under
+    the next iteration's loads and first dot, as Triton schedules them. An A operand in
+    registers computed in the loop must not be redefined while its dot may still run: a
+    dot whose result is waited for must come between the two (in program order, around
+    the loop), or that dot stays synchronous."""
+    body = loop.regions[0]
+    term = body.terminator
+    axis_cache: dict = {}
+    # dot operand → (its pipelined load, whether the operand is the loaded tile's transpose)
+    source = {dot_operand(ld, transposes): (ld, ld in transposes) for ld in loads}
+    for ld in loads:
+        view = viewed_both_ways(ld.results[0], body, uses, num_warps, capability)
+        if view is not None:
+            source[view.results[0]] = (ld, True)
+    wgmma: dict[Instr, bool] = {}  # the loop's wgmma dots: whether each may stay in flight
+    for ins in body.instrs:
+        if ins.op is not Op.DOT:
+            continue
+        a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
+        fp8 = element_of(ins.operands[0].type).is_fp8
+        choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
+                            a_in_shared=a_src is not None,
+                            b_k_major=fp8 and b_src is not None
+                            and copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
+                            a_k_major=not (fp8 and a_src is not None
+                                           and copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
+        if choice is None or choice.version != 3:
+            continue
+        res = ins.results[0]
+        chained = uses.get(res) == [term] and term.operands.count(res) == 1 and (
+            ins.operands[2] is body.args[1 + term.operands.index(res)])
+        wgmma[ins] = chained
+    order = body.instrs
+    waited = [order.index(d) for d, chained in wgmma.items() if not chained]
+    # where each value computed in the body is (re)defined: its top-level op's position
+    position = {r: i for i, top in enumerate(order) for sub in top.walk() for r in sub.results}
+    found: dict[int, Instr] = {}
+    for d, chained in wgmma.items():
+        if not chained:
+            continue
+        a = d.operands[0]
+        if a not in source and a in position:
+            # register A computed in the loop: redefined next iteration at its definition
+            at, defined = order.index(d), position[a]
+            if not any(w > at or w < defined for w in waited):
+                continue
+        found[term.operands.index(d.results[0])] = d
+    return found
