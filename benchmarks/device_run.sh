@@ -22,7 +22,10 @@
 #   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
 #   wsmm       the descriptor matmul plain and warp-specialized vs Triton vs cuBLAS
-#              (desc_matmul_gpu.py --ws; WSMM_SIZES=4096,8192, WSMM_CONFIGS=128x256x64x3x8,...)
+#              (desc_matmul_gpu.py --ws; WSMM_SIZES=4096,8192, WSMM_CONFIGS=128x256x64x3x8,...;
+#              warp specialization is off by default: set TEGULA_WARP_SPECIALIZE=1)
+#   wsprobe    warp-specialized kernels one per process with a timeout (ws_probe_gpu.py;
+#              WSPROBE_CASES=ws,128,128,64,128,128,64,3,4,0 ... space-separated, WSPROBE_FLAGS=--sanitize)
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
@@ -100,6 +103,10 @@ stage() {
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS//,/ } 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
   autotune)
     timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
+  wsprobe)
+    timeout "${WSPROBE_TIMEOUT:-400}" python3 benchmarks/ws_probe_gpu.py ${WSPROBE_FLAGS:-} ${WSPROBE_CASES:-\
+      ws,128,128,64,128,128,64,3,4,0 ws,128,128,64,128,128,64,3,4,1 ws,1024,1024,1024,128,256,64,3,8,0 \
+      ws,1024,1024,1024,128,256,64,3,8,1 desc,1024,1024,1024,128,256,64,3,8} 2>&1 | tee "$OUT/wsprobe.log" ;;
   wsmm)
     for cfg in ${WSMM_CONFIGS//,/ }; do
       timeout "${WSMM_TIMEOUT:-200}" python3 benchmarks/desc_matmul_gpu.py --ws --sizes ${WSMM_SIZES//,/ } \
