@@ -90,7 +90,8 @@ _knob("tma", "TEGULA_TMA", None, _bool, True,
 _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, False,
       "On sm_90a, run a TMA-pipelined loop that asks for it (tl.range(..., warp_specialize=True)) "
       "with a producer warpgroup issuing its copies. Off by default (the hint is ignored): the "
-      "split runs correctly on the CUDA emulator but hung on an H200 in its first GPU runs.")
+      "split runs correctly on the CUDA emulator; its first GPU runs hung (the likely cause, "
+      "named barriers LLVM duplicated into divergent paths, is fixed but not yet rerun).")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")

@@ -139,13 +139,15 @@ class NVPTXDevice:
 
     def named_barrier(self, b: ir.IRBuilder, index: int, threads: int) -> None:
         """`bar.sync index, threads`: the `threads` threads (whole warps) of one warp
-        partition wait for each other, as `barrier` does for the CTA."""
-        inline_asm(b, VOID, [], f"bar.sync {index}, {threads};", "~{memory}", side_effect=True)
+        partition wait for each other, as `barrier` does for the CTA. The intrinsic, as
+        for `barrier`, is convergent: LLVM never copies it into divergent paths (it did
+        with an inline-asm `bar.sync`, which hung the partition)."""
+        call(b, "llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [ir.Constant(I32, index), ir.Constant(I32, threads)])
 
     def setmaxnreg(self, b: ir.IRBuilder, action: str, count: int) -> None:
         """`setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): this warpgroup's
         registers per thread grow (from the CTA's pool, waiting for them) or shrink."""
-        inline_asm(b, VOID, [], f"setmaxnreg.{action}.sync.aligned.u32 {count};", "~{memory}", side_effect=True)
+        call(b, f"llvm.nvvm.setmaxnreg.{action}.sync.aligned.u32", VOID, [ir.Constant(I32, count)])
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
         """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""

@@ -1,7 +1,7 @@
 """Declaring and calling functions and intrinsics on an llvmlite module, once each."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import llvmlite.ir as ir
 
@@ -37,6 +37,14 @@ def intrinsic(b: ir.IRBuilder, base: str, args: Sequence[ir.Value],
 
 
 def inline_asm(b: ir.IRBuilder, ret: ir.Type, args: Sequence[ir.Value], asm: str,
-               constraints: str, side_effect: bool = False) -> ir.Value:
+               constraints: str, side_effect: bool = False, convergent: Optional[bool] = None) -> ir.Value:
+    """Call inline assembly `asm`. `convergent` (by default: whether the text names an
+    `.aligned` instruction, a PTX collective every lane of a warp or warpgroup executes
+    together) forbids LLVM to make the call control-dependent on more values than it is:
+    tail duplication would otherwise copy it into both sides of a divergent branch, and
+    lanes of one warp would wait at different instances (a hang)."""
     fnty = ir.FunctionType(ret, [a.type for a in args])
-    return b.call(ir.InlineAsm(fnty, asm, constraints, side_effect=side_effect), list(args))
+    if convergent is None:
+        convergent = ".aligned" in asm
+    return b.call(ir.InlineAsm(fnty, asm, constraints, side_effect=side_effect), list(args),
+                  attrs=("convergent",) if convergent else ())

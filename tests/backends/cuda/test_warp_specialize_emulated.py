@@ -11,6 +11,8 @@ and not. Also: the structure of the split (what each partition holds), where it 
 refused, the launch's warp count, and ptxas on the PTX (setmaxnreg, named barriers)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from ws_kernels import ATT_ATTRS, ATT_SIG, MM_ATTRS, MM_SIG, ws_attention, ws_matmul
@@ -29,8 +31,8 @@ from tegula.runtime.compiler import optimized_ir
 
 @pytest.fixture(autouse=True)
 def _specialization_on(monkeypatch):
-    """Warp specialization is off by default (it hung on an H200 in its first GPU runs):
-    these tests switch it on, and so check the split on the emulator."""
+    """Warp specialization is off by default until a GPU run confirms it (its first runs
+    hung): these tests switch it on, and so check the split on the emulator."""
     monkeypatch.setenv("TEGULA_WARP_SPECIALIZE", "1")
 
 
@@ -97,10 +99,34 @@ def test_the_launch_reports_every_warp_and_ptxas_takes_the_partitions():
     assert ck.metadata.num_warps == 12
     ptx = ck.asm["ptx"]
     assert ".reqntid 384" in ptx and ".maxnreg 168" in ptx
-    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
-    assert "bar.sync 1, 256;" in ptx and "mbarrier.arrive.shared::cta.b64" in ptx
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;", ptx)
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+232;", ptx)
+    assert re.search(r"bar\.sync\s+1, 256;", ptx) and "mbarrier.arrive.shared::cta.b64" in ptx
     if find_ptxas() is not None:
         assert ck.metadata.n_spills == 0
+
+
+@pytest.mark.parametrize("warps", [4, 8])
+def test_partition_barriers_are_never_copied_into_divergent_paths(warps):
+    """Every lane of a warp must reach the same `bar.sync`: LLVM had tail-duplicated an
+    inline-asm `bar.sync 1, n` into both sides of `if tid == 0 { mbarrier.inval }`, so
+    warp 0 waited at two different barriers (the likely cause of the hangs on the GPU;
+    the emulator counts threads, not instructions, and ran it). Named barriers and
+    setmaxnreg are convergent intrinsics now, and `.aligned` inline asm is convergent:
+    the PTX has exactly the barriers the LLVM IR has."""
+    bm, bn = (128, 256) if warps == 8 else (128, 128)
+    ck = tegula.compile(ASTSource(ws_matmul, MM_SIG, {"BM": bm, "BN": bn, "BK": 64, "B_NK": False, "WS": True},
+                                  attrs=MM_ATTRS),
+                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 3})
+    llir, ptx = ck.asm["llir"], ck.asm["ptx"]
+    named = len(re.findall(r"call void @llvm\.nvvm\.barrier\.cta\.sync\.aligned\.count", llir))
+    assert named > 0 and len(re.findall(rf"bar\.sync\s+1, {32 * warps};", ptx)) == named
+    groups = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}", llir, re.M))
+    aligned = [line for line in llir.splitlines() if "asm" in line and ".aligned" in line]
+    assert aligned and all("convergent" in line or "convergent" in groups.get(
+        (re.search(r"\) (#\d+)", line) or [None, None])[1], "") for line in aligned)
+    for action in ("inc", "dec"):
+        assert ptx.count(f"setmaxnreg.{action}") == (1 if warps == 8 else 0)
 
 
 @pytest.mark.parametrize("warps, bm, bn, d, causal", [(4, 64, 64, 64, False), (4, 128, 64, 64, True),
