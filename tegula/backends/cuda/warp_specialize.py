@@ -17,7 +17,7 @@ of through a CTA barrier:
 Run by every warp alike that is an ordinary pipelined loop (the arrivals and the wait
 are a barrier). `split_roles` then makes the two roles two partitions of the kernel:
 
-    (the kernel up to the rings: every warp)
+    (the pure scalar code before the rings, descriptors included: every warp)
     rings, full and empty mbarriers: local_alloc, mbarrier_init
     %p = warp_role {producer_warps = 4}
     if %p {   the producer: the copies and the empty waits, with only the scalar code
@@ -33,11 +33,11 @@ for an empty slot only when it will fill it, so its last wait precedes its last 
 which the consumers wait for: after the loop no producer thread touches an mbarrier,
 and the consumers invalidate and free the rings as before.
 
-The kernel up to the rings runs in every warp (the producer warps compute what warps
-0..3 compute, duplicates that write the same values), so the split is refused when that
-part has an effect a duplicate would change: a dot, an atomic, a print or an assert.
-It is refused too when the producer would need a tile value or the result of an op
-with effects (its part must be scalar code).
+Everything else before the rings (tile code, loads, stores) moves into the consumers'
+region: no tile value is live across the split, where ptxas would spill it around
+`setmaxnreg`. The split is refused (the loop stays unsplit) when the producer would
+need a tile value or the result of an op with effects (its part must be scalar code),
+or a load that follows a write of the consumers'.
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def register_budget(num_warps: int, producer_warps: int = PRODUCER_WARPS) -> Opt
     """(producer, consumer) registers per thread after `setmaxnreg`, or None where the
     consumers would gain little (4 consumer warps start at 248). The warpgroups' totals
     stay exactly the CTA's entry total — CUTLASS's 40 / 232 / 232 at 168, FA3's 24 / 240
-    / 240 — as a pool left over-full has been reported to hang the increase
+    / 240 — as totals that did not add up have been reported to hang the increase
     (NVIDIA/cutlass#2007)."""
     entry = entry_registers(num_warps, producer_warps)
     if entry >= RESIZE_BELOW or num_warps % WARPGROUP or producer_warps % WARPGROUP:
