@@ -68,6 +68,9 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
                                            and copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
         if choice is None or choice.version != 3:
             continue
+        if choice.promote:  # its partial accumulators are added right after it: waited at once
+            wgmma[ins] = False
+            continue
         res = ins.results[0]
         chained = uses.get(res) == [term] and term.operands.count(res) == 1 and (
             ins.operands[2] is body.args[1 + term.operands.index(res)])

@@ -22,6 +22,11 @@ register is zeroed for it — a commit, and a wait for it (the accumulators pass
 them early) — unless the pipeliner left the dot in flight: then its only user is a
 `dot_wait`, which waits until at most N groups are pending (1 inside the loop, so the
 next iteration's wgmma is issued while this one runs; 0 after it).
+
+An fp8 dot whose `max_num_imprecise_acc` L is at most its K (`MmaChoice.promote`, L / k
+steps) accumulates each run of L products in a fresh partial accumulator, waits for it
+and adds it to the f32 accumulator with ordinary `add.f32`, as Triton promotes them;
+such a dot is never left in flight (`async_dots`).
 """
 from __future__ import annotations
 
@@ -144,28 +149,53 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     # A zero accumulator (a fresh `tl.dot(a, b)`) is not materialized: the first K step
     # of each sub-tile runs with scale-d false (D = A·B) and later ones accumulate.
     zero_acc = is_zero(ins.operands[2])
+
+    def issue(steps: range, regs_of: dict[tuple[int, int], list[ir.Value]], fresh: bool) -> None:
+        """The wgmmas of K steps `steps` of every sub-tile, into `regs_of[(i, j)]`
+        (scale-d false on the first step when `fresh`)."""
+        for i in range(m_reps):
+            for j in range(n_reps):
+                regs = regs_of[(i, j)]
+                for s in steps:
+                    b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
+                    desc_b = descriptor(b_desc, b_off)
+                    scale_d = not (fresh and s == steps.start)
+                    if a_regs is not None:
+                        # the fragment registers first, then K steps, then M repetitions
+                        frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]
+                        regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major, scale_d)
+                        continue
+                    a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
+                    regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off), desc_b, regs, not b_k_major,
+                                        a_m_major, scale_d)
+                regs_of[(i, j)] = regs
+
+    tiles = {(i, j): acc[(i * n_reps + j) * chunk:(i * n_reps + j + 1) * chunk]
+             for i in range(m_reps) for j in range(n_reps)}
     lw.dev.wgmma_fence(b)
-    for i in range(m_reps):
-        for j in range(n_reps):
-            first = (i * n_reps + j) * chunk
-            regs = acc[first:first + chunk]
-            for s in range(k_steps):
-                b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
-                desc_b = descriptor(b_desc, b_off)
-                scale_d = not (zero_acc and s == 0)
-                if a_regs is not None:
-                    # the fragment registers first, then K steps, then M repetitions
-                    frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]
-                    regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major, scale_d)
-                    continue
-                a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
-                regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off), desc_b, regs, not b_k_major,
-                                    a_m_major, scale_d)
-            acc[first:first + chunk] = regs
-    lw.dev.wgmma_commit(b)
-    if not _waited_later(lw, ins):
-        acc = lw.dev.wgmma_wait(b, acc)
-    lw.define(ins.results[0], acc)
+    if not choice.promote:
+        issue(range(k_steps), tiles, zero_acc)
+        acc = [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]]
+        lw.dev.wgmma_commit(b)
+        if not _waited_later(lw, ins):
+            acc = lw.dev.wgmma_wait(b, acc)
+        lw.define(ins.results[0], acc)
+        return
+    # max_num_imprecise_acc: each run of `promote` K steps accumulates in a fresh partial
+    # accumulator, waited for and added to the f32 one (Triton's promotion of fp8 dots)
+    for start in range(0, k_steps, choice.promote):
+        partial = dict(tiles)
+        issue(range(start, min(start + choice.promote, k_steps)), partial, fresh=True)
+        flat = [r for i in range(m_reps) for j in range(n_reps) for r in partial[(i, j)]]
+        lw.dev.wgmma_commit(b)
+        flat = lw.dev.wgmma_wait(b, flat)
+        total = [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]]
+        summed = flat if zero_acc and start == 0 else [b.fadd(t, p) for t, p in zip(total, flat)]
+        tiles = {(i, j): summed[(i * n_reps + j) * chunk:(i * n_reps + j + 1) * chunk]
+                 for i in range(m_reps) for j in range(n_reps)}
+        if start + choice.promote < k_steps:
+            lw.dev.wgmma_fence(b)  # the next wgmmas read registers written since the last ones
+    lw.define(ins.results[0], [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]])
 
 
 def _pack_registers(b: ir.IRBuilder, vals: list[ir.Value], per_register: int) -> list[ir.Value]:

@@ -45,6 +45,9 @@ class MmaChoice:
     warps_per_cta: tuple[int, int]
     version: int = 2
     n_instr: int = 8      # the instruction's N
+    # fp8 wgmma with `max_num_imprecise_acc` at most the dot's K: the K steps each
+    # partial accumulator takes before it is added to the f32 one (0: none)
+    promote: int = 0
 
     @property
     def ptx(self) -> str:
@@ -115,9 +118,11 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
             return None
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
-        # for exact f32 accumulation sooner than every K stays on the exact FMA path
+        # for f32 accumulation every L <= K products gets partial accumulators added in
+        # f32 every L (`MmaChoice.promote`, as Triton's); an L that is no multiple of
+        # the instruction's K stays on the exact FMA path
         limit = ins.attrs.max_num_imprecise_acc
-        if limit is not None and limit < sa[1]:
+        if limit and limit <= sa[1] and limit % _WGMMA_ONLY[(ea, ec)][1]:
             return None
         spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
@@ -132,6 +137,15 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     if fp8:
         return None
     return mma_instruction(ins, 2, mma_warps(m, n, num_warps))
+
+
+def _promotion_steps(ins: Instr, k: int) -> int:
+    """K steps per partial accumulator of an fp8 wgmma dot whose `max_num_imprecise_acc`
+    L is at most its K (0: it accumulates in place; an unset or zero L is no limit)."""
+    limit = getattr(ins.attrs, "max_num_imprecise_acc", None)
+    if not limit or limit > shape_of(ins.operands[0].type)[1]:
+        return 0
+    return max(1, limit // k)
 
 
 def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) -> Optional[MmaChoice]:
@@ -149,5 +163,6 @@ def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) ->
     warps = (int(warps_per_cta[0]), int(warps_per_cta[1]))
     if version == 3:
         n_cover = shape_of(ins.results[0].type)[1] // warps[1]
-        return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256))
+        return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256),
+                         promote=_promotion_steps(ins, k) if (ea, ec) in _WGMMA_ONLY else 0)
     return MmaChoice(ab, acc, k, k_width, size, warps)
