@@ -128,7 +128,7 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
     if capability < 80:
         return 0
     done = 0
-    for _parent, loop in _loops_inner_first(kernel.body):
+    for loop in _loops_inner_first(kernel.body):
         parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
         stages = num_stages
         explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
@@ -153,26 +153,34 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
     return done
 
 
-def _loops_inner_first(block: Block) -> list[tuple[Block, Instr]]:
-    out = []
+def _loops_inner_first(block: Block) -> list[Instr]:
+    """The `for` loops under `block`, inner loops before the loop holding them."""
+    out: list[Instr] = []
     for ins in block.instrs:
         for region in ins.regions:
             out += _loops_inner_first(region)
         if ins.op is Op.FOR:
-            out.append((block, ins))
+            out.append(ins)
     return out
 
 
 def _block_of(block: Block, ins: Instr) -> Block:
-    """The block whose instructions include `ins` (a region of `block` or `block`)."""
+    """The block whose instructions include `ins` (`block` or a region under it)."""
+    found = _find_block(block, ins)
+    if found is None:
+        raise ValueError(f"{ins} is not in the kernel")
+    return found
+
+
+def _find_block(block: Block, ins: Instr) -> Optional[Block]:
     if ins in block.instrs:
         return block
     for top in block.instrs:
         for region in top.regions:
-            found = _block_of(region, ins) if any(i is ins for i in region.walk()) else None
+            found = _find_block(region, ins)
             if found is not None:
                 return found
-    raise ValueError(f"{ins} is not in the kernel")
+    return None
 
 
 def _free_values(ins: Instr) -> list[Value]:
