@@ -8,8 +8,9 @@ torch.matmul first (GPU only).
 Both kernels are `benchmarks/kernels.py`'s (`matmul_kernel`, `matmul_desc_kernel`, the
 same grouped tile order and config). Printed per size: TFLOP/s of each and the ratios
 tegula/triton (same kernel) and descriptor/pointer (same compiler). With `--ws` the
-descriptor kernel runs warp-specialized too (`WARP_SPECIALIZE=True`: a producer
-warpgroup issues the TMA copies), and cuBLAS (torch.matmul) is timed beside them.
+descriptor kernel runs with `WARP_SPECIALIZE=True` too (a producer warpgroup issues
+the TMA copies; under tegula only with `TEGULA_WARP_SPECIALIZE=1`, else the hint is
+ignored), and cuBLAS (torch.matmul) is timed beside them.
 Triton needs an allocator for device-side descriptors (`triton.set_allocator`); tegula
 encodes their tensor maps on the host and needs none.
 """

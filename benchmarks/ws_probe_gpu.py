@@ -45,14 +45,12 @@ print("passed" if bad == 0 else f"wrong: {bad:.4f} of C", flush=True)
 '''
 
 
-def run_case(case: str, timeout: float, sanitize: bool) -> str:
+def run_case(script: str, case: str, timeout: float, sanitize: bool) -> str:
     parts = case.split(",")
     kind, dims, regs = parts[0], parts[1:9], parts[9] if len(parts) > 9 else "1"
     env = dict(os.environ, TEGULA_CACHE_DIR=tempfile.mkdtemp(), TEGULA_WARP_SPECIALIZE="1",
                TEGULA_WARP_SPECIALIZE_REGISTERS=regs, PYTHONPATH=str(ROOT))
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(CASE)
-    cmd = [sys.executable, f.name, str(ROOT), kind, *dims]
+    cmd = [sys.executable, script, str(ROOT), kind, *dims]
     if sanitize and shutil.which("compute-sanitizer"):
         cmd = ["compute-sanitizer", "--tool", "synccheck", *cmd]
     try:
@@ -71,8 +69,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=25.0)
     ap.add_argument("--sanitize", action="store_true")
     args = ap.parse_args()
-    for case in args.cases:
-        print(f"{case:40s} {run_case(case, args.timeout, args.sanitize)}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = str(Path(tmp) / "ws_case.py")
+        Path(script).write_text(CASE)
+        for case in args.cases:
+            print(f"{case:40s} {run_case(script, case, args.timeout, args.sanitize)}", flush=True)
 
 
 if __name__ == "__main__":

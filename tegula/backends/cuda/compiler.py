@@ -43,7 +43,7 @@ from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
 from .tma import tma_enabled, tma_loads
-from .warp_partitions import entry_registers
+from .warp_partitions import maxnreg_of
 
 Emit = Callable[[str, Any], Any]
 
@@ -210,7 +210,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     ptx_text = codegen.emit_ptx(asm["llir"], cap)
     # a warp-specialized kernel re-sizing its partitions' registers starts every thread
     # with its share of the register file (setmaxnreg moves registers within that)
-    maxnreg = entry_registers(kernel_tgir, num_warps) or maxnreg
+    maxnreg = maxnreg_of(kernel_tgir, num_warps) or maxnreg
     if maxnreg:  # in the PTX itself, so a driver JIT-compiling it honours it too
         ptx_text = ptxas.with_register_cap(ptx_text, int(maxnreg))
     asm["ptx"] = emit("ptx", ptx_text)

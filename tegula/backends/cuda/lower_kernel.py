@@ -83,7 +83,7 @@ class KernelLowering:
         # tensor descriptors TMA reads through: the generic address of their tensor map
         self.tensormap_of: dict[Value, ir.Value] = {}
         self.current: Optional[Instr] = None
-        # the warp partition being lowered (`lower_warp_roles`): its barrier and first thread
+        # the warp partition being lowered (`warp_partitions`): its barrier and first thread
         self.partition = Partition()
         self.total_warps = self.num_warps + producer_warps(kernel)
 

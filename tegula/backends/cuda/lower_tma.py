@@ -1,9 +1,14 @@
 """Lowering of the TMA ops of `tgir` (sm_90a): `make_tensor_descriptor` (the tensor map
 the launcher passes as a parameter), `tma_load`, and the mbarriers it signals.
+"Thread 0" below is the first thread of the threads lowering the op
+(`KernelLowering.first_thread`: a warp-specialized kernel's producer issues from its
+own), and "CTA barrier" their barrier (`KernelLowering.barrier`: the consumers' named
+one).
 
 - a descriptor TMA reads through is the generic address of its tensor-map parameter
   (`KernelLowering.tensormap_of`, bound by `build`);
-- `mbarrier_init`: thread 0 initializes each slot's mbarrier for one arrival, fences
+- `mbarrier_init`: thread 0 initializes each slot's mbarrier for `count` arrivals (1,
+  the issuing thread's; one per consumer warp for a specialized loop's empty ones), fences
   the initialization for the copy engine (`fence.mbarrier_init`), and a CTA barrier
   publishes it to the other threads before any of them waits;
 - `tma_load`: thread 0, when the predicate holds, arrives on the slot's mbarrier
@@ -14,6 +19,7 @@ the launcher passes as a parameter), `tma_load`, and the mbarriers it signals.
 - `mbarrier_wait`: every thread spins on `try_wait.parity` (the copies' data is then
   visible to it; the copy engine wrote the slot, wgmma reads it — both the async
   proxy, so no proxy fence);
+- `mbarrier_arrive`: lane 0 of each warp arrives, after a `bar.warp.sync`;
 - `mbarrier_inval`: a CTA barrier (every thread has done its last wait), then thread 0
   invalidates the mbarriers so their bytes can be reused.
 """
@@ -42,10 +48,6 @@ def lower_make_tensor_descriptor(lw: "KernelLowering", ins: Instr) -> None:
         raise CompilationError("a tensor descriptor reached the lowering without a tensor map", ins.loc)
 
 
-def _thread0(lw: "KernelLowering") -> ir.Value:
-    return lw.first_thread()
-
-
 def _barrier_address(lw: "KernelLowering", bars: ir.Value, slot: ir.Value) -> ir.Value:
     return lw.dev.shared_address(lw.b, slot_base(lw, lw.buffer_of[bars], slot))
 
@@ -55,7 +57,7 @@ def lower_mbarrier_init(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.operands[0].type
     b = lw.b
     count = ins.attrs.count if ins.attrs is not None else 1
-    with b.if_then(_thread0(lw)):
+    with b.if_then(lw.first_thread()):
         for s in range(t.shape[0]):
             lw.dev.mbarrier_init(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)), count)
         lw.dev.fence_mbarrier_init(b)
@@ -75,7 +77,7 @@ def lower_tma_load(lw: "KernelLowering", ins: Instr) -> None:
     bar = _barrier_address(lw, bars_v, slot)
     row, col = (lw.scalar(v) for v in offs_v)
     box_bytes = spec.box[1] * spec.swizzle
-    with b.if_then(b.and_(lw.scalar(pred_v), _thread0(lw))):
+    with b.if_then(b.and_(lw.scalar(pred_v), lw.first_thread())):
         lw.dev.mbarrier_expect_tx(b, bar, buf.slot_bytes)
         for j in range(spec.copies):
             at = lw.dev.shared_address(b, b.add(dst, ir.Constant(I32, j * box_bytes)))
@@ -106,6 +108,6 @@ def lower_mbarrier_inval(lw: "KernelLowering", ins: Instr) -> None:
     t: SmemType = ins.operands[0].type
     b = lw.b
     lw.barrier()
-    with b.if_then(_thread0(lw)):
+    with b.if_then(lw.first_thread()):
         for s in range(t.shape[0]):
             lw.dev.mbarrier_inval(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)))

@@ -170,12 +170,18 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                                         a_m_major, scale_d)
                 regs_of[(i, j)] = regs
 
-    tiles = {(i, j): acc[(i * n_reps + j) * chunk:(i * n_reps + j + 1) * chunk]
-             for i in range(m_reps) for j in range(n_reps)}
+    def by_tile(regs: list[ir.Value]) -> dict[tuple[int, int], list[ir.Value]]:
+        return {(i, j): regs[(i * n_reps + j) * chunk:(i * n_reps + j + 1) * chunk]
+                for i in range(m_reps) for j in range(n_reps)}
+
+    def flat(tiles: dict[tuple[int, int], list[ir.Value]]) -> list[ir.Value]:
+        return [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]]
+
+    tiles = by_tile(acc)
     lw.dev.wgmma_fence(b)
     if not choice.promote:
         issue(range(k_steps), tiles, zero_acc)
-        acc = [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]]
+        acc = flat(tiles)
         lw.dev.wgmma_commit(b)
         if not _waited_later(lw, ins):
             acc = lw.dev.wgmma_wait(b, acc)
@@ -186,16 +192,13 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     for start in range(0, k_steps, choice.promote):
         partial = dict(tiles)
         issue(range(start, min(start + choice.promote, k_steps)), partial, fresh=True)
-        flat = [r for i in range(m_reps) for j in range(n_reps) for r in partial[(i, j)]]
         lw.dev.wgmma_commit(b)
-        flat = lw.dev.wgmma_wait(b, flat)
-        total = [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]]
-        summed = flat if zero_acc and start == 0 else [b.fadd(t, p) for t, p in zip(total, flat)]
-        tiles = {(i, j): summed[(i * n_reps + j) * chunk:(i * n_reps + j + 1) * chunk]
-                 for i in range(m_reps) for j in range(n_reps)}
+        done = lw.dev.wgmma_wait(b, flat(partial))
+        acc = done if zero_acc and start == 0 else [b.fadd(t, p) for t, p in zip(flat(tiles), done)]
+        tiles = by_tile(acc)
         if start + choice.promote < k_steps:
             lw.dev.wgmma_fence(b)  # the next wgmmas read registers written since the last ones
-    lw.define(ins.results[0], [r for i in range(m_reps) for j in range(n_reps) for r in tiles[(i, j)]])
+    lw.define(ins.results[0], acc)
 
 
 def _pack_registers(b: ir.IRBuilder, vals: list[ir.Value], per_register: int) -> list[ir.Value]:

@@ -129,7 +129,6 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         return 0
     done = 0
     for loop in _loops_inner_first(kernel.body):
-        parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
         stages = num_stages
         explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
         if explicit:
@@ -146,6 +145,7 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
             plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability)
         if plan is not None:
+            parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
             if wants_specialization(kernel, parent, loop, plan.loads, capability):
                 plan.consumer_warps = num_warps
             _rewrite(kernel, parent, plan)

@@ -16,8 +16,7 @@
   where a parity wait never returns;
 - each partition first re-sizes its registers (`setmaxnreg`, by whole warpgroups): the
   producer gives most of its registers back and the consumers take them (the kernel is
-  assembled with `.maxnreg` at the registers every thread starts with,
-  `entry_registers`).
+  assembled with `.maxnreg` at the registers every thread starts with, `maxnreg_of`).
 """
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ def producer_warps(kernel: Kernel) -> int:
     return role.producer_warps if role is not None else 0
 
 
-def entry_registers(kernel: Kernel, num_warps: int) -> Optional[int]:
+def maxnreg_of(kernel: Kernel, num_warps: int) -> Optional[int]:
     """The registers per thread a warp-specialized kernel that re-sizes its partitions
     is assembled with (`.maxnreg`): the register file shared by all its threads, a
     multiple of 8 (`warp_specialize.register_budget` balances the partitions around
@@ -84,8 +83,8 @@ def lower_warp_role(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def lower_role_split(lw: "KernelLowering", ins: Instr) -> None:
-    """The producer's region in its warps, the consumers' in theirs, then on together
-    (the producer warps reach the kernel's end while the consumers still work)."""
+    """The producer's region in its warps (its first thread alone), the consumers' in
+    theirs, then every thread meets at a CTA barrier before the kernel ends."""
     from .lower_control import lower_region
 
     role: A.WarpRoleAttrs = ins.operands[0].owner.attrs
@@ -98,7 +97,7 @@ def lower_role_split(lw: "KernelLowering", ins: Instr) -> None:
         (producer_bb, Partition(consumers, single=True), "dec", role.producer_registers),
         (consumer_bb, Partition(0, (CONSUMER_BARRIER, consumers)), "inc", role.consumer_registers),
     )
-    entry = entry_registers(lw.kernel, lw.num_warps)
+    entry = maxnreg_of(lw.kernel, lw.num_warps)
     saved = lw.partition
     for (bb, partition, action, registers), region in zip(partitions, ins.regions):
         b.position_at_end(bb)
