@@ -87,11 +87,10 @@ _knob("wgmma", "TEGULA_WGMMA", None, _bool, True,
       "On sm_90a, compute pipelined f16/bf16 dots with wgmma (0: mma.sync, the sm_80 path).")
 _knob("tma", "TEGULA_TMA", None, _bool, True,
       "On sm_90a, copy pipelined tensor-descriptor loads with TMA (0: cp.async through pointers).")
-_knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, False,
+_knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,
       "On sm_90a, run a TMA-pipelined loop that asks for it (tl.range(..., warp_specialize=True)) "
-      "with a producer warpgroup issuing its copies. Off by default (the hint is ignored): the "
-      "split runs correctly on the CUDA emulator; its first GPU runs hung (the likely cause, "
-      "named barriers LLVM duplicated into divergent paths, is fixed but not yet rerun).")
+      "with a producer warpgroup issuing its copies (0: the hint is ignored, the loop is "
+      "pipelined by all warps).")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")
