@@ -17,6 +17,9 @@
 #              runs one compiler, TUTORIAL_TIMEOUT bounds each run
 #   t06        chosen cells of tutorial 06 under Triton then tegula (tutorial06_cells.py;
 #              CELLS=bwd-d64-causal-4096,fwd-d128-full-16384-fp8 picks them; .tutorials/ carried)
+#   t09        tutorial 09's persistent matmul kernels at one pinned config, Triton then tegula,
+#              beside cuBLAS (tutorial09_cells.py; T09_SIZES=8192x8192x512,8192x8192x8192,
+#              T09_CONFIG=128x256x64x3x8; .tutorials/ carried)
 #   ncu06      ncu metrics (stall reasons, wgmma pipe, L2 bytes, launch) of one tutorial-06 kernel
 #              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
 #   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
@@ -88,6 +91,12 @@ stage() {
     local cells=${CELLS:+--cells ${CELLS//,/ }}
     timeout "${T06_TIMEOUT:-270}" python3 benchmarks/tutorial06_cells.py .tutorials/06-fused-attention.py $cells 2>&1 | tee "$OUT/t06_triton.log" | grep -v Warning
     timeout "${T06_TIMEOUT:-270}" python3 -m tegula.compat benchmarks/tutorial06_cells.py .tutorials/06-fused-attention.py $cells 2>&1 | tee "$OUT/t06_tegula.log" | grep -v Warning ;;
+  t09)
+    local sizes=${T09_SIZES:-8192x8192x512,8192x8192x8192}
+    for py in "python3" "python3 -m tegula.compat"; do
+      timeout "${T09_TIMEOUT:-240}" $py benchmarks/tutorial09_cells.py .tutorials/09-persistent-matmul.py \
+        --sizes ${sizes//,/ } --config "${T09_CONFIG:-128x256x64x3x8}" 2>&1 | tee -a "$OUT/t09.log" | grep -v Warning
+    done ;;
   ncu06)
     local M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,gpu__time_duration.sum"
     for who in triton tegula; do

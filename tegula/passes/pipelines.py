@@ -16,6 +16,7 @@ from .combine_dot_add import combine_dot_add
 from .cse import cse
 from .dce import dce
 from .descriptors_to_pointers import descriptors_to_pointers
+from .flatten_loops import flatten_loops
 from .licm import licm
 from .manager import PASSES, register_pass
 
@@ -24,6 +25,7 @@ register_pass("combine_dot_add", combine_dot_add)
 register_pass("cse", cse)
 register_pass("dce", dce)
 register_pass("licm", licm)
+register_pass("flatten_loops", flatten_loops)
 register_pass("descriptors_to_pointers", descriptors_to_pointers)
 register_pass("block_pointers_to_pointers", block_pointers_to_pointers)
 

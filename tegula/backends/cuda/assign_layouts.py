@@ -35,7 +35,7 @@ from typing import Any, Mapping, Optional
 from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
-from ...ir.types import TileType, shape_of
+from ...ir.types import TileType, element_of, shape_of
 from ...passes import axis_info, contiguity_order
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
@@ -102,6 +102,19 @@ def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> b
     return ok
 
 
+def _narrows_an_accumulator(ins: Instr) -> bool:
+    """Whether `ins` casts a dot's accumulator to a narrower type (an epilogue's
+    `acc.to(tl.float16)`): done in the accumulator's layout, so that a conversion the
+    store needs moves the narrow tile through shared memory (half the bytes and
+    scratch of f32 to f16, as Triton does), not the f32 one."""
+    if ins.op is not Op.CAST:
+        return False
+    src = ins.operands[0]
+    if not isinstance(src.owner, Instr) or src.owner.op not in (Op.DOT, Op.DOT_WAIT):
+        return False
+    return element_of(ins.results[0].type).bits < element_of(src.type).bits
+
+
 class _Assigner:
     def __init__(self, kernel: Kernel, num_warps: int, info: Mapping[Value, Any], capability: int):
         self.kernel = kernel
@@ -137,6 +150,10 @@ class _Assigner:
                 self.anchors[ins] = c
                 self.hint(ins.operands[2], c)
                 self.hint(ins.results[0], c)
+            elif ins.op is Op.DOT_WAIT and ins.operands[0] in self.hints:
+                # an accumulator waited for stays where its wgmma wrote it: in flight it
+                # must not be moved at all (an epilogue `if` yields it on, see async_dots)
+                self.hint(ins.results[0], self.hints[ins.operands[0]])
         # Memory ops of one shape and dimension order share one layout, as wide per
         # thread as the widest of them: each op then moves as many elements per access as
         # its own alignment allows, and values flow between them without conversions.
@@ -365,6 +382,8 @@ class _Assigner:
         elif (info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS) and res is not None:
             if is_tile(res):
                 lay = self.hints.get(res) or self.pick(ins)
+                if _narrows_an_accumulator(ins) and own[0] is not None:
+                    lay = own[0]  # cast where the dot left it; the narrower tile moves
                 self.set(res, lay)
                 self.require(ins, [lay] * len(ops))
             else:

@@ -10,13 +10,16 @@ fp8 operand layouts wgmma can read.
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from ...ir import attrs as A
 from ...ir.accessors import memory_operands
-from ...ir.core import Instr, Kernel, Value
+from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import element_of
 from ...passes import axis_info, contiguity_order
 from .mma import choose_mma
-from .pipeline_candidates import dot_operand
+from .pipeline_candidates import dot_operand, zeroed_when
 from .slot_views import viewed_both_ways
 
 
@@ -30,6 +33,32 @@ def copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict
     if "info" not in cache:
         cache["info"] = axis_info(kernel)
     return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
+
+
+def _chained(dot: Instr, body: Block, uses: dict[Value, list[Instr]]) -> bool:
+    """Whether a dot of `body` only carries its accumulator to the next iteration: its
+    result is yielded once, as the loop-carried value its accumulator operand reads —
+    directly, or restarted from zero by a `select` only it reads (`zeroed_when`: the
+    wgmma's scale-d then does the select) — and that carried value is read by nothing
+    else. Its result may also be read inside an `if` of the body (a flattened nest's
+    epilogue on the last inner iteration): the pipeliner waits for the dot there."""
+    term = body.terminator
+    res = dot.results[0]
+    if term.operands.count(res) != 1:
+        return False
+    carried = body.args[1 + term.operands.index(res)]
+    acc = dot.operands[2]
+    if acc is carried:
+        read_alone = uses.get(carried, []) == [dot]
+    else:
+        reset = zeroed_when(acc)
+        read_alone = (reset is not None and reset[1] is carried and uses.get(acc, []) == [dot]
+                      and uses.get(carried, []) == [acc.owner])
+    if not read_alone:
+        return False
+    top = {sub: ins for ins in body.instrs for sub in ins.walk()}
+    return all(u is term or (top.get(u) is not None and top[u].op is Op.IF and top[u] is not u)
+               for u in uses.get(res, []))
 
 
 def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
@@ -71,10 +100,7 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
         if choice.promote:  # its partial accumulators are added right after it: waited at once
             wgmma[ins] = False
             continue
-        res = ins.results[0]
-        chained = uses.get(res) == [term] and term.operands.count(res) == 1 and (
-            ins.operands[2] is body.args[1 + term.operands.index(res)])
-        wgmma[ins] = chained
+        wgmma[ins] = _chained(ins, body, uses)
     order = body.instrs
     waited = [order.index(d) for d, chained in wgmma.items() if not chained]
     # where each value computed in the body is (re)defined: its top-level op's position
@@ -91,3 +117,30 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
                 continue
         found[term.operands.index(d.results[0])] = d
     return found
+
+
+def wait_inside(branch: Instr, pending: Value) -> Optional[Value]:
+    """Make the `if` `branch` (in a pipelined body, after the dot that defines
+    `pending`, which may still be in flight) read `pending` only after waiting for it:
+    each region that reads it starts with `dot_wait {pending = 0}` and reads the
+    waited value. The `if` also yields the accumulator — the waited value where it was
+    waited for, `pending` itself elsewhere — and that result (returned; None when no
+    region reads `pending`) is what the loop carries on: the waited registers are then
+    the only copy live past the wait, instead of two accumulators through the branch."""
+    readers = [r for r in branch.regions if any(pending in i.operands for i in r.walk())]
+    if not readers:
+        return None
+    for region in branch.regions:
+        out = pending
+        if region in readers:
+            waited = Instr(Op.DOT_WAIT, [pending], [Value(pending.type)], A.AsyncWaitAttrs(pending=0), [],
+                           branch.loc)
+            out = waited.results[0]
+            for sub in region.walk():
+                sub.operands = [out if v is pending else v for v in sub.operands]
+            region.instrs.insert(0, waited)
+        region.terminator.operands.append(out)
+    result = Value(pending.type)
+    result.owner = branch
+    branch.results.append(result)
+    return result

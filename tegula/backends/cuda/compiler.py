@@ -143,9 +143,11 @@ register_pass("cuda.stage_operands", _stage_operands)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
-register_pipeline("cuda_tgir", ["cuda.lower_block_pointers", "cuda.lower_descriptors", "cuda.pipeline_loops",
-                                "cuda.leftover_descriptors", "cuda.stage_operands", "cuda.encode_layouts",
-                                "cuda.allocate_shared_memory", "cuda.insert_barriers"])
+# flatten_loops first: the flat loop of a `tl.range(..., flatten=True)` nest is what
+# pipeline_loops then pipelines across the outer iterations
+register_pipeline("cuda_tgir", ["flatten_loops", "cuda.lower_block_pointers", "cuda.lower_descriptors",
+                                "cuda.pipeline_loops", "cuda.leftover_descriptors", "cuda.stage_operands",
+                                "cuda.encode_layouts", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

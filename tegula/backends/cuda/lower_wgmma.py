@@ -40,7 +40,7 @@ from ...ir.types import shape_of
 from ..llvm.types import I32, I64
 from .linear_layout import BitMap, dim_fields
 from .mma import MmaChoice
-from .pipeline_candidates import is_zero
+from .pipeline_candidates import is_zero, zeroed_when
 from .registry import handles
 from .shared_layouts import nvmma_offsets
 
@@ -90,6 +90,15 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     n_cover = n // wn
     m_reps, n_reps, k_steps = m // (64 * gm), n_cover // choice.n_instr, kk // choice.k
     acc = list(lw.operand(ins, 2))
+    # an accumulator restarted from zero on some iterations (`select(splat(c), 0, acc)`,
+    # a flattened nest's first inner iteration): scale-d is !c on the first K step
+    # instead of a select of every register (not with promotion, whose partial sums
+    # add onto the accumulator's registers)
+    restart = None
+    reset = zeroed_when(ins.operands[2])
+    if reset is not None and not choice.promote and lw.tile(reset[1]).layout == lw.tile(ins.operands[2]).layout \
+            and lw.plan.required(ins, 2) in (None, lw.tile(ins.operands[2]).layout):
+        acc, restart = list(lw.tile(reset[1]).regs), lw.scalar(reset[0])
 
     a_view = lw.shared_views.get(ins.operands[0])
     b_view = lw.shared_views.get(ins.operands[1])
@@ -160,6 +169,8 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                     b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
                     desc_b = descriptor(b_desc, b_off)
                     scale_d = not (fresh and s == steps.start)
+                    if restart is not None and s == steps.start and not fresh:
+                        scale_d = b.not_(restart)
                     if a_regs is not None:
                         # the fragment registers first, then K steps, then M repetitions
                         frag = a_regs[(i * k_steps + s) * 4:(i * k_steps + s + 1) * 4]

@@ -313,7 +313,8 @@ class NVPTXDevice:
         inline_asm(b, VOID, [], "wgmma.fence.sync.aligned;", "~{memory}", side_effect=True)
 
     def wgmma(self, b: ir.IRBuilder, choice: "MmaChoice", desc_a: ir.Value, desc_b: ir.Value,
-              acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: bool = True) -> list[ir.Value]:
+              acc: list[ir.Value], trans_b: bool, trans_a: bool = False,
+              scale_d: "bool | ir.Value" = True) -> list[ir.Value]:
         """One warpgroup-wide `wgmma.mma_async` (see `mma.MmaChoice`, version 3) with A
         and B read through shared-memory matrix descriptors (A M-major when `trans_a`,
         else K-major; B N-major when `trans_b`); `acc` the n_instr / 2 accumulators of
@@ -324,7 +325,7 @@ class NVPTXDevice:
         return self._wgmma_asm(b, choice, acc, scale_d, [desc_a, desc_b], ["l", "l"],
                                lambda n: f"${n}, ${n + 1}", trans)
 
-    def _wgmma_asm(self, b: ir.IRBuilder, choice: "MmaChoice", acc: list[ir.Value], scale_d: bool,
+    def _wgmma_asm(self, b: ir.IRBuilder, choice: "MmaChoice", acc: list[ir.Value], scale_d: "bool | ir.Value",
                    operands: list[ir.Value], constraints: list[str], operand_text: Callable[[int], str],
                    trans: str) -> list[ir.Value]:
         """The inline asm of one wgmma: outputs the accumulators, then `operands` (text
@@ -332,21 +333,28 @@ class NVPTXDevice:
         and `trans`. With `scale_d` the accumulators are tied inputs (D = A·B + D); without
         it the predicate is false and the inputs are not passed at all (D = A·B), so a
         dot whose accumulator is zero does not first set its registers to zero (a
-        `mov` per register per dot: 64 in each iteration of tutorial 06's dK/dV loop)."""
+        `mov` per register per dot: 64 in each iteration of tutorial 06's dK/dV loop).
+        `scale_d` may also be an i1 decided at run time (an accumulator restarted from
+        zero on some iterations only): the inputs are tied and the predicate is read
+        from a register."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
-        asm = (f"{{ .reg .pred p; setp.ne.b32 p, {int(scale_d)}, 0; "
+        predicate = str(int(scale_d)) if isinstance(scale_d, bool) else f"${count + len(operands)}"
+        asm = (f"{{ .reg .pred p; setp.ne.b32 p, {predicate}, 0; "
                f"{choice.ptx} {{{outs}}}, {operand_text(count)}, p, 1, 1{trans}; }}")
-        tied = [str(i) for i in range(count)] if scale_d else []
+        if not isinstance(scale_d, bool):  # decided at run time: an i1, passed as a register
+            operands, constraints = [*operands, b.zext(scale_d, I32)], [*constraints, "r"]
+        tied = [str(i) for i in range(count)] if scale_d is not False else []
         cons = ",".join([f"={reg}"] * count + constraints + tied)
         ret = ir.LiteralStructType([acc_ty] * count)
-        out = inline_asm(b, ret, list(operands) + (list(acc) if scale_d else []), asm, cons, side_effect=True)
+        out = inline_asm(b, ret, list(operands) + (list(acc) if scale_d is not False else []), asm, cons,
+                         side_effect=True)
         return [b.extract_value(out, i) for i in range(count)]
 
     def wgmma_rs(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], desc_b: ir.Value,
-                 acc: list[ir.Value], trans_b: bool, scale_d: bool = True) -> list[ir.Value]:
+                 acc: list[ir.Value], trans_b: bool, scale_d: "bool | ir.Value" = True) -> list[ir.Value]:
         """`wgmma.mma_async` with A from registers: `a` this thread's four i32 registers
         of packed A elements (mma.sync's A fragment of its warp's 16 rows: two 16-bit
         or four 8-bit elements a register); `scale_d` as in `wgmma`."""

@@ -27,6 +27,20 @@ def is_zero(v: Value) -> bool:
     return c is not None and c == 0 and not (isinstance(c, float) and str(c) == "-0.0")
 
 
+def zeroed_when(v: Value) -> Optional[tuple[Value, Value]]:
+    """(cond, acc) when tile `v` is `select(splat(cond), 0, acc)` for a scalar `cond`:
+    an accumulator restarted from zero where `cond` holds (a flattened loop nest's
+    first inner iteration, `passes/flatten_loops.py`), which wgmma does with its
+    scale-d predicate instead of selecting registers."""
+    owner = v.owner
+    if not isinstance(owner, Instr) or owner.op is not Op.SELECT or not isinstance(v.type, TileType):
+        return None
+    cond, zero, acc = owner.operands
+    if not isinstance(cond.owner, Instr) or cond.owner.op is not Op.SPLAT or not is_zero(zero):
+        return None
+    return cond.owner.operands[0], acc
+
+
 def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_warps: int,
                  capability: int, without_dot: Optional[dict] = None) -> bool:
     """Whether a load of `body` is pipelined: one read only by tensor-core dots (or

@@ -73,7 +73,7 @@ from ...ir.ops import OP_INFO, Op
 from ...ir.types import I32, I64, SmemType, TileType, element_of, shape_of
 from ...passes import axis_info
 from ...passes.ir_utils import users_of
-from .async_dots import async_dots
+from .async_dots import async_dots, wait_inside
 from .copy_bounds import CopyBound, split_bound
 from .pipeline_candidates import (
     dot_operand,
@@ -453,7 +453,12 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
             continue
         if ins in plan.hints and (ins.operands[0] not in M or ins.operands[0] in iters):
             continue  # about the iteration ahead's values: issued with its copies
-        nb.insert(clone_instr(ins, M))
+        copy = nb.insert(clone_instr(ins, M))
+        if ins.op is Op.IF:  # an epilogue reading an accumulator in flight waits for it
+            for d in plan.async_dots.values():
+                waited = wait_inside(copy, M[d.results[0]]) if d.results[0] in M else None
+                if waited is not None:
+                    M[d.results[0]] = ahead_map[d.results[0]] = waited
         if ins in plan.async_dots.values():
             # in flight into the next iteration; the one before it has finished
             M[ins.results[0]] = nb.op1(Op.DOT_WAIT, M[ins.results[0]], attrs=A.AsyncWaitAttrs(pending=1))

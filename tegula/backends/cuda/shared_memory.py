@@ -10,7 +10,7 @@ written on the op as `smem(offset, size)`:
 - per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
   old values handed to the copies of its elements): live during its op only, placed
-  after the live buffers, at offset 0 of that area, except a reduction, which takes
+  after the live buffers (`SCRATCH_ALIGN`-aligned), at offset 0 of that area, except a reduction, which takes
   the bytes just after the latest scratch use when they are free (so softmax's max and
   sum, layer norm's mean and variance, need no barrier between the previous readers
   and the next writers) and that stays within the scratch already reserved (or
@@ -55,6 +55,7 @@ from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
 # a reduction's scratch may move past the latest use (saving a barrier) while it ends
 # within this many bytes, even if that grows the kernel's scratch
 SMALL_SCRATCH = 1024
+SCRATCH_ALIGN = 128
 # the latest use when control flow makes it unknown: it may have used any byte
 ANY = (0, 1 << 62)
 
@@ -159,7 +160,11 @@ class _Walk:
 
     @property
     def scratch_base(self) -> int:
-        return self.buffers[-1][1] if self.buffers else 0
+        """The start of the scratch area: after the live buffers, `SCRATCH_ALIGN`-aligned
+        (a conversion's 16-byte vectors, and its bank pattern as at offset 0, after an
+        mbarrier buffer of 8-byte words)."""
+        end = self.buffers[-1][1] if self.buffers else 0
+        return (end + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
 
     def block(self, block: Block) -> None:
         for ins in list(block.instrs):

@@ -31,8 +31,8 @@ from tegula.runtime.compiler import optimized_ir
 
 @pytest.fixture(autouse=True)
 def _specialization_on(monkeypatch):
-    """Warp specialization is off by default until a GPU run confirms it (its first runs
-    hung): these tests switch it on, and so check the split on the emulator."""
+    """Warp specialization is on by default (`TEGULA_WARP_SPECIALIZE`); these tests say
+    so themselves, so that an environment switching it off does not skip the split."""
     monkeypatch.setenv("TEGULA_WARP_SPECIALIZE", "1")
 
 

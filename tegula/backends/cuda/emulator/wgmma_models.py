@@ -96,17 +96,17 @@ class WgmmaModels:
         return _to_f32(b, b.load(ptr, typ=raw_ty, align=raw_ty.width // 8), ab_type)
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
-              acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: bool = True) -> list[ir.Value]:
+              acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: Any = True) -> list[ir.Value]:
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
             if trans_a:  # M-major A: contiguous along M
                 off = self._element_offset(b, desc_a, row, k, choice.elem_bytes)
             else:
                 off = self._element_offset(b, desc_a, k, row, choice.elem_bytes)
             return self._load_f32(b, off, choice.ab_type)
-        return self._wgmma_loops(b, choice, a_value, desc_b, acc if scale_d else _zeros(acc), trans_b)
+        return self._wgmma_loops(b, choice, a_value, desc_b, _start(b, acc, scale_d), trans_b)
 
     def wgmma_rs(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], desc_b: ir.Value,
-                 acc: list[ir.Value], trans_b: bool, scale_d: bool = True) -> list[ir.Value]:
+                 acc: list[ir.Value], trans_b: bool, scale_d: Any = True) -> list[ir.Value]:
         """A from registers: the thread's rows g and g + 8 of its warp's 16 are spread
         over its quad (lanes 4(l // 4) .. +3). With 16-bit elements register j of lane t
         holds k = 2t, 2t + 1 (+ 8 for j >= 2) of row g (+ 8 for odd j); with 8-bit ones
@@ -134,7 +134,7 @@ class WgmmaModels:
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
             idx = b.add(b.mul(half, _c(kk)), k)
             return b.load(b.gep(rows, [_c(0), idx], source_etype=row_ty), typ=F32)
-        return self._wgmma_loops(b, choice, a_value, desc_b, acc if scale_d else _zeros(acc), trans_b)
+        return self._wgmma_loops(b, choice, a_value, desc_b, _start(b, acc, scale_d), trans_b)
 
     def _wgmma_loops(self: "HostDevice", b: ir.IRBuilder, choice: Any,
                      a_value: Callable[[ir.Value, ir.Value, ir.Value], ir.Value], desc_b: ir.Value,
@@ -176,6 +176,14 @@ def _zeros(acc: list[ir.Value]) -> list[ir.Value]:
     """The accumulator a wgmma with a false scale-d predicate starts from (D = A·B):
     what `acc` held is not read."""
     return [ir.Constant(v.type, 0.0) for v in acc]
+
+
+def _start(b: ir.IRBuilder, acc: list[ir.Value], scale_d: Any) -> list[ir.Value]:
+    """What a wgmma accumulates onto: `acc`, or zero where its scale-d predicate (a
+    constant, or an i1 known at run time) is false."""
+    if isinstance(scale_d, bool):
+        return acc if scale_d else _zeros(acc)
+    return [b.select(scale_d, v, z) for v, z in zip(acc, _zeros(acc))]
 
 
 def _to_f32(b: ir.IRBuilder, raw: ir.Value, ab_type: str) -> ir.Value:

@@ -1,0 +1,147 @@
+"""Flattened loop nests (`tl.range(..., flatten=True)`, `passes/flatten_loops.py`):
+persistent matmuls whose tile loop asks to be flattened compute what the nest does —
+bit for bit on the interpreter after the pass alone, and on the CUDA emulator, where
+the flat loop is the one software-pipelined (cp.async rings at capability 80, TMA
+rings feeding wgmma at 90), so the next tile's first copies are issued during the
+current tile's last dots. Sizes are not multiples of the blocks; K = 0 (an empty inner
+range: the epilogue still stores every tile) and fewer tiles than programs are covered."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.backends.interpreter import execute
+from tegula.compiler import ASTSource
+from tegula.ir.ops import Op
+from tegula.ir.verifier import verify
+from tegula.passes.flatten_loops import flatten_loops
+from tegula.runtime.compiler import optimized_ir
+
+
+@tegula.jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      PROGRAMS: tl.constexpr, FLAT: tl.constexpr):
+    """Tutorial 09's persistent pointer kernel, reduced: tiles in row-major order, the
+    epilogue's tile id counted separately (a value carried by the outer loop)."""
+    start = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    tile_c = start - PROGRAMS
+    for tile in tl.range(start, tl.cdiv(M, BM) * tiles_n, PROGRAMS, flatten=FLAT):
+        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            rk = ki * BK + tl.arange(0, BK)
+            a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+        tile_c += PROGRAMS
+        cm = (tile_c // tiles_n) * BM + tl.arange(0, BM)
+        cn = (tile_c % tiles_n) * BN + tl.arange(0, BN)
+        tl.store(c_ptr + cm[:, None] * N + cn[None, :], acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@tegula.jit
+def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           PROGRAMS: tl.constexpr, FLAT: tl.constexpr):
+    """Tutorial 09's descriptor kernel: B given as [N, K] and read through `.T`."""
+    start = tl.program_id(0)
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in tl.range(start, tl.cdiv(M, BM) * tiles_n, PROGRAMS, flatten=FLAT):
+        om = (tile // tiles_n) * BM
+        on = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([om, ki * BK]), b_desc.load([on, ki * BK]).T, acc)
+        rm = om + tl.arange(0, BM)
+        rn = on + tl.arange(0, BN)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1):
+    """The tile IR of `fn`; `k_div` 8 lets A's and B's rows be copied 16 bytes at a
+    time (TMA needs it of a descriptor's strides)."""
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "PROGRAMS": "constexpr", "FLAT": "constexpr"}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **({"K": k_div} if k_div > 1 else {})}
+    cx = {"BM": bm, "BN": bn, "BK": bk, "PROGRAMS": programs, "FLAT": flat}
+    return optimized_ir(ASTSource(fn, signature=sig, constexprs=cx, attrs=attrs))
+
+
+def _loops(block):
+    return [i for i in block.walk() if i.op is Op.FOR]
+
+
+@pytest.mark.parametrize("M, N, K", [(40, 33, 50), (16, 16, 0), (5, 70, 17), (40, 33, 16), (0, 5, 5)])
+def test_the_flat_loop_computes_what_the_nest_does(M, N, K):
+    kernel = _ir(persistent_matmul, "fp32", True, 16, 16, 16, 3)
+    nest = _ir(persistent_matmul, "fp32", True, 16, 16, 16, 3)
+    flatten_loops(kernel)
+    verify(kernel)
+    top = [i for i in kernel.body.instrs if i.op is Op.FOR]
+    assert len(top) == 1 and not any(i.op is Op.FOR for i in top[0].regions[0].walk())  # one flat loop
+    rng = np.random.default_rng(M * 7 + N + K)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    got, want = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
+    execute(kernel, (3, 1, 1), [a, b, got, M, N, K])
+    execute(nest, (3, 1, 1), [a, b, want, M, N, K])
+    assert got.tobytes() == want.tobytes()
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+def test_nests_that_do_not_fit_are_left_alone():
+    """An inner range that depends on the outer iteration cannot be flattened by
+    division; the hint is ignored."""
+    @tegula.jit
+    def triangle(out_ptr, n):
+        for i in tl.range(0, n, flatten=True):
+            total = 0
+            for j in range(i):
+                total += j
+            tl.store(out_ptr + i, total)
+
+    kernel = optimized_ir(ASTSource(triangle, signature={"out_ptr": "*i32", "n": "i32"}))
+    before = len(_loops(kernel.body))
+    flatten_loops(kernel)
+    assert len(_loops(kernel.body)) == before == 2
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("M, N, K", [(72, 100, 88), (40, 64, 0)])
+def test_flattened_pointer_matmul_on_the_emulator(capability, M, N, K):
+    kernel = _ir(persistent_matmul, "fp16", True, 64, 64, 32, 2)
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
+    flat = [i for i in ek.lowering.kernel.body.instrs if i.op is Op.FOR]
+    assert any(i.op is Op.ASYNC_COPY for i in flat[0].regions[0].walk())  # the flat loop is pipelined
+    rng = np.random.default_rng(capability + K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    ek.run((2, 1, 1), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("M, N, K", [(136, 72, 104), (64, 64, 32)])
+def test_flattened_descriptor_matmul_runs_on_tma_and_wgmma(M, N, K):
+    kernel = _ir(persistent_desc_matmul, "fp16", True, 64, 64, 32, 2, k_div=8)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    flat = next(i for i in ek.lowering.kernel.body.instrs if i.op is Op.FOR)
+    inside = list(flat.regions[0].walk())
+    assert any(i.op is Op.TMA_LOAD for i in inside)
+    # the wgmma stays in flight across iterations; the epilogue waits for it inside its `if`
+    assert any(i.op is Op.DOT_WAIT and i.attrs.pending == 1 for i in inside)
+    assert any(i.op is Op.DOT_WAIT and i.attrs.pending == 0 for r in inside if r.op is Op.IF for i in r.walk())
+    assert [c.version for c in ek.plan.mma.values()] == [3]
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    ek.run((2, 1, 1), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=2e-3, atol=2e-3)
