@@ -20,6 +20,9 @@
 #   t09        tutorial 09's persistent matmul kernels at one pinned config, Triton then tegula,
 #              beside cuBLAS (tutorial09_cells.py; T09_SIZES=8192x8192x512,8192x8192x8192,
 #              T09_CONFIG=128x256x64x3x8; .tutorials/ carried)
+#   ncu09      ncu metrics (stall reasons, wgmma pipe, instruction mix) of tutorial 09's kernels
+#              under tegula (NCU09_KERNELS="matmul_kernel_tma_persistent matmul_kernel_tma",
+#              NCU09_SIZE, T09_CONFIG; .tutorials/ carried)
 #   ncu06      ncu metrics (stall reasons, wgmma pipe, L2 bytes, launch) of one tutorial-06 kernel
 #              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
 #   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
@@ -96,6 +99,17 @@ stage() {
     for py in "python3" "python3 -m tegula.compat"; do
       timeout "${T09_TIMEOUT:-240}" $py benchmarks/tutorial09_cells.py .tutorials/09-persistent-matmul.py \
         --sizes ${sizes//,/ } --config "${T09_CONFIG:-128x256x64x3x8}" 2>&1 | tee -a "$OUT/t09.log" | grep -v Warning
+    done ;;
+  ncu09)
+    local M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,gpu__time_duration.sum"
+    for k in ${NCU09_KERNELS:-matmul_kernel_tma_persistent matmul_kernel_tma}; do
+      timeout "${NCU_TIMEOUT:-200}" ncu --kernel-name "regex:^$k\$" --launch-count 1 --metrics "$M,sass__inst_executed_per_opcode" \
+        --print-metric-instances values python3 -m tegula.compat benchmarks/tutorial09_cells.py .tutorials/09-persistent-matmul.py \
+        --sizes "${NCU09_SIZE:-8192x8192x8192}" --config "${T09_CONFIG:-128x256x64x3x8}" --only ${k#matmul_kernel_} \
+        > "$OUT/ncu09_$k.txt" 2>&1
+      echo "== ncu tegula $k exit $?"
+      grep -E "stalled|inst_executed|cycles|gmma|launch__|duration" "$OUT/ncu09_$k.txt" \
+        | awk '$NF+0 > 0.05 || /inst|cycles|launch|duration/' | cut -c1-600 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
     done ;;
   ncu06)
     local M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,gpu__time_duration.sum"

@@ -9,7 +9,10 @@ The tutorial is loaded as a module, so under `python -m tegula.compat` its `impo
 triton` is tegula. Kernels: `naive` (matmul_kernel, one tile per program), `persistent`
 (pointers, `tl.range(..., flatten=True)`), `tma` (host descriptors, one tile per
 program), `tma_persistent` (host descriptors, flattened), `desc_persistent` (device
-descriptors, flattened), each called through `.fn` with the config given (BM x BN x
+descriptors, flattened) and `desc_persistent_nested` (the same, `FLATTEN=False`: the
+pipeline drains at every tile), `tma_persistent_ws` / `desc_persistent_ws` (flattened
+and warp-specialized: Triton 3.6 does not specialize a flattened loop on Hopper, so its
+rows are its plain pipelined kernel), each called through `.fn` with the config given (BM x BN x
 BK x stages x warps, GROUP_SIZE_M 8, no epilogue subtiling). Each result is checked
 against cuBLAS's product; prints TFLOP/s per kernel and size and the ratio to cuBLAS.
 """
@@ -28,6 +31,34 @@ def load(path: str):
     sys.modules["tutorial09"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def row_major_kernel(triton, tl):
+    """Tutorial 09's device-descriptor persistent kernel with tiles in row-major order
+    (two divisions by loop invariants a tile instead of `_compute_pid`'s grouping,
+    whose group size varies): how much the flat loop's scalar work costs."""
+    @triton.jit
+    def desc_persistent_row_major(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                                  BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                                  GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr):
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K],
+                                           strides=[K, 1], block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K],
+                                           strides=[K, 1], block_shape=[BLOCK_SIZE_N, BLOCK_SIZE_K])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N],
+                                           strides=[N, 1], block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
+        num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+        num_tiles = tl.cdiv(M, BLOCK_SIZE_M) * num_pid_n
+        for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
+            pid_m = tile_id // num_pid_n
+            pid_n = tile_id % num_pid_n
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for ki in range(tl.cdiv(K, BLOCK_SIZE_K)):
+                a = a_desc.load([pid_m * BLOCK_SIZE_M, ki * BLOCK_SIZE_K])
+                b = b_desc.load([pid_n * BLOCK_SIZE_N, ki * BLOCK_SIZE_K])
+                accumulator = tl.dot(a, b.T, accumulator)
+            c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], accumulator.to(tl.float16))
+    return desc_persistent_row_major
 
 
 def runners(t, triton, a, b, cfg):
@@ -74,8 +105,33 @@ def runners(t, triton, a, b, cfg):
             a, b, c, M, N, K, EPILOGUE_SUBTILE=False, NUM_SMS=sms, WARP_SPECIALIZE=False, FLATTEN=True, **meta)
         return c
 
+    def tma_persistent_ws():
+        t.matmul_kernel_tma_persistent.fn[(min(sms, tiles),)](
+            a_desc, b_desc, c_desc, M, N, K, FP8_OUTPUT=False, EPILOGUE_SUBTILE=False, NUM_SMS=sms,
+            WARP_SPECIALIZE=True, **meta)
+        return c
+
+    def desc_persistent_ws():
+        t.matmul_kernel_descriptor_persistent.fn[(min(sms, tiles),)](
+            a, b, c, M, N, K, EPILOGUE_SUBTILE=False, NUM_SMS=sms, WARP_SPECIALIZE=True, FLATTEN=True, **meta)
+        return c
+
+    def desc_persistent_nested():
+        t.matmul_kernel_descriptor_persistent.fn[(min(sms, tiles),)](
+            a, b, c, M, N, K, EPILOGUE_SUBTILE=False, NUM_SMS=sms, WARP_SPECIALIZE=False, FLATTEN=False, **meta)
+        return c
+
+    import triton.language as tl
+    row_major = row_major_kernel(triton, tl)
+
+    def desc_persistent_row_major():
+        row_major[(min(sms, tiles),)](a, b, c, M, N, K, NUM_SMS=sms, **meta)
+        return c
+
     return {"naive": naive, "persistent": persistent, "tma": tma, "tma_persistent": tma_persistent,
-            "desc_persistent": desc_persistent}
+            "desc_persistent": desc_persistent, "desc_persistent_nested": desc_persistent_nested,
+            "desc_persistent_row_major": desc_persistent_row_major, "tma_persistent_ws": tma_persistent_ws,
+            "desc_persistent_ws": desc_persistent_ws}
 
 
 def main() -> None:
@@ -103,6 +159,8 @@ def main() -> None:
         for name, fn in runners(t, triton, a, b, cfg).items():
             if args.only and name not in args.only:
                 continue
+            if who == "triton" and name.endswith("_ws"):
+                continue  # flatten + warp_specialize: the tutorial says Triton does not do it on Hopper
             try:
                 out = fn()
                 torch.cuda.synchronize()

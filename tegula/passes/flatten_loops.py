@@ -15,9 +15,10 @@ positive step, and, before it, pure region-free instructions that load nothing (
         j_o = it / T_i, j_i = it - j_o * T_i
         outer iv = lb_o + j_o * st_o; inner iv = lb_i + j_i * st_i
         prologue
-        each inner carried value = select(j_i == 0, its initial value, the carried one)
+        each inner carried value = select(c == 0, its initial value, the carried one)
         inner body
-        outer values = if j_i == T_i - 1 { epilogue (the rest of the outer body) } else { as carried }
+        outer values = if c == T_i - 1 { epilogue (the rest of the outer body) } else { as carried }
+        c = (c == T_i - 1) ? 0 : c + 1         (c: j_i counted, carried from 0)
     if not flat: the original nest (its inner loop not pipelined, `num_stages` 1)
 
 The guarded original nest keeps outer iterations whose inner loop runs zero times
@@ -167,6 +168,10 @@ def _flatten(outer: Instr) -> Optional[list[Instr]]:
     body = Block()
     it = body.add_arg(I64)
     carried = [body.add_arg(v.type) for v in flat_inits]
+    # the inner position again, counted: the first/last tests read it, so no division
+    # stands between an iteration's copies landing and its dot (the divided one feeds
+    # the address code, which the pipeliner computes iterations ahead)
+    step_i = body.add_arg(I64)
     f = _Emit(body, outer.loc)
     j_o = f.op(Op.IDIV, it, trips_i)
     j_i = f.op(Op.SUB, it, f.op(Op.MUL, j_o, trips_i))
@@ -177,7 +182,7 @@ def _flatten(outer: Instr) -> Optional[list[Instr]]:
     mapping.update(zip(outer_body.args[1:], carried[:n_outer]))
     for ins in prologue:
         f.b.insert(clone_instr(ins, mapping))
-    first = f.op(Op.EQ, j_i, zero)
+    first = f.op(Op.EQ, step_i, zero)
     for arg, init, now in zip(inner_body.args[1:], inner_inits, carried[n_outer:]):
         cond = first if not isinstance(now.type, TileType) else f.b.splat(first, shape_of(now.type))
         mapping[arg] = f.op(Op.SELECT, cond, mapping.get(init, init), now)
@@ -189,10 +194,11 @@ def _flatten(outer: Instr) -> Optional[list[Instr]]:
     mapping.update(zip(inner.results, inner_next))
     ends = _cloned(epilogue, mapping, outer_body.terminator.operands, outer.loc)
     keeps = Block(instrs=[Instr(Op.YIELD, carried[:n_outer], [], None, [], outer.loc)])
-    is_last = f.op(Op.EQ, j_i, last_i)
+    is_last = f.op(Op.EQ, step_i, last_i)
     guard = f.b.create(Op.IF, [is_last], result_types=[v.type for v in carried[:n_outer]], regions=[ends, keeps])
-    f.b.yield_([*guard.results, *inner_next])
-    loop = Instr(Op.FOR, [zero, total, one, *flat_inits], [Value(v.type) for v in flat_inits],
+    next_step = f.op(Op.SELECT, is_last, zero, f.op(Op.ADD, step_i, one))
+    f.b.yield_([*guard.results, *inner_next, next_step])
+    loop = Instr(Op.FOR, [zero, total, one, *flat_inits, zero], [Value(v.type) for v in [*flat_inits, zero]],
                  _merged_attrs(outer, inner), [body], outer.loc)
     before.instrs.append(loop)
 
