@@ -3,7 +3,7 @@
 sm_90a: host `TensorDescriptor` arguments (`matmul_kernel_tma`,
 `matmul_kernel_tma_persistent`) and device-side `tl.make_tensor_descriptor` of
 arguments (`matmul_kernel_descriptor_persistent`) all load A and B with TMA into the
-rings wgmma reads, and ptxas assembles them. The tutorial file is Triton's
+rings wgmma reads, write C with TMA stores, and ptxas assembles them. The tutorial file is Triton's
 (release/3.6.x); the test skips where it is not at hand (`TEGULA_TUTORIALS_DIR`)."""
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.skipif(not TUTORIAL.exists(), reason=f"{TUTORIAL} is n
               pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")]
 
 TMA = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,8 @@ def test_host_descriptor_kernel(tutorial):
     ck = _compile(tutorial.matmul_kernel_tma, sig, {**BLOCKS, "FP8_OUTPUT": False, "WARP_SPECIALIZE": False},
                   HOST_ATTRS)
     assert ck.asm["ptx"].count(TMA) >= 2 and "cubin" in ck.asm
-    assert len(ck.metadata.tensormaps) == 2  # A and B; C's store goes through pointers
+    assert len(ck.metadata.tensormaps) == 3  # A and B read, C written by TMA
+    assert TMA_STORE in ck.asm["ptx"]
 
 
 def test_persistent_host_descriptor_kernel(tutorial):
@@ -80,5 +82,5 @@ def test_device_descriptor_kernel(tutorial):
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **SIZES, **{k: "constexpr" for k in consts}}
     attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": 16, "N": 16, "K": 16}
     ck = _compile(tutorial.matmul_kernel_descriptor_persistent, sig, consts, attrs)
-    assert TMA in ck.asm["ptx"] and "cubin" in ck.asm
-    assert len(ck.metadata.tensormaps) == 2
+    assert TMA in ck.asm["ptx"] and TMA_STORE in ck.asm["ptx"] and "cubin" in ck.asm
+    assert len(ck.metadata.tensormaps) == 3

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 from ...config import knobs
 from ...errors import CompilationError
 from ...ir.clone import clone_kernel
-from ...ir.core import Kernel
+from ...ir.core import Instr, Kernel
 from ...ir.ops import Op
 from ...ir.parser import parse_ir
 from ...ir.printer import print_ir
@@ -42,7 +42,7 @@ from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
-from .tma import tma_enabled, tma_loads
+from .tma import tma_enabled, tma_loads, tma_stores
 from .warp_partitions import maxnreg_of
 
 Emit = Callable[[str, Any], Any]
@@ -85,9 +85,12 @@ def _lower_block_pointers(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 def _lower_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Tensor-descriptor accesses as pointer code (then cleaned up as `tir_opt` does),
-    but for the loads TMA will copy on sm_90a (`tma.tma_loads`)."""
+    but for the loads TMA will copy on sm_90a (`tma.tma_loads`) and the stores it
+    writes (`tma.tma_stores`)."""
     o: TgirOptions = ctx.options
-    keep = tma_loads(kernel, o.num_warps, o.capability) if tma_enabled(o.capability, o.checked) else set()
+    keep: set[Instr] = set()
+    if tma_enabled(o.capability, o.checked):
+        keep = tma_loads(kernel, o.num_warps, o.capability) | tma_stores(kernel)
     return lower_descriptors(kernel, keep.__contains__, PassContext(verify=ctx.verify, timings=ctx.timings),
                              copy=False)
 
@@ -97,7 +100,9 @@ def _leftover_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
     did not fit it) as pointer code after all."""
     if not any(ins.op is Op.DESCRIPTOR_LOAD for ins in kernel.walk()):
         return kernel
-    return lower_descriptors(kernel, None, PassContext(verify=ctx.verify, timings=ctx.timings), copy=False)
+    stores = {ins for ins in kernel.walk() if ins.op is Op.DESCRIPTOR_STORE}  # kept for TMA before
+    return lower_descriptors(kernel, stores.__contains__, PassContext(verify=ctx.verify, timings=ctx.timings),
+                             copy=False)
 
 
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:

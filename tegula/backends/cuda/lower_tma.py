@@ -21,7 +21,9 @@ one).
   proxy, so no proxy fence);
 - `mbarrier_arrive`: lane 0 of each warp arrives, after a `bar.warp.sync`;
 - `mbarrier_inval`: a CTA barrier (every thread has done its last wait), then thread 0
-  invalidates the mbarriers so their bytes can be reused.
+  invalidates the mbarriers so their bytes can be reused;
+- `descriptor_store` kept for TMA: the block through scratch, one bulk tensor copy
+  per box (`lower_descriptor_store`).
 """
 from __future__ import annotations
 
@@ -32,10 +34,13 @@ import llvmlite.ir as ir
 from ...errors import CompilationError
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import SmemType
+from ...ir.types import SmemType, element_of, shape_of
 from ..llvm.types import I32
+from .convert import smem_store
+from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout
 from .lower_shared import slot_base
 from .registry import handles
+from .shared_layouts import nvmma_offsets
 from .tma import tensormap_spec
 
 if TYPE_CHECKING:
@@ -111,3 +116,40 @@ def lower_mbarrier_inval(lw: "KernelLowering", ins: Instr) -> None:
     with b.if_then(lw.first_thread()):
         for s in range(t.shape[0]):
             lw.dev.mbarrier_inval(b, _barrier_address(lw, ins.operands[0], ir.Constant(I32, s)))
+
+
+@handles(Op.DESCRIPTOR_STORE)
+def lower_descriptor_store(lw: "KernelLowering", ins: Instr) -> None:
+    """A descriptor store kept for TMA (`tma.tma_stores`): every thread writes its
+    elements into the op's scratch in the tensor map's layout (`nvmma_offsets`: boxes
+    of `swizzle` bytes along the contiguous dimension, each swizzled — so a warp's
+    16-byte vectors spread over the banks), fences them for the async proxy, and after a
+    CTA barrier thread 0 issues one bulk tensor copy per box and waits until the copy
+    engine has read the scratch (not for the global writes): the barrier the next
+    scratch use starts with then finds the bytes free."""
+    b = lw.b
+    desc_v, *offs_v, value = ins.operands
+    spec = tensormap_spec(desc_v.owner, lw.kernel)
+    tmap = lw.tensormap_of[desc_v]
+    rows, cols = shape_of(value.type)
+    elem = element_of(value.type)
+    size = elem.bytes
+    lw.scratch(rows * cols * size)
+    start = lw.scratch_base
+    tile = lw.tile(value)
+    where = offset_layout(tile.layout, nvmma_offsets((rows, cols), size, spec.swizzle))
+    run = _vector_run(where, CHUNK_BYTES // size)
+    for r in range(0, where.n_regs, run):
+        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, start))
+        smem_store(lw, off, tile.regs[r:r + run], elem, absolute=True)
+    lw.dev.fence_proxy_async(b)
+    lw.barrier()
+    row, col = (lw.scalar(v) for v in offs_v)
+    box_bytes = spec.box[1] * spec.swizzle
+    with b.if_then(lw.first_thread()):
+        for j in range(spec.copies):
+            at = lw.dev.shared_address(b, ir.Constant(I32, start + j * box_bytes))
+            x = b.add(col, ir.Constant(I32, j * spec.box[0])) if j else col
+            lw.dev.tma_store(b, at, tmap, [x, row])
+        lw.dev.bulk_commit(b)
+        lw.dev.bulk_wait_read(b, 0)

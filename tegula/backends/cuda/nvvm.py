@@ -52,7 +52,7 @@ class NVPTXDevice:
                     "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier", "setmaxnreg",
-                    "warp_sync")
+                    "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -113,6 +113,26 @@ class NVPTXDevice:
                f"[$0], [$1, {{{cs}}}], [${2 + n}];")
         inline_asm(b, VOID, [dst, tmap, *coords, bar], asm, ",".join(["r", "l"] + ["r"] * n + ["r", "~{memory}"]),
                    side_effect=True)
+
+    def tma_store(self, b: ir.IRBuilder, src: ir.Value, tmap: ir.Value, coords: Sequence[ir.Value]) -> None:
+        """`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group` (sm_90): the box at
+        the shared address `src` written to the tensor map's tensor at `coords` (the
+        parts outside the tensor are not written), in this thread's current bulk group."""
+        n = len(coords)
+        cs = ", ".join(f"${1 + i}" for i in range(n))
+        asm = f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{cs}}}], [${1 + n}];"
+        inline_asm(b, VOID, [tmap, *coords, src], asm, ",".join(["l"] + ["r"] * n + ["r", "~{memory}"]),
+                   side_effect=True)
+
+    def bulk_commit(self, b: ir.IRBuilder) -> None:
+        """`cp.async.bulk.commit_group`: this thread's bulk copies since the last commit form a group."""
+        inline_asm(b, VOID, [], "cp.async.bulk.commit_group;", "~{memory}", side_effect=True)
+
+    def bulk_wait_read(self, b: ir.IRBuilder, pending: int) -> None:
+        """`cp.async.bulk.wait_group.read N`: all but this thread's newest N bulk groups
+        have read their shared-memory source (it may be written again; the global
+        writes themselves complete on their own)."""
+        inline_asm(b, VOID, [], f"cp.async.bulk.wait_group.read {pending};", "~{memory}", side_effect=True)
 
     def mbarrier_wait(self, b: ir.IRBuilder, addr: ir.Value, phase: ir.Value) -> None:
         """Spin on `mbarrier.try_wait.parity.shared::cta.b64` until the phase of parity

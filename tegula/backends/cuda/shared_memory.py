@@ -56,6 +56,8 @@ from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
 # within this many bytes, even if that grows the kernel's scratch
 SMALL_SCRATCH = 1024
 SCRATCH_ALIGN = 128
+# the 128-byte swizzle is a function of address bits 4-9: a TMA box starts 1024-aligned
+TMA_SWIZZLE_ALIGN = 1024
 # the latest use when control flow makes it unknown: it may have used any byte
 ANY = (0, 1 << 62)
 
@@ -64,6 +66,7 @@ ANY = (0, 1 << 62)
 class ScratchNeed:
     size: int
     after_latest: bool = False   # a reduction: may go just after the latest use
+    align: int = 16              # of its start in shared memory (a TMA store's swizzled box: 1024)
 
 
 @dataclass
@@ -104,6 +107,10 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
                 [mp for mp, _t in b_operand_maps(kk, n, choice.elem_bytes)]]
         total = sum(sizes[k] for k in (0, 1) if not _in_place(view, ins.operands[k], maps[k]))
         return ScratchNeed(total) if total else None
+    if op is Op.DESCRIPTOR_STORE:  # kept for TMA (tma.tma_stores): the block, swizzled as its map says
+        block = ins.operands[-1].type
+        rows, cols = shape_of(block)
+        return ScratchNeed(rows * cols * element_of(block).bytes, align=TMA_SWIZZLE_ALIGN)
     if op in (Op.ATOMIC_RMW, Op.ATOMIC_CAS):
         lay = layouts.get(ins.operands[0])
         duplicated = lay is None or any(b == 0 for b in lay.lane + lay.warp)
@@ -227,6 +234,7 @@ class _Allocate(_Walk):
             need = scratch_need(self.view, ins)
             if need is not None:
                 lo = self.place(need)
+                lo = -(-(self.scratch_base + lo) // need.align) * need.align - self.scratch_base
                 st.use(lo, lo + need.size)
                 ins.smem = (self.scratch_base + lo, need.size)
                 self.total = max(self.total, self.scratch_base + lo + need.size)

@@ -14,9 +14,11 @@ A descriptor load goes through TMA when
   with the base 16-byte aligned and the strides multiples of 16 bytes as the
   specialization proves (TMA's rules; a host `TensorDescriptor` asserts them);
 - `TEGULA_TMA` is on and the kernel is not compiled in checked mode.
-Every other descriptor access is rewritten into pointer code
-(`passes.descriptors_to_pointers`). A device-side descriptor whose parts are computed
-in the kernel keeps the pointer path (a tensor map in global scratch is future work).
+A descriptor store goes through TMA when its descriptor's map can be encoded and its
+rows are known to span a multiple of 16 bytes (`tma_stores`). Every other descriptor
+access is rewritten into pointer code (`passes.descriptors_to_pointers`). A
+device-side descriptor whose parts are computed in the kernel keeps the pointer path
+(a tensor map in global scratch is future work).
 
 `TensorMapSpec` is the launcher's recipe for one map (JSON in the metadata): where
 base, shape and strides come from (an argument index or a constant), the element
@@ -177,6 +179,26 @@ def tma_loads(kernel: Kernel, num_warps: int, capability: int) -> set[Instr]:
                 continue  # wgmma's 16-bit operands only
             if feeds_wgmma_only(ins, body, uses, num_warps, capability):
                 out.add(ins)
+    return out
+
+
+def tma_stores(kernel: Kernel) -> set[Instr]:
+    """The descriptor stores TMA writes (sm_90a): 2-D blocks of a descriptor the host can
+    encode a map of (`tensormap_spec`). The block goes through shared-memory scratch in
+    the map's swizzled layout, from which one thread issues the bulk copies (see
+    `lower_tma.lower_descriptor_store`); the parts outside the tensor are not written,
+    as a descriptor store's are not."""
+    out: set[Instr] = set()
+    for ins in kernel.walk():
+        if ins.op is not Op.DESCRIPTOR_STORE:
+            continue
+        spec = tensormap_spec(ins.operands[0].owner, kernel)
+        # the tensor's rows must be known to end on a 16-byte boundary: on the H200 a
+        # box crossing a row end elsewhere (45 f32 columns) wrote the elements past it
+        # up to the next 16 bytes (tests/e2e/test_tensor_descriptors.py)
+        eb = ins.operands[0].type.element.bytes
+        if spec is not None and _divisibility(spec.shape[-1], kernel) * eb >= 16:
+            out.add(ins)
     return out
 
 

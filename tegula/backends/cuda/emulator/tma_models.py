@@ -16,6 +16,9 @@
   leaves no arrival and no byte pending completes the phase: the parity flips and the
   arrivals reset. `mbarrier_wait` polls (yielding the CPU) until the phase of the given
   parity has completed, i.e. the current parity differs from it;
+- `tma_store` (`cp.async.bulk.tensor.2d.global.shared::cta`) completes at issue: a
+  callback gathers the box from shared memory through the same swizzle and writes the
+  part inside the tensor; `bulk_commit` and `bulk_wait_read` have nothing to wait for;
 - `fence_mbarrier_init` orders nothing on the host (one memory, one proxy).
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ _NAN_BITS = {1: 0x7E00, 2: 0x7FC0, 3: 0x7FC00000}
 _WORD = {2: (np.uint16, ctypes.c_uint16), 4: (np.uint32, ctypes.c_uint32)}
 _COPY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 _SYMBOL = "tegula_emu_tma_load_2d"
+_STORE_SYMBOL = "tegula_emu_tma_store_2d"
 
 _ARRIVALS, _PENDING_SHIFT, _PHASE_BIT, _TX_SHIFT = 0xFFFF, 16, 1 << 32, 33
 
@@ -78,6 +82,36 @@ def _copy_box(dst: int, tmap: int, c0: int, c1: int) -> None:
                 block[r, col_in] = np.frombuffer(src, word)
     out = np.frombuffer((cword * (box0 * box1)).from_address(dst), word)
     out[_box_offsets(box1, box0, eb, swizzle)] = block.ravel()
+
+
+def _store_box(src: int, tmap: int, c0: int, c1: int) -> None:
+    """The inverse of `_copy_box`: the box gathered from shared memory through the same
+    swizzle, written to the tensor where it lies inside it (TMA clips the rest)."""
+    w = [int(x) for x in (ctypes.c_int64 * TENSORMAP_WORDS).from_address(tmap)]
+    base, dim0, dim1, stride, box0, box1, eb = w[:7]
+    swizzle = w[8]
+    word, cword = _WORD[eb]
+    box = np.frombuffer((cword * (box0 * box1)).from_address(src), word)
+    block = box[_box_offsets(box1, box0, eb, swizzle)].reshape(box1, box0)
+    cols = c0 + np.arange(box0)
+    col_in = (cols >= 0) & (cols < dim0)
+    if not col_in.any():
+        return
+    first, count = int(cols[col_in][0]), int(col_in.sum())
+    for r in range(box1):
+        row = c1 + r
+        if 0 <= row < dim1:
+            dst = np.frombuffer((cword * count).from_address(base + row * stride + first * eb), word)
+            dst[:] = block[r, col_in]
+
+
+@functools.lru_cache(maxsize=None)
+def _register_store() -> object:
+    """The store callback as a process symbol (kept alive by the cache)."""
+    import llvmlite.binding as llvm
+    cb = _COPY(_store_box)
+    llvm.add_symbol(_STORE_SYMBOL, ctypes.cast(cb, ctypes.c_void_p).value)
+    return cb
 
 
 @functools.lru_cache(maxsize=None)
@@ -149,6 +183,19 @@ class TmaModels:
         dims = [b.load(b.gep(words, [ir.Constant(I32, k)], source_etype=I64), typ=I64) for k in (4, 5, 6)]
         nbytes = b.mul(b.mul(dims[0], dims[1]), dims[2])
         self._update(b, bar, 0, b.neg(nbytes))
+
+    def tma_store(self: "HostDevice", b: ir.IRBuilder, src: ir.Value, tmap: ir.Value,
+                  coords: Sequence[ir.Value]) -> None:
+        _register_store()
+        store = declare(b.module, _STORE_SYMBOL, VOID, [ptr_type(0), ptr_type(0), I32, I32])
+        src_ptr = b.addrspacecast(self.shared_ptr(b, src), ptr_type(0))
+        b.call(store, [src_ptr, b.inttoptr(tmap, ptr_type(0)), *coords])
+
+    def bulk_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
+        return None  # the store completed at issue
+
+    def bulk_wait_read(self: "HostDevice", b: ir.IRBuilder, pending: int) -> None:
+        return None
 
     def mbarrier_wait(self: "HostDevice", b: ir.IRBuilder, addr: ir.Value, phase: ir.Value) -> None:
         ptr = self._bar(b, addr)
