@@ -21,10 +21,10 @@ positive step, and, before it, pure region-free instructions that load nothing (
         c = (c == T_i - 1) ? 0 : c + 1         (c: j_i counted, carried from 0)
     if not flat: the original nest (its inner loop not pipelined, `num_stages` 1)
 
-The guarded original nest keeps outer iterations whose inner loop runs zero times
-(and a product past the type's range) exact; pipelining is for the flat loop. The
+The outer loop with prologue and epilogue only keeps an empty inner range exact. The
 flat loop takes the hints of both loops (the outer loop's first: its `num_stages`,
-`warp_specialize`). Nests that do not fit are left as they are: flattening is a
+`warp_specialize`) and keeps `flatten`, which the CUDA backend reads as "a flattened
+nest" (`warp_specialize.wants_specialization`). Nests that do not fit are left as they are: flattening is a
 schedule hint, never a change of meaning.
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _merged_attrs(outer: Instr, inner: Instr) -> A.LoopAttrs:
         num_stages=o.num_stages if o.num_stages is not None else i.num_stages,
         loop_unroll_factor=None,
         warp_specialize=o.warp_specialize or i.warp_specialize,
-        flatten=False,
+        flatten=True,  # names the flat loop of a nest (its body holds no loop to flatten)
         disallow_acc_multi_buffer=o.disallow_acc_multi_buffer or i.disallow_acc_multi_buffer,
         disable_licm=o.disable_licm or i.disable_licm)
 

@@ -146,7 +146,7 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability)
         if plan is not None:
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
-            if wants_specialization(kernel, parent, loop, plan.loads, capability):
+            if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
                 plan.consumer_warps = num_warps
             _rewrite(kernel, parent, plan)
             done += 1

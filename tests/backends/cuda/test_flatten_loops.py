@@ -163,3 +163,22 @@ def test_flattened_loop_warp_specialized(M, N, K, monkeypatch):
     c = np.full((M, N), np.nan, np.float32)
     ek.run((2, 1, 1), [a, b, c, M, N, K])
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=2e-3, atol=2e-3)
+
+
+def test_flattened_loop_of_two_consumer_warpgroups_is_specialized_unasked(monkeypatch):
+    """A flattened TMA loop at 8 warps gets a producer warpgroup without asking (measured
+    faster on the H200); `TEGULA_WARP_SPECIALIZE=0` keeps it unsplit."""
+    M, N, K = 200, 72, 96
+    kernel = _ir(persistent_desc_matmul, "fp16", True, 128, 64, 32, 2, k_div=8)
+    ek = EmulatedKernel(kernel, 8, capability=90, num_stages=3)
+    assert any(i.op is Op.WARP_ROLE for i in ek.lowering.kernel.walk()) and ek.lowering.total_warps == 12
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    ek.run((2, 1, 1), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=2e-3, atol=2e-3)
+    monkeypatch.setenv("TEGULA_WARP_SPECIALIZE", "0")
+    plain = EmulatedKernel(_ir(persistent_desc_matmul, "fp16", True, 128, 64, 32, 2, k_div=8), 8, capability=90,
+                           num_stages=3)
+    assert not any(i.op is Op.WARP_ROLE for i in plain.lowering.kernel.walk())
