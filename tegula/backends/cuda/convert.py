@@ -125,6 +125,15 @@ def _shared_address(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool)
     return lw.dev.shared_ptr(lw.b, byte_offset)
 
 
+def _check_alignment(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool, nbytes: int) -> None:
+    """The emulator's check that an access of `nbytes` is aligned as the GPU requires
+    (the host's own access is then emitted unaligned, so that a misaligned one is
+    recorded as the GPU's fault instead of crashing the host)."""
+    if not absolute and lw.scratch_base:
+        byte_offset = lw.b.add(byte_offset, ir.Constant(I32, lw.scratch_base))
+    lw.dev.check_shared_alignment(lw.b, byte_offset, nbytes)
+
+
 def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any,
                absolute: bool = False) -> None:
     """Store consecutive elements (one, or a vector) at a scratch byte offset (or, when
@@ -132,26 +141,30 @@ def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Valu
     b = lw.b
     mt = memory_type(elem)
     vals = [to_memory(b, v, elem) for v in values]
+    _check_alignment(lw, byte_offset, absolute, len(vals) * byte_size(elem))
     ptr = _shared_address(lw, byte_offset, absolute)
+    align = 1 if lw.dev.checks_alignment else len(vals) * byte_size(elem)
     if len(vals) == 1:
-        b.store(vals[0], ptr, align=byte_size(elem))
+        b.store(vals[0], ptr, align=align)
         return
     vt = ir.VectorType(mt, len(vals))
     vec = ir.Constant(vt, ir.Undefined)
     for i, x in enumerate(vals):
         vec = b.insert_element(vec, x, ir.Constant(I32, i))
-    b.store(vec, ptr, align=len(vals) * byte_size(elem))
+    b.store(vec, ptr, align=align)
 
 
 def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any,
               absolute: bool = False) -> list[ir.Value]:
     b = lw.b
     mt = memory_type(elem)
+    _check_alignment(lw, byte_offset, absolute, count * byte_size(elem))
     ptr = _shared_address(lw, byte_offset, absolute)
+    align = 1 if lw.dev.checks_alignment else count * byte_size(elem)
     if count == 1:
-        return [from_memory(b, b.load(ptr, typ=mt, align=byte_size(elem)), elem)]
+        return [from_memory(b, b.load(ptr, typ=mt, align=align), elem)]
     vt = ir.VectorType(mt, count)
-    vec = b.load(ptr, typ=vt, align=count * byte_size(elem))
+    vec = b.load(ptr, typ=vt, align=align)
     return [from_memory(b, b.extract_element(vec, ir.Constant(I32, i)), elem) for i in range(count)]
 
 

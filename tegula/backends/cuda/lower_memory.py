@@ -106,10 +106,18 @@ def _qualifiers(attrs: Any, allowed: set[str]) -> str:
     return q or _EVICT.get(attrs.eviction_policy, "")
 
 
-def _plain_load(b: ir.IRBuilder, ptr: ir.Value, count: int, elem: Any) -> list[ir.Value]:
+def _host_checked_align(lw: "KernelLowering", ptr: ir.Value, nbytes: int) -> int:
+    """The alignment an access of `nbytes` at `ptr` is emitted with: its size on the GPU;
+    on the host emulator 1, after the emulator's own check (`emulator/faults.py`)."""
+    lw.dev.check_global_alignment(lw.b, ptr, nbytes)
+    return 1 if lw.dev.checks_alignment else nbytes
+
+
+def _plain_load(lw: "KernelLowering", ptr: ir.Value, count: int, elem: Any) -> list[ir.Value]:
+    b = lw.b
     mt = _register_type(elem)
     ty = mt if count == 1 else ir.VectorType(mt, count)
-    v = b.load(ptr, typ=ty, align=count * byte_size(elem))
+    v = b.load(ptr, typ=ty, align=_host_checked_align(lw, ptr, count * byte_size(elem)))
     vals = [v] if count == 1 else [b.extract_element(v, ir.Constant(I32, i)) for i in range(count)]
     return [_from_memory(b, x, elem) for x in vals]
 
@@ -122,7 +130,7 @@ def emit_load(lw: "KernelLowering", ptr: ir.Value, count: int, elem: Any, pred: 
     quals = _qualifiers(attrs, _LOAD_CACHE) if attrs is not None else ""
     volatile = bool(attrs is not None and attrs.volatile)
     if pred is None and not quals and not volatile:
-        return _plain_load(b, ptr, count, elem)
+        return _plain_load(lw, ptr, count, elem)
     ow = None
     if pred is not None:
         if others is None:
@@ -143,13 +151,14 @@ def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: 
     quals = _qualifiers(attrs, _STORE_CACHE) if attrs is not None else ""
     mem = [_to_memory(b, v, elem) for v in vals]
     if pred is None and not quals:
+        align = _host_checked_align(lw, ptr, nbytes)
         if count == 1:
-            b.store(mem[0], ptr, align=nbytes)
+            b.store(mem[0], ptr, align=align)
             return
         vec = ir.Constant(ir.VectorType(mt, count), ir.Undefined)
         for i, x in enumerate(mem):
             vec = b.insert_element(vec, x, ir.Constant(I32, i))
-        b.store(vec, ptr, align=nbytes)
+        b.store(vec, ptr, align=align)
         return
     wt, nw = access_words(nbytes)
     lw.dev.st_global(b, ptr, nbytes, _pack(b, mem, mt, wt, nw), pred, quals)

@@ -52,7 +52,8 @@ class NVPTXDevice:
                     "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier", "setmaxnreg",
-                    "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read")
+                    "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read", "check_shared_alignment",
+                    "check_global_alignment")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -316,6 +317,18 @@ class NVPTXDevice:
         """`cp.async.wait_group N`: this thread's copy groups but the newest `pending`
         have landed (other threads' copies need a barrier after it to be visible)."""
         inline_asm(b, VOID, [], f"cp.async.wait_group {pending};", "~{memory}", side_effect=True)
+
+    # the host emulator checks vector alignment itself and emits its accesses unaligned
+    checks_alignment = False
+
+    def check_shared_alignment(self, b: ir.IRBuilder, byte_offset: ir.Value, nbytes: int) -> None:
+        """Nothing on the GPU (a misaligned shared access faults there by itself); the
+        host emulator records one (`emulator/faults.py`)."""
+        return None
+
+    def check_global_alignment(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int) -> None:
+        """As `check_shared_alignment`, for a global access at pointer `ptr`."""
+        return None
 
     def shared_address(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         """The 32-bit shared-window address of a byte offset into the kernel's shared

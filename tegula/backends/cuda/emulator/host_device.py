@@ -33,7 +33,7 @@ from ...llvm.intrinsics import declare
 from ...llvm.scalar_ops import ScalarTarget
 from ...llvm.types import I8, I32, I64, ptr_type
 from ..nvvm import NVPTXDevice, global_string
-from . import cta
+from . import cta, faults
 from .ptx_models import PtxModels
 from .tma_models import TmaModels
 from .warp_models import WarpModels
@@ -177,6 +177,14 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
 
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         return b.gep(self.smem, [byte_offset], source_etype=I8)
+
+    checks_alignment = True
+
+    def check_shared_alignment(self, b: ir.IRBuilder, byte_offset: ir.Value, nbytes: int) -> None:
+        faults.check_aligned(b, byte_offset, nbytes, "shared")
+
+    def check_global_alignment(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int) -> None:
+        faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
 
     def vprintf(self, b: ir.IRBuilder, entry: ir.IRBuilder, fmt: str, args: list[ir.Value]) -> None:
         # the lowering already widened floats to double and small integers to 32 bits,

@@ -24,6 +24,7 @@ from ..lower_kernel import KernelLowering
 from ..shared_memory import shared_bytes
 from ..tensormaps import encode_args
 from ..tma import TensorMapSpec, evaluate
+from . import faults
 from .cta import CtaRunner
 from .host_device import HostDevice
 from .tma_models import pack_tensormap
@@ -101,7 +102,9 @@ class EmulatedKernel:
                 values.append(int(args[i].nbytes))
         maps = [self._tensormap(spec, values) for spec in self.tensormaps]  # kept alive over the run
         values += [m.ctypes.data for m in maps]
+        faults.clear()
         self.runner.run(grid, values, timeout)
+        faults.raise_recorded(self.kernel.name)
         if errors is not None:
             raise_recorded_error(errors, self.checked.site_records(), self.kernel.name)
         return errors

@@ -34,8 +34,9 @@ from ....ir.types import ScalarType
 from ...llvm import casts
 from ...llvm.intrinsics import intrinsic
 from ...llvm.scalar_ops import ScalarTarget
-from ...llvm.types import F16, F32, I8, I16, I32
+from ...llvm.types import F16, F32, I8, I16, I32, I64
 from ..nvvm import access_words
+from . import faults
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -78,6 +79,7 @@ class PtxModels:
         wt, nw = access_words(nbytes)
 
         def load() -> list[ir.Value]:
+            faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
             if nbytes == 1:  # ld.b8 into a 16-bit register
                 byte = b.load_atomic(ptr, "monotonic", 1, typ=I8) if volatile else b.load(ptr, typ=I8, align=1)
                 return [b.zext(byte, I16)]
@@ -86,8 +88,8 @@ class PtxModels:
                 return [b.load_atomic(b.gep(ptr, [ir.Constant(I32, i * size)], source_etype=I8), "monotonic",
                                       size, typ=wt) for i in range(nw)]
             if nw == 1:
-                return [b.load(ptr, typ=wt, align=nbytes)]
-            vec = b.load(ptr, typ=ir.VectorType(wt, nw), align=nbytes)
+                return [b.load(ptr, typ=wt, align=1)]
+            vec = b.load(ptr, typ=ir.VectorType(wt, nw), align=1)
             return [b.extract_element(vec, ir.Constant(I32, i)) for i in range(nw)]
 
         if pred is None:
@@ -108,15 +110,16 @@ class PtxModels:
     def st_global(self: "HostDevice", b: ir.IRBuilder, ptr: ir.Value, nbytes: int, words: list[ir.Value],
                   pred: Optional[ir.Value], quals: str) -> None:
         def store() -> None:
+            faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
             if nbytes == 1:  # st.b8 from a 16-bit register: its low byte
                 b.store(b.trunc(words[0], I8), ptr, align=1)
             elif len(words) == 1:
-                b.store(words[0], ptr, align=nbytes)
+                b.store(words[0], ptr, align=1)
             else:
                 vec = ir.Constant(ir.VectorType(words[0].type, len(words)), ir.Undefined)
                 for i, w in enumerate(words):
                     vec = b.insert_element(vec, w, ir.Constant(I32, i))
-                b.store(vec, ptr, align=nbytes)
+                b.store(vec, ptr, align=1)
 
         if pred is None:
             store()
@@ -127,19 +130,20 @@ class PtxModels:
     def cp_async(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
                  pred: Optional[ir.Value], src_size: Optional[ir.Value] = None) -> None:
         dst = self.shared_ptr(b, byte_offset)
+        faults.check_aligned(b, byte_offset, nbytes, "shared")
         wt, nw = access_words(nbytes)
         ty = wt if nw == 1 else ir.VectorType(wt, nw)
         if src_size is not None:
             _copy_prefix(b, dst, ptr, ty, nbytes, src_size)
             return
         if pred is None:
-            b.store(b.load(ptr, typ=ty, align=nbytes), dst, align=nbytes)
+            b.store(b.load(ptr, typ=ty, align=1), dst, align=1)
             return
         with b.if_else(pred) as (then, otherwise):
             with then:
-                b.store(b.load(ptr, typ=ty, align=nbytes), dst, align=nbytes)
+                b.store(b.load(ptr, typ=ty, align=1), dst, align=1)
             with otherwise:
-                b.store(ir.Constant(ty, None), dst, align=nbytes)
+                b.store(ir.Constant(ty, None), dst, align=1)
 
     def cp_async_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None

@@ -1,0 +1,74 @@
+"""Faults the GPU raises that a host CPU does not: a vector access to an address that is
+not a multiple of its size ("misaligned address" on the GPU; an x86 load or store of
+16 bytes anywhere just works). The host models check each such access
+(`check_aligned`: a compare and a rarely taken call) and record the first faults of a
+launch through a process symbol; `EmulatedKernel.run` then raises `EmulatedFault`
+naming them, instead of the emulator passing a kernel the GPU would stop.
+
+Found this way first on the H200: an epilogue's layout conversion whose scratch began
+right after 8-byte mbarriers (session 11).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+
+import llvmlite.ir as ir
+
+from ...llvm.intrinsics import declare
+from ...llvm.types import I32, I64, VOID
+
+_SYMBOL = "tegula_emu_fault"
+_RECORD = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32)
+SPACES = ("shared", "global")
+_KEEP = 8  # faults kept per launch (one is enough to fail it; a few show the pattern)
+
+_lock = threading.Lock()
+_faults: list[tuple[str, int, int]] = []
+
+
+class EmulatedFault(RuntimeError):
+    """The emulated kernel did what faults on the GPU (a misaligned vector access)."""
+
+
+def _record(space: int, address: int, nbytes: int) -> None:
+    with _lock:
+        if len(_faults) < _KEEP:
+            _faults.append((SPACES[space], int(address), int(nbytes)))
+
+
+@functools.lru_cache(maxsize=None)
+def _register() -> object:
+    import llvmlite.binding as llvm
+    cb = _RECORD(_record)
+    llvm.add_symbol(_SYMBOL, ctypes.cast(cb, ctypes.c_void_p).value)
+    return cb
+
+
+def check_aligned(b: ir.IRBuilder, address: ir.Value, nbytes: int, space: str) -> None:
+    """Record a fault when the `nbytes`-byte access at `address` (an integer: a shared
+    byte offset or a global address) is not `nbytes`-aligned."""
+    if nbytes <= 1:
+        return
+    _register()
+    fn = declare(b.module, _SYMBOL, VOID, [I32, I64, I32])
+    wide = b.zext(address, I64) if address.type.width < 64 else address
+    bad = b.icmp_unsigned("!=", b.and_(wide, ir.Constant(I64, nbytes - 1)), ir.Constant(I64, 0))
+    with b.if_then(bad, likely=False):
+        b.call(fn, [ir.Constant(I32, SPACES.index(space)), wide, ir.Constant(I32, nbytes)])
+
+
+def clear() -> None:
+    with _lock:
+        _faults.clear()
+
+
+def raise_recorded(kernel: str) -> None:
+    """Raise `EmulatedFault` for the faults recorded since `clear` (and clear them)."""
+    with _lock:
+        seen = list(_faults)
+        _faults.clear()
+    if seen:
+        where = "; ".join(f"{n}-byte {space} access at {addr:#x}" for space, addr, n in seen)
+        raise EmulatedFault(f"kernel '{kernel}': misaligned address on the GPU: {where}")
