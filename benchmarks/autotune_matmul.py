@@ -22,7 +22,7 @@ os.environ.setdefault("TEGULA_CACHE_DIR", tempfile.mkdtemp(prefix="tegula-cache-
 
 import torch  # noqa: E402
 
-from benchmarks.load import _import_file, triton_is_tegula  # noqa: E402
+from benchmarks.load import import_file, triton_is_tegula  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "03_matmul.py"
 
@@ -33,7 +33,7 @@ def load_as_triton():
         "import tegula.language as tl", "import triton.language as tl")
     path = Path(tempfile.mkdtemp()) / "matmul_as_triton.py"
     path.write_text(src)
-    return _import_file("matmul_as_triton", path)
+    return import_file("matmul_as_triton", path)
 
 
 def measure(module, size: int) -> dict:
@@ -56,7 +56,7 @@ def measure(module, size: int) -> dict:
 def main() -> None:
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
     with triton_is_tegula():
-        tg = _import_file("matmul_as_tegula", EXAMPLE)
+        tg = import_file("matmul_as_tegula", EXAMPLE)
     results = {"tegula": measure(tg, size), "triton": measure(load_as_triton(), size)}
     cublas = cublas_tflops(size)
     for who, r in results.items():

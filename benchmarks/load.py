@@ -15,7 +15,9 @@ from types import ModuleType
 KERNELS = Path(__file__).with_name("kernels.py")
 
 
-def _import_file(name: str, path: Path) -> ModuleType:
+def import_file(name: str, path: "Path | str") -> ModuleType:
+    """Import the Python file at `path` as module `name` (registered in sys.modules:
+    Triton's JIT reads a kernel's globals through its module)."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -63,7 +65,7 @@ def tegula_is_triton(extra: dict | None = None):
 
 def load_tegula_kernels() -> ModuleType:
     with triton_is_tegula():
-        return _import_file("bench_kernels_tegula", KERNELS)
+        return import_file("bench_kernels_tegula", KERNELS)
 
 
 def load_triton_kernels() -> ModuleType | None:
@@ -71,4 +73,4 @@ def load_triton_kernels() -> ModuleType | None:
         import triton  # noqa: F401
     except ImportError:
         return None
-    return _import_file("bench_kernels_triton", KERNELS)
+    return import_file("bench_kernels_triton", KERNELS)

@@ -13,9 +13,12 @@ cell and TFLOP/s, then the wall time the cell took (autotuning included).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+from benchmarks.load import import_file  # noqa: E402
 
 DEFAULT_CELLS = [
     "bwd-d64-causal-4096", "bwd-d64-full-4096", "bwd-d64-full-16384", "bwd-d128-full-4096",
@@ -25,11 +28,7 @@ DEFAULT_CELLS = [
 
 
 def load(path: str):
-    spec = importlib.util.spec_from_file_location("tutorial06", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tutorial06"] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file("tutorial06", path)
 
 
 def parse(cell: str) -> dict:

@@ -19,18 +19,17 @@ against cuBLAS's product; prints TFLOP/s per kernel and size and the ratio to cu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
+from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+from benchmarks.load import import_file  # noqa: E402
+
 
 def load(path: str):
-    spec = importlib.util.spec_from_file_location("tutorial09", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tutorial09"] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file("tutorial09", path)
 
 
 def row_major_kernel(triton, tl):
