@@ -29,77 +29,29 @@ How layouts are chosen:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
-from ...ir.types import TileType, element_of, shape_of
+from ...ir.types import element_of, shape_of
 from ...passes import axis_info, contiguity_order
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
 from .encodings import layout_of
+from .layout_plan import Layout, LayoutPlan, is_rematerializable, is_tile
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, memory_access
-from .mma import MmaChoice, choose_mma
+from .mma import choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
 from .slot_views import slot_read
-
-Layout = Optional[LinearLayout]
 
 # sweeps of backward hint propagation (each sweep moves hints through a whole nest)
 _HINT_ROUNDS = 8
 
-# ops whose value is cheap to recompute in another layout (no memory, no reduction)
-REMAT_OPS = frozenset({Op.CONSTANT, Op.ARANGE, Op.SPLAT, Op.EXPAND_DIMS, Op.BROADCAST,
-                       Op.RESHAPE, Op.PERMUTE})
-
 # non-elementwise ops laid out like elementwise ones (result and operands share one
 # layout, element by element): hints, and atomics (which need no coalescing anchor)
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
-
-
-@dataclass
-class LayoutPlan:
-    num_warps: int
-    layouts: dict[Value, LinearLayout] = field(default_factory=dict)
-    operand_layouts: dict[Instr, list[Layout]] = field(default_factory=dict)
-    vec: dict[Instr, int] = field(default_factory=dict)
-    # the tensor-core instruction of each dot computed on tensor cores
-    mma: dict[Instr, MmaChoice] = field(default_factory=dict)
-    # the axis analysis the layouts were chosen from; the lowering reads constancy
-    # from it to compute values that are equal across registers only once
-    axis: Mapping[Value, Any] = field(default_factory=dict)
-
-    def layout(self, v: Value) -> Layout:
-        return self.layouts.get(v)
-
-    def required(self, ins: Instr, k: int) -> Layout:
-        req = self.operand_layouts.get(ins)
-        return req[k] if req is not None and k < len(req) else self.layouts.get(ins.operands[k])
-
-
-def is_tile(v: Value) -> bool:
-    return isinstance(v.type, TileType)
-
-
-def is_rematerializable(v: Value, memo: Optional[dict[Value, bool]] = None) -> bool:
-    """Whether `v` is computed only from scalars by sources, view ops and pure
-    elementwise ops, so recomputing it in another layout costs only ALU work."""
-    memo = {} if memo is None else memo
-    if v in memo:
-        return memo[v]
-    ins = v.owner
-    ok = False
-    if isinstance(ins, Instr) and not ins.regions:
-        info = OP_INFO[ins.op]
-        if (ins.op in REMAT_OPS or (info.kind is Kind.ELEMENTWISE and info.pure) or ins.op is Op.HINT
-                or ins.op is Op.CONVERT_LAYOUT):
-            memo[v] = True  # provisional, for the recursion
-            ok = all(not is_tile(o) or is_rematerializable(o, memo) for o in ins.operands)
-    memo[v] = ok
-    return ok
 
 
 def _narrows_an_accumulator(ins: Instr) -> bool:

@@ -36,8 +36,9 @@ from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
 from . import codegen, occupancy, ptxas
-from .assign_layouts import LayoutPlan, assign_layouts
+from .assign_layouts import assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
+from .layout_plan import LayoutPlan
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops, shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes

@@ -24,7 +24,7 @@ from ...ir.ops import Op
 from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import I8, I32, byte_size, memory_type
 from . import layouts as LY
-from .assign_layouts import is_rematerializable
+from .layout_plan import is_rematerializable
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .lower_elementwise import arange_regs, constant_groups, elementwise_regs
 from .warp_exchange import Exchange, exchange, plan_exchange

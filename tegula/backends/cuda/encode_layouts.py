@@ -21,9 +21,9 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import TileType
 from ...passes import axis_info
-from .assign_layouts import LayoutPlan, is_tile
 from .convert import conversion_kind_of
 from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
+from .layout_plan import LayoutPlan, is_tile
 from .linear_layout import LinearLayout
 from .memory_accesses import ACCESS_OPS, access_operands, memory_access
 from .mma import mma_instruction

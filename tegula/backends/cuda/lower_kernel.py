@@ -38,8 +38,8 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_tma,
     lower_wgmma,
 )
-from .assign_layouts import LayoutPlan
 from .checked import CheckedMode
+from .layout_plan import LayoutPlan
 from .line_info import LineInfo
 from .linear_layout import LinearLayout, dim_fields
 from .nvptx_target import NVPTXTarget

@@ -44,9 +44,9 @@ from ...ir.core import Block, Instr, Kernel
 from ...ir.ops import Op
 from ...ir.types import SmemType, element_of, shape_of
 from ..llvm.types import byte_size
-from .assign_layouts import LayoutPlan
 from .convert import conversion_kind_of, through_smem_bytes
 from .encode_layouts import plan_from_types
+from .layout_plan import LayoutPlan
 from .lower_dot import fma_dot_bytes
 from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
 from .lower_reduce import cross_warp_bytes

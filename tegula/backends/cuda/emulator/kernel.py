@@ -16,10 +16,10 @@ import numpy as np
 from ....ir.core import Kernel
 from ....ir.types import PointerType, element_of
 from ...llvm import host_jit
-from ..assign_layouts import LayoutPlan
 from ..checked import ERROR_WORDS
 from ..compiler import to_tgir
 from ..launcher import narrow_float_bits, raise_recorded_error
+from ..layout_plan import LayoutPlan
 from ..lower_kernel import KernelLowering
 from ..shared_memory import shared_bytes
 from ..tensormaps import encode_args
