@@ -47,8 +47,10 @@ def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.con
 
 @tegula.jit
 def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                           PROGRAMS: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr = False):
-    """Tutorial 09's descriptor kernel: B given as [N, K] and read through `.T`."""
+                           PROGRAMS: tl.constexpr, FLAT: tl.constexpr, WS: tl.constexpr = False,
+                           C_DESC: tl.constexpr = False):
+    """Tutorial 09's descriptor kernel: B given as [N, K] and read through `.T`; C
+    stored through pointers, or through a descriptor (`C_DESC`: TMA stores)."""
     start = tl.program_id(0)
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
@@ -59,9 +61,12 @@ def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: t
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(tl.cdiv(K, BK)):
             acc = tl.dot(a_desc.load([om, ki * BK]), b_desc.load([on, ki * BK]).T, acc)
-        rm = om + tl.arange(0, BM)
-        rn = on + tl.arange(0, BN)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+        if C_DESC:
+            tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN]).store([om, on], acc)
+        else:
+            rm = om + tl.arange(0, BM)
+            rn = on + tl.arange(0, BN)
+            tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1, **extra):
@@ -69,7 +74,7 @@ def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1, **extra):
     time (TMA needs it of a descriptor's strides)."""
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "PROGRAMS": "constexpr", "FLAT": "constexpr"}
-    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **({"K": k_div} if k_div > 1 else {})}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **({"K": k_div, "N": k_div} if k_div > 1 else {})}
     cx = {"BM": bm, "BN": bn, "BK": bk, "PROGRAMS": programs, "FLAT": flat, **extra}
     sig.update({k: "constexpr" for k in extra})
     return optimized_ir(ASTSource(fn, signature=sig, constexprs=cx, attrs=attrs))
@@ -148,15 +153,18 @@ def test_flattened_descriptor_matmul_runs_on_tma_and_wgmma(M, N, K):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("c_desc", [False, True], ids=["c_pointers", "c_tma_store"])
 @pytest.mark.parametrize("M, N, K", [(136, 72, 104), (200, 64, 32)])  # K 32: one inner iteration a tile
-def test_flattened_loop_warp_specialized(M, N, K, monkeypatch):
+def test_flattened_loop_warp_specialized(M, N, K, c_desc, monkeypatch):
     """`flatten=True, warp_specialize=True` (which Triton refuses on Hopper): a producer
     warpgroup issues the flat loop's copies, so the per-iteration address code (the
     next tile's coordinates, divisions included) leaves the consumers' path."""
     monkeypatch.setenv("TEGULA_WARP_SPECIALIZE", "1")
-    kernel = _ir(persistent_desc_matmul, "fp16", True, 64, 64, 32, 2, k_div=8, WS=True)
+    kernel = _ir(persistent_desc_matmul, "fp16", True, 64, 64, 32, 2, k_div=8, WS=True, C_DESC=c_desc)
     ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
     assert any(i.op is Op.WARP_ROLE for i in ek.lowering.kernel.walk()) and ek.lowering.total_warps == 8
+    # the consumers write C through TMA from their own partition's scratch
+    assert any(i.op is Op.DESCRIPTOR_STORE for i in ek.lowering.kernel.walk()) == c_desc
     rng = np.random.default_rng(K + 1)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((N, K)).astype(np.float16)
