@@ -51,8 +51,10 @@ def _compile(kernel, signature, constexprs, attrs, num_warps=8, num_stages=3):
 
 BLOCKS = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
 SIZES = {"M": "i32", "N": "i32", "K": "i32"}
-HOST_ATTRS = {"a_desc.0": 16, "b_desc.0": 16, "c_desc.0": 16, "a_desc.3": 16, "b_desc.3": 16, "c_desc.3": 16,
-              "M": 16, "N": 16, "K": 16}
+# what the runtime specializes host descriptors of 16-aligned tensors with shapes that are
+# multiples of 16 to: aligned bases, strides and shape leaves (a TMA store needs its
+# rows known to end on 16 bytes)
+HOST_ATTRS = {**{f"{d}.{i}": 16 for d in ("a_desc", "b_desc", "c_desc") for i in range(4)}, "M": 16, "N": 16, "K": 16}
 
 
 def _host_signature():
