@@ -9,23 +9,25 @@ exactly one `for` at its top level with bounds defined outside the nest and a kn
 positive step, and, before it, pure region-free instructions that load nothing (the
 *prologue*, recomputed each flat iteration), becomes:
 
-    T_o = trip count of the outer loop, T_i = of the inner loop (both >= 0)
-    flat = T_i > 0 and T_o * T_i fits the induction type
-    for it in range(0, flat ? T_o * T_i : 0):      carries: outer values, inner values
+    T_o, T_i = the trip counts of the outer and the inner loop (both >= 0)
+    for it in range(0, T_o * T_i):          64-bit; carries: outer values, inner values, c
         j_o = it / T_i, j_i = it - j_o * T_i
         outer iv = lb_o + j_o * st_o; inner iv = lb_i + j_i * st_i
         prologue
         each inner carried value = select(c == 0, its initial value, the carried one)
         inner body
         outer values = if c == T_i - 1 { epilogue (the rest of the outer body) } else { as carried }
-        c = (c == T_i - 1) ? 0 : c + 1         (c: j_i counted, carried from 0)
-    if not flat: the original nest (its inner loop not pipelined, `num_stages` 1)
+        c = (c == T_i - 1) ? 0 : c + 1       (c: j_i counted, carried from 0)
+    if T_i == 0: the outer loop with the prologue and the epilogue only (the inner
+        loop's results being its initial values)
 
-The outer loop with prologue and epilogue only keeps an empty inner range exact. The
-flat loop takes the hints of both loops (the outer loop's first: its `num_stages`,
-`warp_specialize`) and keeps `flatten`, which the CUDA backend reads as "a flattened
-nest" (`warp_specialize.wants_specialization`). Nests that do not fit are left as they are: flattening is a
-schedule hint, never a change of meaning.
+The division-based j_i feeds the address code, which the pipeliner computes iterations
+ahead; the counted one the first/last tests, so no division stands between an
+iteration's copies landing and its dot. The flat loop takes the hints of both loops
+(the outer loop's first: its `num_stages`, `warp_specialize`) and keeps `flatten`,
+which the CUDA backend reads as "a flattened nest"
+(`warp_specialize.wants_specialization`). Nests that do not fit are left as they are:
+flattening is a schedule hint, never a change of meaning.
 """
 from __future__ import annotations
 
@@ -168,10 +170,7 @@ def _flatten(outer: Instr) -> Optional[list[Instr]]:
     body = Block()
     it = body.add_arg(I64)
     carried = [body.add_arg(v.type) for v in flat_inits]
-    # the inner position again, counted: the first/last tests read it, so no division
-    # stands between an iteration's copies landing and its dot (the divided one feeds
-    # the address code, which the pipeliner computes iterations ahead)
-    step_i = body.add_arg(I64)
+    step_i = body.add_arg(I64)  # c: the inner position, counted (see the module docstring)
     f = _Emit(body, outer.loc)
     j_o = f.op(Op.IDIV, it, trips_i)
     j_i = f.op(Op.SUB, it, f.op(Op.MUL, j_o, trips_i))

@@ -117,21 +117,15 @@ def from_memory(b: ir.IRBuilder, v: ir.Value, elem: Any) -> ir.Value:
     return v
 
 
-def _shared_address(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool) -> ir.Value:
-    """A scratch offset is relative to the scratch area, which starts after the shared
-    buffers live at this point (`KernelLowering.scratch_base`)."""
+def _shared_access(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool,
+                   nbytes: int) -> tuple[ir.Value, int]:
+    """The pointer of an `nbytes` access at a scratch offset (relative to the scratch
+    area, which starts after the shared buffers live at this point,
+    `KernelLowering.scratch_base`; or, when `absolute`, from the start of shared memory)
+    and the alignment to emit it with (`NVPTXDevice.access_alignment`)."""
     if not absolute and lw.scratch_base:
         byte_offset = lw.b.add(byte_offset, ir.Constant(I32, lw.scratch_base))
-    return lw.dev.shared_ptr(lw.b, byte_offset)
-
-
-def _check_alignment(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool, nbytes: int) -> None:
-    """The emulator's check that an access of `nbytes` is aligned as the GPU requires
-    (the host's own access is then emitted unaligned, so that a misaligned one is
-    recorded as the GPU's fault instead of crashing the host)."""
-    if not absolute and lw.scratch_base:
-        byte_offset = lw.b.add(byte_offset, ir.Constant(I32, lw.scratch_base))
-    lw.dev.check_shared_alignment(lw.b, byte_offset, nbytes)
+    return lw.dev.shared_ptr(lw.b, byte_offset), lw.dev.access_alignment(lw.b, byte_offset, nbytes, "shared")
 
 
 def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any,
@@ -141,9 +135,7 @@ def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Valu
     b = lw.b
     mt = memory_type(elem)
     vals = [to_memory(b, v, elem) for v in values]
-    _check_alignment(lw, byte_offset, absolute, len(vals) * byte_size(elem))
-    ptr = _shared_address(lw, byte_offset, absolute)
-    align = 1 if lw.dev.checks_alignment else len(vals) * byte_size(elem)
+    ptr, align = _shared_access(lw, byte_offset, absolute, len(vals) * byte_size(elem))
     if len(vals) == 1:
         b.store(vals[0], ptr, align=align)
         return
@@ -158,9 +150,7 @@ def smem_load(lw: "KernelLowering", byte_offset: ir.Value, count: int, elem: Any
               absolute: bool = False) -> list[ir.Value]:
     b = lw.b
     mt = memory_type(elem)
-    _check_alignment(lw, byte_offset, absolute, count * byte_size(elem))
-    ptr = _shared_address(lw, byte_offset, absolute)
-    align = 1 if lw.dev.checks_alignment else count * byte_size(elem)
+    ptr, align = _shared_access(lw, byte_offset, absolute, count * byte_size(elem))
     if count == 1:
         return [from_memory(b, b.load(ptr, typ=mt, align=align), elem)]
     vt = ir.VectorType(mt, count)

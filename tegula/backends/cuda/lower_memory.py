@@ -106,18 +106,11 @@ def _qualifiers(attrs: Any, allowed: set[str]) -> str:
     return q or _EVICT.get(attrs.eviction_policy, "")
 
 
-def _host_checked_align(lw: "KernelLowering", ptr: ir.Value, nbytes: int) -> int:
-    """The alignment an access of `nbytes` at `ptr` is emitted with: its size on the GPU;
-    on the host emulator 1, after the emulator's own check (`emulator/faults.py`)."""
-    lw.dev.check_global_alignment(lw.b, ptr, nbytes)
-    return 1 if lw.dev.checks_alignment else nbytes
-
-
 def _plain_load(lw: "KernelLowering", ptr: ir.Value, count: int, elem: Any) -> list[ir.Value]:
     b = lw.b
     mt = _register_type(elem)
     ty = mt if count == 1 else ir.VectorType(mt, count)
-    v = b.load(ptr, typ=ty, align=_host_checked_align(lw, ptr, count * byte_size(elem)))
+    v = b.load(ptr, typ=ty, align=lw.dev.access_alignment(b, ptr, count * byte_size(elem), "global"))
     vals = [v] if count == 1 else [b.extract_element(v, ir.Constant(I32, i)) for i in range(count)]
     return [_from_memory(b, x, elem) for x in vals]
 
@@ -151,7 +144,7 @@ def emit_store(lw: "KernelLowering", ptr: ir.Value, vals: list[ir.Value], elem: 
     quals = _qualifiers(attrs, _STORE_CACHE) if attrs is not None else ""
     mem = [_to_memory(b, v, elem) for v in vals]
     if pred is None and not quals:
-        align = _host_checked_align(lw, ptr, nbytes)
+        align = lw.dev.access_alignment(b, ptr, nbytes, "global")
         if count == 1:
             b.store(mem[0], ptr, align=align)
             return

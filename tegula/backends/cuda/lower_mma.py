@@ -70,7 +70,7 @@ def round_tf32(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("uno", v, v), v, r)
 
 
-def _vector_run(where: LinearLayout, max_count: int) -> int:
+def vector_run(where: LinearLayout, max_count: int) -> int:
     """How many consecutive registers a thread can store as one vector: the first
     register bases step the offset by 1, 2, 4, ... and every other basis leaves those
     low bits alone (so each group starts aligned)."""
@@ -88,7 +88,7 @@ def _write(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offset
     b = lw.b
     where = offset_layout(lay, offsets)
     size = elem.bits // 8
-    run = _vector_run(where, CHUNK_BYTES // size)
+    run = vector_run(where, CHUNK_BYTES // size)
     done: set[int] = set()
     for r in range(0, lay.n_regs, run):
         const = lay.reg_element(r)

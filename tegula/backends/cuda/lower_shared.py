@@ -39,7 +39,7 @@ from ..llvm.types import I32
 from .convert import smem_load, smem_store
 from .linear_layout import BitMap, log2
 from .lower_memory import access_width, emit_load
-from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout, operand_offsets
+from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, vector_run
 from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
 from .slot_views import transposed_offsets
@@ -181,7 +181,7 @@ def _copy_run(lw: "KernelLowering", ins: Instr, buf: SharedBuffer) -> tuple[int,
     runs consecutive both in global memory and in the slot."""
     lay = lw.plan.required(ins, 2)
     where = offset_layout(lay, buf.offsets)
-    return min(access_width(lw, ins, lay), _vector_run(where, CHUNK_BYTES // buf.element.bytes)), where
+    return min(access_width(lw, ins, lay), vector_run(where, CHUNK_BYTES // buf.element.bytes)), where
 
 
 @handles(Op.ASYNC_COPY)
@@ -285,7 +285,7 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     elem = element_of(res.type)
     size = elem.bytes
     where = offset_layout(lay, buf.offsets)
-    run = _vector_run(where, CHUNK_BYTES // size)
+    run = vector_run(where, CHUNK_BYTES // size)
     b = lw.b
     out: list[ir.Value] = []
     for r in range(0, lay.n_regs, run):

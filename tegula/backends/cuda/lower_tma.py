@@ -37,7 +37,7 @@ from ...ir.ops import Op
 from ...ir.types import SmemType, element_of, shape_of
 from ..llvm.types import I32
 from .convert import smem_store
-from .lower_mma import CHUNK_BYTES, _vector_run, offset_layout
+from .lower_mma import CHUNK_BYTES, offset_layout, vector_run
 from .lower_shared import slot_base
 from .registry import handles
 from .shared_layouts import nvmma_offsets
@@ -138,7 +138,7 @@ def lower_descriptor_store(lw: "KernelLowering", ins: Instr) -> None:
     start = lw.scratch_base
     tile = lw.tile(value)
     where = offset_layout(tile.layout, nvmma_offsets((rows, cols), size, spec.swizzle))
-    run = _vector_run(where, CHUNK_BYTES // size)
+    run = vector_run(where, CHUNK_BYTES // size)
     for r in range(0, where.n_regs, run):
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, start))
         smem_store(lw, off, tile.regs[r:r + run], elem, absolute=True)

@@ -54,8 +54,7 @@ class NVPTXDevice(TmaInstructions):
                     "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier", "setmaxnreg",
-                    "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read", "check_shared_alignment",
-                    "check_global_alignment")
+                    "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read", "access_alignment")
 
     def extra_params(self) -> list[ir.Type]:
         return []
@@ -232,17 +231,13 @@ class NVPTXDevice(TmaInstructions):
         have landed (other threads' copies need a barrier after it to be visible)."""
         inline_asm(b, VOID, [], f"cp.async.wait_group {pending};", "~{memory}", side_effect=True)
 
-    # the host emulator checks vector alignment itself and emits its accesses unaligned
-    checks_alignment = False
-
-    def check_shared_alignment(self, b: ir.IRBuilder, byte_offset: ir.Value, nbytes: int) -> None:
-        """Nothing on the GPU (a misaligned shared access faults there by itself); the
-        host emulator records one (`emulator/faults.py`)."""
-        return None
-
-    def check_global_alignment(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int) -> None:
-        """As `check_shared_alignment`, for a global access at pointer `ptr`."""
-        return None
+    def access_alignment(self, b: ir.IRBuilder, address: ir.Value, nbytes: int, space: str) -> int:
+        """The alignment to emit an `nbytes` access with, at `address` (a shared byte
+        offset, or a global pointer; `space` says which): its size, which the
+        specialization and the layouts guarantee. The host emulator checks it instead
+        (a misaligned vector access faults on the GPU, not on an x86 host) and emits
+        the access unaligned (`emulator/faults.py`)."""
+        return nbytes
 
     def shared_address(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         """The 32-bit shared-window address of a byte offset into the kernel's shared

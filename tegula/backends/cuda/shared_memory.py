@@ -9,9 +9,10 @@ written on the op as `smem(offset, size)`:
   freed;
 - per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
-  old values handed to the copies of its elements): live during its op only, placed
-  after the live buffers (`SCRATCH_ALIGN`-aligned), at offset 0 of that area, except a reduction, which takes
-  the bytes just after the latest scratch use when they are free (so softmax's max and
+  old values handed to the copies of its elements, a TMA store's block): live during
+  its op only, placed after the live buffers (`SCRATCH_ALIGN`-aligned), at offset 0 of
+  that area (a TMA store's 1024-aligned), except a reduction, which takes the bytes
+  just after the latest scratch use when they are free (so softmax's max and
   sum, layer norm's mean and variance, need no barrier between the previous readers
   and the next writers) and that stays within the scratch already reserved (or
   `SMALL_SCRATCH`).

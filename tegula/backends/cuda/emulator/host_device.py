@@ -178,13 +178,11 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         return b.gep(self.smem, [byte_offset], source_etype=I8)
 
-    checks_alignment = True
-
-    def check_shared_alignment(self, b: ir.IRBuilder, byte_offset: ir.Value, nbytes: int) -> None:
-        faults.check_aligned(b, byte_offset, nbytes, "shared")
-
-    def check_global_alignment(self, b: ir.IRBuilder, ptr: ir.Value, nbytes: int) -> None:
-        faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
+    def access_alignment(self, b: ir.IRBuilder, address: ir.Value, nbytes: int, space: str) -> int:
+        if isinstance(address.type, ir.PointerType):
+            address = b.ptrtoint(address, I64)
+        faults.check_aligned(b, address, nbytes, space)
+        return 1
 
     def vprintf(self, b: ir.IRBuilder, entry: ir.IRBuilder, fmt: str, args: list[ir.Value]) -> None:
         # the lowering already widened floats to double and small integers to 32 bits,

@@ -34,9 +34,8 @@ from ....ir.types import ScalarType
 from ...llvm import casts
 from ...llvm.intrinsics import intrinsic
 from ...llvm.scalar_ops import ScalarTarget
-from ...llvm.types import F16, F32, I8, I16, I32, I64
+from ...llvm.types import F16, F32, I8, I16, I32
 from ..nvvm import access_words
-from . import faults
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -79,7 +78,7 @@ class PtxModels:
         wt, nw = access_words(nbytes)
 
         def load() -> list[ir.Value]:
-            faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
+            self.access_alignment(b, ptr, nbytes, "global")
             if nbytes == 1:  # ld.b8 into a 16-bit register
                 byte = b.load_atomic(ptr, "monotonic", 1, typ=I8) if volatile else b.load(ptr, typ=I8, align=1)
                 return [b.zext(byte, I16)]
@@ -110,7 +109,7 @@ class PtxModels:
     def st_global(self: "HostDevice", b: ir.IRBuilder, ptr: ir.Value, nbytes: int, words: list[ir.Value],
                   pred: Optional[ir.Value], quals: str) -> None:
         def store() -> None:
-            faults.check_aligned(b, b.ptrtoint(ptr, I64), nbytes, "global")
+            self.access_alignment(b, ptr, nbytes, "global")
             if nbytes == 1:  # st.b8 from a 16-bit register: its low byte
                 b.store(b.trunc(words[0], I8), ptr, align=1)
             elif len(words) == 1:
@@ -130,7 +129,7 @@ class PtxModels:
     def cp_async(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
                  pred: Optional[ir.Value], src_size: Optional[ir.Value] = None) -> None:
         dst = self.shared_ptr(b, byte_offset)
-        faults.check_aligned(b, byte_offset, nbytes, "shared")
+        self.access_alignment(b, byte_offset, nbytes, "shared")
         wt, nw = access_words(nbytes)
         ty = wt if nw == 1 else ir.VectorType(wt, nw)
         if src_size is not None:
