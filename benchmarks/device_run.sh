@@ -123,7 +123,7 @@ stage() {
         | awk '$NF+0 > 0.05 || /inst|cycles|launch|duration|bytes|profiled/' | cut -c1-400 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
     done ;;
   attention)
-    timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS//,/ } 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
+    timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
   autotune)
     timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
   wsprobe)

@@ -31,7 +31,11 @@ def constant_of(v: Value) -> Optional[Any]:
 
 
 def uniform_constant_of(v: Value) -> Optional[Any]:
-    """The literal of a value that is a constant, or a splat of one; else None."""
+    """The literal of a value that is a constant, or a splat of one, or either moved to
+    another layout (a layout change of a uniform tile is the same tile: the GPU stage's
+    constant initialiser converted into a dot's accumulator layout); else None."""
+    while isinstance(v.owner, Instr) and v.owner.op is Op.CONVERT_LAYOUT:
+        v = v.owner.operands[0]
     c = constant_of(v)
     if c is None and isinstance(v.owner, Instr) and v.owner.op is Op.SPLAT:
         c = constant_of(v.owner.operands[0])

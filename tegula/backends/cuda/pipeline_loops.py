@@ -83,6 +83,7 @@ from .pipeline_candidates import (
     transposed_by,
     writes_what_it_prefetches,
 )
+from .pipeline_memo import CoarseMemo, find_memo, memo_inits, memo_step, state_types
 from .pipeline_split import split_transposed_uses, undo
 from .warp_specialize import split_roles, wants_specialization
 
@@ -116,6 +117,8 @@ class _LoopPlan:
     bounds: dict[Instr, CopyBound] = field(default_factory=dict)
     # warp-specialized (`warp_specialize`): the consumer warps there are, else 0
     consumer_warps: int = 0
+    # a flattened loop's address code that changes once per outer iteration (pipeline_memo)
+    memo: Optional[CoarseMemo] = None
 
     @property
     def distance(self) -> int:
@@ -285,6 +288,8 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     order = [ins for ins in body.instrs if ins in members]
     plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
                      bounds=_copy_bounds(kernel, loads))
+    bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
+    plan.memo = find_memo(loop, order, loads + hints, bound_values)
     if stages >= 3:
         plan.async_dots = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
     return plan
@@ -348,12 +353,20 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         empty = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
         b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps))
 
+    stepped: list[Value] = []  # the memo's state, stepped by the loop's copies
+
     def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value,
-              empty_phase: Optional[Value] = None) -> None:
+              empty_phase: Optional[Value] = None, memo_state: Optional[list[Value]] = None) -> None:
         """The address code for `iteration` and its copies into `slot`, one group; with
-        `empty_phase`, the copies wait for the slot's consumers, when they are issued."""
+        `empty_phase`, the copies wait for the slot's consumers, when they are issued;
+        with `memo_state`, the coarse part of the code is stepped from the carried state."""
+        skipped: set[Instr] = set()
+        if memo_state is not None and plan.memo is not None:
+            stepped.extend(memo_step(bb, plan.memo, memo_state, mapping))
+            skipped = plan.memo.skipped
         for ins in plan.slice:
-            bb.insert(clone_instr(ins, mapping))
+            if ins not in skipped:
+                bb.insert(clone_instr(ins, mapping))
         for ins in plan.hints:
             bb.insert(clone_instr(ins, mapping))
         live = bb.op1(Op.LT, iteration, ub)
@@ -402,6 +415,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         mapping: dict[Value, Value] = {iv: it, **current}
         issue(b, mapping, it, b.constant(i, I32))
         current = {iters[k]: mapping.get(term.operands[k], term.operands[k]) for k in plan.ahead}
+    memo_init = memo_inits(b, plan.memo, mapping, it) if plan.memo is not None else []
 
     # the pipelined loop
     new_body = Block()
@@ -410,6 +424,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
     read, write = new_body.add_arg(I32), new_body.add_arg(I32)
     phase = new_body.add_arg(I32) if bars else None  # parity of the read slot's mbarrier phase
     empty_phase = new_body.add_arg(I32) if empty is not None else None  # ... and of the write slot's empty one
+    memo_state = [new_body.add_arg(t) for t in state_types(plan.memo)] if plan.memo is not None else None
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
@@ -444,7 +459,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
             nb.create(Op.MBARRIER_ARRIVE, [empty, write])
         elif barrier:
             nb.create(Op.DEBUG_BARRIER, [])
-        issue(nb, ahead_map, ahead_iv, write, empty_phase)
+        issue(nb, ahead_map, ahead_iv, write, empty_phase, memo_state)
     if last_async < 0:
         release_and_issue(barrier=not copies)  # a cp.async ring's wait has its barrier
     members = set(plan.slice)
@@ -481,12 +496,13 @@ def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
         slots.append(flip(phase, next_read, zero))
     if empty_phase is not None:
         slots.append(flip(empty_phase, next_write, nb.constant(D, I32)))
-    nb.yield_(yields + slots)
+    nb.yield_(yields + slots + stepped)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
     slot_inits = [b.constant(0, I32), b.constant(D, I32)] + [b.constant(0, I32) for p in (phase, empty_phase)
                                                              if p is not None]
-    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits],
-                     [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits],
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init],
+                     [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits]
+                     + [Value(v.type) for v in memo_init],
                      loop.attrs, [new_body], loop.loc)
     b.insert(new_loop)
     results = dict(zip(loop.results, new_loop.results))

@@ -13,6 +13,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.backends.cuda.pipeline_candidates import zeroed_when
 from tegula.backends.interpreter import execute
 from tegula.compiler import ASTSource
 from tegula.ir.ops import Op
@@ -42,7 +43,8 @@ def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.con
         tile_c += PROGRAMS
         cm = (tile_c // tiles_n) * BM + tl.arange(0, BM)
         cn = (tile_c % tiles_n) * BN + tl.arange(0, BN)
-        tl.store(c_ptr + cm[:, None] * N + cn[None, :], acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
+        c = acc.to(c_ptr.dtype.element_ty)
+        tl.store(c_ptr + cm[:, None] * N + cn[None, :], c, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
 @tegula.jit
@@ -69,10 +71,10 @@ def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: t
             tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1, **extra):
+def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1, c_dtype="fp32", **extra):
     """The tile IR of `fn`; `k_div` 8 lets A's and B's rows be copied 16 bytes at a
     time (TMA needs it of a descriptor's strides)."""
-    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{c_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "PROGRAMS": "constexpr", "FLAT": "constexpr"}
     attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **({"K": k_div, "N": k_div} if k_div > 1 else {})}
     cx = {"BM": bm, "BN": bn, "BK": bk, "PROGRAMS": programs, "FLAT": flat, **extra}
@@ -119,19 +121,49 @@ def test_nests_that_do_not_fit_are_left_alone():
     assert len(_loops(kernel.body)) == before == 2
 
 
+# K 88: three inner iterations a tile, K 20 and 64: one and two (the copies' tile
+# changes every iteration or every other one, the pipeline running two ahead)
 @pytest.mark.parametrize("capability", [80, 90])
-@pytest.mark.parametrize("M, N, K", [(72, 100, 88), (40, 64, 0)])
+@pytest.mark.parametrize("M, N, K", [(72, 100, 88), (40, 64, 0), (72, 100, 20), (130, 70, 64)])
 def test_flattened_pointer_matmul_on_the_emulator(capability, M, N, K):
     kernel = _ir(persistent_matmul, "fp16", True, 64, 64, 32, 2)
     ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
     flat = [i for i in ek.lowering.kernel.body.instrs if i.op is Op.FOR]
     assert any(i.op is Op.ASYNC_COPY for i in flat[0].regions[0].walk())  # the flat loop is pipelined
+    # the copies' tile coordinates (`tile // tiles_n`) are stepped, not divided, each
+    # iteration: the division of the flat index and the ones after it run in an `if`
+    # taken on a new tile (pipeline_memo)
+    top = flat[0].regions[0].instrs
+    guarded = [i for r in top if r.op is Op.IF for i in r.walk()]
+    assert any(i.op is Op.IDIV for i in guarded)
+    assert not any(i.op is Op.IDIV for i in top)
     rng = np.random.default_rng(capability + K)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.full((M, N), np.nan, np.float32)
     ek.run((2, 1, 1), [a, b, c, M, N, K])
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+def test_flattened_accumulator_restarts_through_wgmma_scale_d():
+    """A C of fp16 (tutorial 09's persistent pointer kernel): the zero initialiser is
+    also the fallback loop's (K = 0) value in the store's layout, so the flat loop sees
+    it moved into the accumulator's layout. The restart must still be recognised as a
+    zero — wgmma's scale-d does it — or every flat iteration selects 128 accumulator
+    registers and waits for the wgmma in flight before it can (the H200 ran the
+    tutorial's kernel at 0.52x cuBLAS that way)."""
+    kernel = _ir(persistent_matmul, "fp16", True, 64, 64, 32, 2, c_dtype="fp16")
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    flat = next(i for i in ek.lowering.kernel.body.instrs if i.op is Op.FOR)
+    dot = next(i for i in flat.regions[0].walk() if i.op is Op.DOT)
+    assert zeroed_when(dot.operands[2]) is not None
+    M, N, K = 72, 100, 88
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    ek.run((2, 1, 1), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("M, N, K", [(136, 72, 104), (64, 64, 32)])
