@@ -40,7 +40,8 @@ from .assign_layouts import assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
 from .layout_plan import LayoutPlan
 from .lower_kernel import KernelLowering
-from .pipeline_loops import pipeline_loops, shared_capacity
+from .pipeline_loops import pipeline_loops
+from .pipeline_plan import shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
 from .tma import tma_enabled, tma_loads, tma_stores

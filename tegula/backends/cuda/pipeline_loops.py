@@ -52,6 +52,10 @@ descriptor block's `k0 + j < K`, K unknown) gets that term kept apart
 (`copy_bounds.split_bound`): `async_copy ..., mask, index, bound {has_bound}`, which
 the lowering issues as full-width cp.async with a computed source size.
 
+In a flattened loop the address code's part that changes only with the outer index
+(its division and what follows from it: the tile's coordinates) is carried for the
+copies' iteration and recomputed on a new tile only (`pipeline_memo`).
+
 A hint whose result is unused (`tl.multiple_of(a_ptrs, 16)`, which applies in place)
 about a carried value or an address-code value is issued again with each copy's
 address code, so the copies keep the alignment it claims.
@@ -61,7 +65,6 @@ translation-validated with no GPU.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ir import attrs as A
@@ -69,61 +72,16 @@ from ...ir.accessors import for_bounds, for_inits, memory_operands
 from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
-from ...ir.ops import OP_INFO, Op
-from ...ir.types import I32, I64, SmemType, TileType, element_of, shape_of
-from ...passes import axis_info
+from ...ir.ops import Op
+from ...ir.types import I32, I64, SmemType, shape_of
 from ...passes.ir_utils import users_of
-from .async_dots import async_dots, wait_inside
-from .copy_bounds import CopyBound, split_bound
-from .pipeline_candidates import (
-    dot_operand,
-    is_candidate,
-    other_after_read,
-    prefetchable,
-    transposed_by,
-    writes_what_it_prefetches,
-)
-from .pipeline_memo import CoarseMemo, find_memo, memo_inits, memo_step, state_types
+from .async_dots import wait_inside
+from .copy_bounds import CopyBound
+from .pipeline_candidates import dot_operand, other_after_read
+from .pipeline_memo import memo_inits, memo_step, state_types
+from .pipeline_plan import LoopPlan, plan_loop
 from .pipeline_split import split_transposed_uses, undo
 from .warp_specialize import split_roles, wants_specialization
-
-# bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
-# SharedMemoryPerBlockOptin): the rings of one loop must fit in it
-SHARED_BYTES = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448}
-DEFAULT_SHARED_BYTES = 49152
-
-
-def shared_capacity(capability: int) -> int:
-    return SHARED_BYTES.get(capability, 232448 if capability > 90 else DEFAULT_SHARED_BYTES)
-
-
-@dataclass
-class _LoopPlan:
-    loop: Instr
-    stages: int
-    loads: list[Instr]
-    slice: list[Instr]                   # the address code, in body order
-    ahead: set[int]                      # loop-carried values the address code advances
-    keep: set[Instr] = field(default_factory=set)  # slice ops the rest of the body also uses
-    # load -> the transpose its result goes through (the slot holds the transposed tile)
-    transposes: dict[Instr, Instr] = field(default_factory=dict)
-    # hints with unused results about the carried values or the address code's values:
-    # issued with each iteration's copy of them, so the copies keep their alignment
-    hints: list[Instr] = field(default_factory=list)
-    # dots left in flight across iterations (wgmma), each the sole producer of the
-    # loop-carried accumulator at that index of the yield
-    async_dots: dict[int, Instr] = field(default_factory=dict)
-    # load -> its mask split into uniform terms and a bound along the copies' run
-    bounds: dict[Instr, CopyBound] = field(default_factory=dict)
-    # warp-specialized (`warp_specialize`): the consumer warps there are, else 0
-    consumer_warps: int = 0
-    # a flattened loop's address code that changes once per outer iteration (pipeline_memo)
-    memo: Optional[CoarseMemo] = None
-
-    @property
-    def distance(self) -> int:
-        """How many iterations ahead the copies run."""
-        return self.stages - 1
 
 
 def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: int) -> int:
@@ -143,10 +101,10 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         # (unless wgmma reads one slot both ways)
         splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body), num_warps,
                                                               capability)
-        plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
+        plan = plan_loop(kernel, loop, stages, num_warps, capability, without_dot=not has_dot)
         if splits and (plan is None or not all(s.load in plan.loads and s.copy in plan.loads for s in splits)):
             undo(loop.regions[0], splits)  # not pipelined with both rings: the loop keeps its one load
-            plan = _plan_with_vectors(kernel, loop, stages, num_warps, capability)
+            plan = plan_loop(kernel, loop, stages, num_warps, capability)
         if plan is not None:
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
             if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
@@ -186,143 +144,7 @@ def _find_block(block: Block, ins: Instr) -> Optional[Block]:
     return None
 
 
-def _free_values(ins: Instr) -> list[Value]:
-    """The values `ins` reads, including those its regions read from outside."""
-    inside = set()
-    for sub in ins.walk():
-        inside.update(sub.results)
-        for region in sub.regions:
-            inside.update(region.args)
-    return [v for sub in ins.walk() for v in sub.operands if v not in inside]
-
-
-def _plan_with_vectors(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
-                       without_dot: bool = False) -> Optional[_LoopPlan]:
-    """A dot loop's plan with its 1-D loads prefetched too (`_with_vector_loads`), or
-    without them where they keep the loop from being pipelined (their index also feeds
-    the body's own math, which the carried value advanced S-1 iterations no longer
-    gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
-    if without_dot:
-        return _plan(kernel, loop, stages, num_warps, capability, without_dot=True)
-    return (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
-            or _plan(kernel, loop, stages, num_warps, capability))
-
-
-def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
-          without_dot: bool = False, vectors: bool = False) -> Optional[_LoopPlan]:
-    if stages < 2:
-        return None
-    body = loop.regions[0]
-    uses = users_of(kernel.body)
-    cache = {"kernel": kernel} if without_dot else None
-    loads = [ins for ins in body.instrs if is_candidate(ins, body, uses, num_warps, capability, cache)]
-    if not loads:
-        return None
-    if without_dot and writes_what_it_prefetches(kernel, body, loads):
-        return None
-    if vectors:
-        loads = _with_vector_loads(kernel, body, loads)
-    transposes = {} if without_dot else {
-        ld: t for ld in loads if (t := transposed_by(ld.results[0], body, uses)) is not None}
-    slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)
-    stages = min(stages, shared_capacity(capability) // slot_bytes)
-    if stages < 2:
-        return None
-    iv, iters, term = body.args[0], body.args[1:], body.terminator
-    position = {ins: i for i, ins in enumerate(body.instrs)}
-    members: set[Instr] = set()
-    ahead: set[int] = set()
-    work = [v for ld in loads for v in ld.operands]
-    while work:
-        v = work.pop()
-        if v is iv:
-            continue
-        if v in iters:
-            k = iters.index(v)
-            if k not in ahead:
-                ahead.add(k)
-                work.append(term.operands[k])
-            continue
-        owner = v.owner
-        if isinstance(owner, Instr) and owner in position and owner not in members:
-            info = OP_INFO[owner.op]
-            if not info.pure or owner.regions or owner.op in (Op.LOAD, Op.DESCRIPTOR_LOAD) or owner in loads:
-                return None
-            members.add(owner)
-            work.extend(owner.operands)
-    load_set = set(loads)
-    # values computed from the advanced carried values, which hold iteration k+S-1's
-    depends_ahead: set[Value] = {iters[k] for k in ahead}
-    for ins in body.instrs:
-        if ins in members and any(o in depends_ahead for o in ins.operands):
-            depends_ahead.update(ins.results)
-    # A hint whose result is unused speaks of its operand in place (tl.multiple_of(a_ptrs,
-    # 16) at the top of the body): it follows the address code to each iteration's copy.
-    annotated = {iters[k] for k in ahead} | {r for ins in members for r in ins.results}
-    hints = [ins for ins in body.instrs
-             if ins.op is Op.HINT and not uses.get(ins.results[0]) and ins.operands[0] in annotated]
-    keep: set[Instr] = set()
-    for ins in body.instrs:
-        if ins in members or ins in load_set or ins in transposes.values() or ins in hints:
-            continue
-        reads = _free_values(ins)
-        if ins is term:
-            reads = [v for k, v in enumerate(term.operands) if k not in ahead]
-        for v in reads:
-            if v in depends_ahead:
-                return None  # the current iteration's value is no longer computed
-            if isinstance(v.owner, Instr) and v.owner in members:
-                keep.add(v.owner)
-    # the cone of a kept op is kept too (it is recomputed for the current iteration)
-    stack = list(keep)
-    while stack:
-        for o in stack.pop().operands:
-            if isinstance(o.owner, Instr) and o.owner in members and o.owner not in keep:
-                keep.add(o.owner)
-                stack.append(o.owner)
-    if any(uses.get(loop.results[k]) for k in ahead):
-        return None  # code after the loop reads a value the pipelined loop runs ahead
-    for k in ahead:
-        if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
-            return None
-    order = [ins for ins in body.instrs if ins in members]
-    plan = _LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
-                     bounds=_copy_bounds(kernel, loads))
-    bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
-    plan.memo = find_memo(loop, order, loads + hints, bound_values)
-    if stages >= 3:
-        plan.async_dots = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
-    return plan
-
-
-def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
-    """`loads` (the dot operands a loop pipelines) and the loop's 1-D loads that a ring
-    can prefetch too (`prefetchable`): attention backward's row maxima and deltas,
-    read in every iteration of the dK/dV loop. Loaded in place, their L2 latency was
-    exposed every iteration — the deltas right before the product that needs them;
-    prefetched with the tiles, they arrive S-1 iterations early, as in Triton's loop.
-    None of them when the loop writes where they read."""
-    cache: dict = {"kernel": kernel}
-    vectors = [ins for ins in body.instrs if ins.op is Op.LOAD and ins not in loads and not ins.attrs.volatile
-               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) == 1
-               and prefetchable(ins, body, cache)]
-    if not vectors or writes_what_it_prefetches(kernel, body, vectors):
-        return loads
-    keep = set(loads) | set(vectors)
-    return [ins for ins in body.instrs if ins in keep]
-
-
-def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:
-    """The masks of cp.async copies that narrow them only through a bound along their
-    run (`copy_bounds.split_bound`); the axis analysis runs only when a load has a mask."""
-    masked = [ld for ld in loads if ld.op is Op.LOAD and memory_operands(ld).mask is not None]
-    if not masked:
-        return {}
-    info = axis_info(kernel)
-    return {ld: cb for ld in masked if (cb := split_bound(ld, info)) is not None}
-
-
-def _rewrite(kernel: Kernel, parent: Block, plan: _LoopPlan) -> None:
+def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
     loop, S, D = plan.loop, plan.stages, plan.distance
     body = loop.regions[0]
     iv, iters, term = body.args[0], body.args[1:], body.terminator

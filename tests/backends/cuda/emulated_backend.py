@@ -23,6 +23,9 @@ class EmulatedCudaBackend:
     # kernel assembles" check); names of the kernels compiled so are collected
     ptx_capabilities: tuple[int, ...] = ()
     assembled: list[str] = []
+    # the emulated kernel `compile` built, for `load` of the same IR (building one is
+    # most of an emulated test's time: lowering and the host JIT)
+    _built: dict[tuple, tuple[Any, EmulatedKernel]] = {}
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -38,6 +41,8 @@ class EmulatedCudaBackend:
         debug = bool(option(options, "debug", False)) or bool(option(options, "checked", False))
         ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug,
                             num_stages=int(option(options, "num_stages", 3)))
+        EmulatedCudaBackend._built[(id(kernel), ek.num_warps, debug, int(option(options, "num_stages", 3)))] = (
+            kernel, ek)
         for cap in self.ptx_capabilities:
             asm, _md = compile_kernel(kernel, options, cap)
             assert asm["ptx"] and ("cubin" in asm or cap == 0)
@@ -47,7 +52,10 @@ class EmulatedCudaBackend:
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
         checked = bool(getattr(md, "debug", False)) or bool(getattr(md, "checked", False))
-        ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, num_stages=int(md.num_stages))
+        kernel, ek = EmulatedCudaBackend._built.pop((id(compiled.ir), int(md.num_warps), checked,
+                                                     int(md.num_stages)), (None, None))
+        if kernel is not compiled.ir:
+            ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, num_stages=int(md.num_stages))
         names = list(md.arg_names)
         written = [i for i, n in enumerate(names) if n in set(md.written_args)]
         host = HostArgs(md.name, names, written)
