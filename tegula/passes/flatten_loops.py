@@ -26,8 +26,8 @@ ahead; the counted one the first/last tests, so no division stands between an
 iteration's copies landing and its dot. The flat loop takes the hints of both loops
 (the outer loop's first: its `num_stages`, `warp_specialize`) and keeps `flatten`,
 which the CUDA backend reads as "a flattened nest"
-(`warp_specialize.wants_specialization`). Nests that do not fit are left as they are:
-flattening is a schedule hint, never a change of meaning.
+(`warp_specialize.wants_specialization`). Nests that do not fit are left as they are,
+without the hint: flattening is a schedule hint, never a change of meaning.
 """
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def _visit(block: Block) -> None:
                 block.instrs[index:index + 1] = replacement
                 index += len(replacement)
                 continue
+            # a nest that does not fit drops the hint: `flatten` on a loop after this
+            # pass names a flat loop only, as the CUDA backend reads it (its automatic
+            # warp specialization, pipeline_memo's division of the flat index)
+            ins.attrs = replace(ins.attrs, flatten=False)
         for region in ins.regions:
             _visit(region)
         index += 1

@@ -37,7 +37,7 @@ from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import ScalarType
-from ...passes.ir_utils import defined_inside
+from ...passes.ir_utils import constant_of, defined_inside
 
 
 @dataclass
@@ -64,6 +64,9 @@ def find_memo(loop: Instr, slice_ops: list[Instr], readers: list[Instr],
     with the rest of the slice they make the frontier."""
     if not (isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.flatten):
         return None
+    lb, _ub, step = loop.operands[:3]
+    if constant_of(lb) != 0 or constant_of(step) != 1:
+        return None  # the counting below needs the index to run 0, 1, 2, ...
     body = loop.regions[0]
     iv = body.args[0]
     inside = defined_inside(loop)

@@ -222,3 +222,36 @@ def test_flattened_loop_of_two_consumer_warpgroups_is_specialized_unasked(monkey
     plain = EmulatedKernel(_ir(persistent_desc_matmul, "fp16", True, 128, 64, 32, 2, k_div=8), 8, capability=90,
                            num_stages=3)
     assert not any(i.op is Op.WARP_ROLE for i in plain.lowering.kernel.walk())
+
+
+@tegula.jit
+def blocks_by_division(a_ptr, b_ptr, c_ptr, n, d, B: tl.constexpr):
+    """One loop (nothing to flatten) asking for `flatten`, whose copies' address code
+    divides its index by a run-time value: the hint is dropped, so nothing reads the
+    loop as a flat one (its index need not count from 0, its divisor be positive)."""
+    r = tl.arange(0, B)
+    acc = tl.zeros((B, B), dtype=tl.float32)
+    for i in tl.range(1, n, 1, flatten=True):
+        blk = -(i // d)  # d = -2, the division truncating: blocks 0, 1, 1, 2, 2, 3
+        a = tl.load(a_ptr + blk * B * B + r[:, None] * B + r[None, :])
+        b = tl.load(b_ptr + blk * B * B + r[:, None] * B + r[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + r[:, None] * B + r[None, :], acc)
+
+
+def test_a_loop_that_is_not_a_nest_drops_the_flatten_hint():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "n": "i32", "d": "i32", "B": "constexpr"}
+    kernel = optimized_ir(ASTSource(blocks_by_division, signature=sig, constexprs={"B": 16}))
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    loop = next(i for i in ek.lowering.kernel.body.walk() if i.op is Op.FOR)
+    assert not loop.attrs.flatten
+    assert any(i.op is Op.ASYNC_COPY for i in loop.regions[0].walk())  # pipelined all the same
+    n, d, B = 7, -2, 16
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, B, B)).astype(np.float16)
+    b = rng.standard_normal((4, B, B)).astype(np.float16)
+    c = np.full((B, B), np.nan, np.float32)
+    ek.run((1, 1, 1), [a, b, c, n, d])
+    blocks = [-int(i / d) for i in range(1, n)]
+    want = sum(a[k].astype(np.float64) @ b[k].astype(np.float64) for k in blocks)
+    np.testing.assert_allclose(c, want, rtol=2e-3, atol=2e-3)
