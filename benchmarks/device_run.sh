@@ -27,6 +27,8 @@
 #              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
 #   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
+#   int8       int8 matmul (B column-major: wgmma on Hopper) vs Triton vs torch._int_mm
+#              (int8_matmul_gpu.py; INT8_SIZES=4096,8192)
 #   wsmm       the descriptor matmul plain and warp-specialized vs Triton vs cuBLAS
 #              (desc_matmul_gpu.py --ws; WSMM_SIZES=4096,8192, WSMM_CONFIGS=128x256x64x3x8,...;
 #              warp specialization is off by default: set TEGULA_WARP_SPECIALIZE=1)
@@ -124,6 +126,10 @@ stage() {
     done ;;
   attention)
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
+  int8)
+    local sizes=${INT8_SIZES:-4096,8192}
+    timeout "${INT8_TIMEOUT:-300}" python3 benchmarks/int8_matmul_gpu.py --sizes ${sizes//,/ } 2>&1 \
+      | tee "$OUT/int8.log" | tail -n 8 ;;
   autotune)
     timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
   wsprobe)

@@ -88,12 +88,14 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
         if ins.op is not Op.DOT:
             continue
         a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
-        fp8 = element_of(ins.operands[0].type).is_fp8
+        # which way round the slots hold the operands matters to 8-bit ones only (wgmma
+        # transposes 16-bit operands itself)
+        narrow = element_of(ins.operands[0].type).bits == 8
         choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
                             a_in_shared=a_src is not None,
-                            b_k_major=fp8 and b_src is not None
+                            b_k_major=narrow and b_src is not None
                             and copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
-                            a_k_major=not (fp8 and a_src is not None
+                            a_k_major=not (narrow and a_src is not None
                                            and copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
         if choice is None or choice.version != 3:
             continue

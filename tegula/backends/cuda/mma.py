@@ -8,7 +8,9 @@
 - int8 x int8 with an int32 accumulator: `m16n8k32.s8` (wrapping sums, as the
   interpreter's);
 and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
-of the instruction's k): smaller dots are FMA work anyway.
+of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
+place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead
+(fp8 and int8 only with their operands K-major: wgmma transposes 16-bit ones only).
 
 `warps_per_cta` follows Triton's rule for mma v2: give warps to the dimension with the
 most instruction tiles left per warp, M first on ties, until all warps are placed.
@@ -90,6 +92,9 @@ _WGMMA_ONLY = {
     ("f8e4m3", "f32"): ("e4m3", 32, 4, 1),
     ("f8e5m2", "f32"): ("e5m2", 32, 4, 1),
 }
+# the operand types wgmma takes here (tf32 stays on mma.sync: wgmma reads f32 operands
+# from shared memory as they are, where tegula's tf32 rounds them to nearest first)
+_WGMMA_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
 
 
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
@@ -130,7 +135,10 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     (m, kk), n = sa, sb[1]
     if m < 16 or n < 8 or kk % spec[1]:
         return None
-    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in ("f16", "bf16", "e4m3", "e5m2") and n >= 16:
+    # wgmma transposes 16-bit operands only: others (fp8, int8) must lie K-major in
+    # their slots, B always, A where it is read from one (else mma.sync takes int8)
+    k_major = spec[0] in ("f16", "bf16") or (b_k_major and (a_k_major or not a_in_shared))
+    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in _WGMMA_TYPES and k_major and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             return mma_instruction(ins, 3, warps)

@@ -284,8 +284,9 @@ class NVPTXDevice(TmaInstructions):
         reg = "f" if acc_ty == F32 else "r"
         outs = ",".join(f"${i}" for i in range(count))
         predicate = str(int(scale_d)) if isinstance(scale_d, bool) else f"${count + len(operands)}"
+        scales = "" if choice.acc_type == "s32" else ", 1, 1"  # integer wgmma takes no scale-a/b
         asm = (f"{{ .reg .pred p; setp.ne.b32 p, {predicate}, 0; "
-               f"{choice.ptx} {{{outs}}}, {operand_text(count)}, p, 1, 1{trans}; }}")
+               f"{choice.ptx} {{{outs}}}, {operand_text(count)}, p{scales}{trans}; }}")
         if not isinstance(scale_d, bool):  # decided at run time: an i1, passed as a register
             operands, constraints = [*operands, b.zext(scale_d, I32)], [*constraints, "r"]
         tied = [str(i) for i in range(count)] if scale_d is not False else []

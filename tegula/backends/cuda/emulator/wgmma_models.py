@@ -8,7 +8,7 @@ ISA's definitions rather than from the lowering's bookkeeping:
   the contiguous dimension), stride byte offset (8-row group to the next) and the
   swizzle mode (the 16-byte chunk bits 4.. of the address XOR-ed with bits 7..). The
   products accumulate in f32 one k at a time (the hardware's order within an
-  instruction is unspecified; results agree to rounding);
+  instruction is unspecified; results agree to rounding), int8 ones in wrapping i32;
 - `shared_address` is the offset into the CTA's shared buffer (which the model reads
   through `smem`);
   A false scale-d predicate (`scale_d=False`) starts from zero instead of the
@@ -90,10 +90,11 @@ class WgmmaModels:
         chunk_bits = b.and_(b.lshr(addr, _c(7)), sbits)
         return b.xor(addr, b.shl(chunk_bits, _c(4)))
 
-    def _load_f32(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
+    def _load_element(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
+        """An operand element of shared memory as the products take it (`_widened`)."""
         ptr = b.gep(self.smem, [off], source_etype=I8)
-        raw_ty = I8 if ab_type in ("e4m3", "e5m2") else I16
-        return _to_f32(b, b.load(ptr, typ=raw_ty, align=raw_ty.width // 8), ab_type)
+        raw_ty = I8 if ab_type in ("e4m3", "e5m2", "s8") else I16
+        return _widened(b, b.load(ptr, typ=raw_ty, align=raw_ty.width // 8), ab_type)
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
               acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: Any = True) -> list[ir.Value]:
@@ -102,7 +103,7 @@ class WgmmaModels:
                 off = self._element_offset(b, desc_a, row, k, choice.elem_bytes)
             else:
                 off = self._element_offset(b, desc_a, k, row, choice.elem_bytes)
-            return self._load_f32(b, off, choice.ab_type)
+            return self._load_element(b, off, choice.ab_type)
         return self._wgmma_loops(b, choice, a_value, desc_b, _start(b, acc, scale_d), trans_b)
 
     def wgmma_rs(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], desc_b: ir.Value,
@@ -119,7 +120,7 @@ class WgmmaModels:
         words = self.collective(b, "warp", list(a), read)
         kk = choice.k
         per_word = 4 // choice.elem_bytes        # elements a register: 2 or 4
-        row_ty = ir.ArrayType(F32, 2 * kk)
+        row_ty = ir.ArrayType(_product_type(choice), 2 * kk)
         rows = self.entry.alloca(row_ty)
         rows.type = ptr_type(0)
         bits = 8 * choice.elem_bytes
@@ -128,12 +129,12 @@ class WgmmaModels:
                 t = (k % (kk // 2)) // per_word
                 word = words[t * 4 + half + 2 * (k // (kk // 2))]
                 raw = b.trunc(b.lshr(word, _c(bits * (k % per_word))), ir.IntType(bits))
-                v = _to_f32(b, raw, choice.ab_type)
+                v = _widened(b, raw, choice.ab_type)
                 b.store(v, b.gep(rows, [_c(0), _c(half * kk + k)], source_etype=row_ty))
 
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
             idx = b.add(b.mul(half, _c(kk)), k)
-            return b.load(b.gep(rows, [_c(0), idx], source_etype=row_ty), typ=F32)
+            return b.load(b.gep(rows, [_c(0), idx], source_etype=row_ty), typ=row_ty.element)
         return self._wgmma_loops(b, choice, a_value, desc_b, _start(b, acc, scale_d), trans_b)
 
     def _wgmma_loops(self: "HostDevice", b: ir.IRBuilder, choice: Any,
@@ -143,10 +144,11 @@ class WgmmaModels:
         registers, B read through its descriptor."""
         count = len(acc)
         size = choice.elem_bytes
-        arr = self.entry.alloca(ir.ArrayType(F32, count))
+        ety = _product_type(choice)
+        arr = self.entry.alloca(ir.ArrayType(ety, count))
         arr.type = ptr_type(0)  # opaque, as every pointer of the module
         for i, v in enumerate(acc):
-            b.store(v, b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(F32, count)))
+            b.store(v, b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(ety, count)))
         group_row = b.mul(b.and_(self.warp, _c(3)), _c(16))
         quad_row = b.add(group_row, b.lshr(self.lane, _c(2)))
         pair_col = b.mul(b.and_(self.lane, _c(3)), _c(2))
@@ -155,7 +157,7 @@ class WgmmaModels:
             half = b.and_(b.lshr(r, _c(1)), _c(1))
             row = b.add(quad_row, b.mul(half, _c(8)))
             col = b.add(b.add(b.mul(b.lshr(r, _c(2)), _c(8)), pair_col), b.and_(r, _c(1)))
-            slot = b.gep(arr, [_c(0), r], source_etype=ir.ArrayType(F32, count))
+            slot = b.gep(arr, [_c(0), r], source_etype=ir.ArrayType(ety, count))
 
             def per_k(k: ir.Value) -> None:
                 a = a_value(row, half, k)
@@ -163,19 +165,22 @@ class WgmmaModels:
                     off = self._element_offset(b, desc_b, col, k, size)
                 else:
                     off = self._element_offset(b, desc_b, k, col, size)
-                bv = self._load_f32(b, off, choice.ab_type)
-                b.store(b.fadd(b.load(slot, typ=F32), b.fmul(a, bv)), slot)
+                bv = self._load_element(b, off, choice.ab_type)
+                if ety == I32:  # int8: exact products, wrapping sums
+                    b.store(b.add(b.load(slot, typ=I32), b.mul(a, bv)), slot)
+                else:
+                    b.store(b.fadd(b.load(slot, typ=F32), b.fmul(a, bv)), slot)
             _loop(b, choice.k, per_k)
 
         _loop(b, count, per_register)
-        return [b.load(b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(F32, count)), typ=F32)
+        return [b.load(b.gep(arr, [_c(0), _c(i)], source_etype=ir.ArrayType(ety, count)), typ=ety)
                 for i in range(count)]
 
 
 def _zeros(acc: list[ir.Value]) -> list[ir.Value]:
     """The accumulator a wgmma with a false scale-d predicate starts from (D = A·B):
     what `acc` held is not read."""
-    return [ir.Constant(v.type, 0.0) for v in acc]
+    return [ir.Constant(v.type, 0 if isinstance(v.type, ir.IntType) else 0.0) for v in acc]
 
 
 def _start(b: ir.IRBuilder, acc: list[ir.Value], scale_d: Any) -> list[ir.Value]:
@@ -186,8 +191,16 @@ def _start(b: ir.IRBuilder, acc: list[ir.Value], scale_d: Any) -> list[ir.Value]
     return [b.select(scale_d, v, z) for v, z in zip(acc, _zeros(acc))]
 
 
-def _to_f32(b: ir.IRBuilder, raw: ir.Value, ab_type: str) -> ir.Value:
-    """An operand element's bits (i8 for e4m3/e5m2, i16 for f16/bf16) as f32."""
+def _product_type(choice: Any) -> ir.Type:
+    """What the model multiplies and sums in: i32 for int8 operands, else f32."""
+    return I32 if choice.acc_type == "s32" else F32
+
+
+def _widened(b: ir.IRBuilder, raw: ir.Value, ab_type: str) -> ir.Value:
+    """An operand element's bits (i8 for e4m3/e5m2/s8, i16 for f16/bf16) as f32, or
+    as i32 for s8."""
+    if ab_type == "s8":
+        return b.sext(raw, I32)
     if ab_type in ("e4m3", "e5m2"):
         return casts.fp8_to_f32(b, raw, "f8" + ab_type)
     if ab_type == "f16":
