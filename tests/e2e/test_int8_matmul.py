@@ -25,7 +25,7 @@ def int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_bk, stride_bn, BM: tl.const
                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
         if NEGATE_A:
             a = -a
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 

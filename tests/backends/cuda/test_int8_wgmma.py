@@ -30,7 +30,7 @@ def int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sbk, sbn, BM: tl.constexpr, BN: tl
                     other=0)
         if NEGATE_A:  # A computed in the loop: wgmma reads it from registers
             a = -a
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
