@@ -6,8 +6,8 @@ against torch._int_mm first.
 
 A is row-major and B column-major (x @ W^T of a quantized linear layer; what
 torch._int_mm takes): both K-major, so on Hopper the dot can run on wgmma
-(`m64nNk32.s32.s8.s8`). The kernel is `benchmarks/kernels.py`'s `int8_matmul_kernel`
-(the tutorial matmul with an int32 accumulator). Prints TOPS and the ratios.
+(`m64nNk32.s32.s8.s8`). The kernel is `benchmarks/kernels.py`'s `matmul_kernel` with
+`ACC_DTYPE=tl.int32` (the tutorial matmul). Prints TOPS and the ratios.
 """
 from __future__ import annotations
 
@@ -45,9 +45,10 @@ def main() -> None:
             c = torch.empty(size, size, device="cuda", dtype=torch.int32)
 
             def run(mod=mod, c=c):
-                mod.int8_matmul_kernel[grid](a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0),
-                                             b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn,
-                                             BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+                mod.matmul_kernel[grid](a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0),
+                                        b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn,
+                                        BLOCK_K=bk, GROUP_M=8, ACC_DTYPE=mod.tl.int32, num_warps=warps,
+                                        num_stages=stages)
             try:
                 run()
             except Exception as e:  # a compiler may refuse the config

@@ -5,28 +5,14 @@ stays on mma.sync; A also negated in the loop (wgmma then reads it from register
 Sizes are not multiples of the blocks; sums wrap in int32 as the interpreter's."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-import tegula
-import tegula.language as tl
-
-
-@tegula.jit
-def int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_bk, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
-                BK: tl.constexpr, NEGATE_A: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.int32)
-    for k in range(0, K, BK):
-        rk = k + tl.arange(0, BK)
-        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
-        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
-                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
-        if NEGATE_A:
-            a = -a
-        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda"))
+from int8_kernels import int8_matmul  # noqa: E402
 
 
 @pytest.mark.parametrize("column_major_b, negate_a", [(True, False), (True, True), (False, False)],

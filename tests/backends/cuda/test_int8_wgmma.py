@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from int8_kernels import int8_matmul
 
 import tegula
 import tegula.language as tl
@@ -17,29 +18,12 @@ from tegula.compiler import ASTSource
 from tegula.runtime.compiler import optimized_ir
 
 
-@tegula.jit
-def int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                NEGATE_A: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.int32)
-    for k in range(0, K, BK):
-        rk = k + tl.arange(0, BK)
-        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
-        b = tl.load(b_ptr + rk[:, None] * sbk + rn[None, :] * sbn, mask=(rk[:, None] < K) & (rn[None, :] < N),
-                    other=0)
-        if NEGATE_A:  # A computed in the loop: wgmma reads it from registers
-            a = -a
-        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
 def _kernel(column_major_b: bool, negate_a: bool = False, bm=64, bn=64, bk=64):
     sig = {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32",
-           "sbk": "i32", "sbn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+           "stride_bk": "i32", "stride_bn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
            "NEGATE_A": "constexpr"}
     cx = {"BM": bm, "BN": bn, "BK": bk, "NEGATE_A": negate_a}
-    unit = "sbk" if column_major_b else "sbn"
+    unit = "stride_bk" if column_major_b else "stride_bn"
     sig[unit], cx[unit] = "constexpr", 1
     attrs = {n: 16 for n, t in sig.items() if t != "constexpr"}
     return optimized_ir(ASTSource(int8_matmul, signature=sig, constexprs=cx, attrs=attrs))
@@ -59,7 +43,8 @@ def test_int8_dot_on_the_emulator(column_major_b, negate_a, version):
     if column_major_b:
         b = np.asfortranarray(b)
     c = np.full((M, N), -1, np.int32)
-    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K, "sbk": b.strides[0], "sbn": b.strides[1]}
+    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K,
+              "stride_bk": b.strides[0], "stride_bn": b.strides[1]}
     ek.run(((M + 63) // 64, (N + 63) // 64, 1), [values[n] for n in kernel.arg_names])
     want = (-a if negate_a else a).astype(np.int64) @ b.astype(np.int64)
     np.testing.assert_array_equal(c, want.astype(np.int32))
@@ -71,3 +56,41 @@ def test_int8_wgmma_ptx_assembles(negate_a):
     asm, _md = compile_kernel(_kernel(True, negate_a, bm=128, bn=128, bk=128), {"num_warps": 8, "num_stages": 3}, 90)
     assert "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8" in asm["ptx"] and "cubin" in asm
     assert "p;" in asm["ptx"]  # scale-d only: no scale or transpose operands for integers
+
+
+@tegula.jit
+def int8_invariant_b(a_ptr, b_ptr, c_ptr, steps, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """B loaded once before the loop (staged in shared memory for wgmma where it lies
+    K-major), A streamed: c = sum over steps of A_i @ B."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    b = tl.load(b_ptr + rk[:, None] * sbk + rn[None, :] * sbn)
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for i in range(steps):
+        a = tl.load(a_ptr + i * BM * BK + rm[:, None] * BK + rk[None, :])
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("column_major_b", [True, False], ids=["b_k_major", "b_n_major"])
+def test_int8_loop_invariant_b(column_major_b):
+    """A B staged before the loop takes the slot order its copies give: K-major feeds
+    wgmma; N-major stays on mma.sync, reading the same slot."""
+    sig = {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32", "steps": "i32", "sbk": "i32", "sbn": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    cx = {"BM": 64, "BN": 64, "BK": 64}
+    unit = "sbk" if column_major_b else "sbn"
+    sig[unit], cx[unit] = "constexpr", 1
+    kernel = optimized_ir(ASTSource(int8_invariant_b, signature=sig, constexprs=cx,
+                                    attrs={n: 16 for n, t in sig.items() if t != "constexpr"}))
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    rng = np.random.default_rng(7 + column_major_b)
+    steps = 3
+    a = rng.integers(-128, 128, (steps, 64, 64), dtype=np.int8)
+    b = rng.integers(-128, 128, (64, 64), dtype=np.int8)
+    if column_major_b:
+        b = np.asfortranarray(b)
+    c = np.full((64, 64), -1, np.int32)
+    values = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "steps": steps, "sbk": b.strides[0], "sbn": b.strides[1]}
+    ek.run((1, 1, 1), [values[n] for n in kernel.arg_names])
+    want = sum(a[i].astype(np.int64) @ b.astype(np.int64) for i in range(steps))
+    np.testing.assert_array_equal(c, want.astype(np.int32))
