@@ -89,9 +89,8 @@ def find_memo(loop: Instr, slice_ops: list[Instr], readers: list[Instr],
         return None  # nothing but the division: a counter alone saves little
     outside = [ins for ins in slice_ops if ins is not division and ins not in computed] + readers
     read = {v for ins in outside for v in _reads(ins)} | set(read_values)
+    # the quotient itself is carried apart (`memo_step` binds it), never as a frontier value
     frontier = [r for ins in members if ins in computed for r in ins.results if r in read]
-    if division.results[0] in read:
-        frontier.append(division.results[0])
     return CoarseMemo(division, members, frontier)
 
 
