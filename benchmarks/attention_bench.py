@@ -14,6 +14,7 @@ fraction of blocks the window skips and the speed-up it achieves over causal.
     python benchmarks/attention_bench.py            # the full table (autotunes: minutes)
     python benchmarks/attention_bench.py --quick    # small sizes, one config per kernel
     python benchmarks/attention_bench.py --one-config   # full sizes, that one config
+    python benchmarks/attention_bench.py --fwd-configs 128x64s3w8 128x128s2w8   # forward per config
 """
 from __future__ import annotations
 
@@ -39,11 +40,14 @@ def load_library_under_triton() -> ModuleType | None:
     the real Triton: the same kernel source, compiled by Triton. None without Triton."""
     try:
         import triton.language.extra
+        import triton.tools.tensor_descriptor
     except ImportError:
         return None
     package = ModuleType("tegula.kernels")
     package.__path__ = []
-    with tegula_is_triton({"tegula.language.extra": triton.language.extra, "tegula.kernels": package}):
+    with tegula_is_triton({"tegula.language.extra": triton.language.extra, "tegula.kernels": package,
+                           "tegula.tools": triton.tools,
+                           "tegula.tools.tensor_descriptor": triton.tools.tensor_descriptor}):
         for name in LIBRARY_FILES:
             spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", KERNELS_DIR / f"{name}.py")
             module = importlib.util.module_from_spec(spec)
@@ -61,6 +65,82 @@ def narrow_configs(attention_module) -> None:
         return blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
     for kernel in (attention_module._fwd, attention_module._dkdv, attention_module._dq):
         kernel.configs = [c for c in kernel.configs if keep(c)]
+
+
+def only_config(attention_module, spec: str) -> None:
+    """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list)."""
+    blocks, rest = spec.split("s")
+    bm, bn = (int(x) for x in blocks.split("x"))
+    stages, warps = (int(x) for x in rest.split("w"))
+    kernel = attention_module._fwd
+    if not hasattr(kernel, "all_configs"):
+        kernel.all_configs = list(kernel.configs)
+    want = (bm, bn, stages, warps)
+    kernel.configs = [c for c in kernel.all_configs
+                      if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) == want
+                      or max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
+    if len(kernel.configs) <= 2:
+        raise ValueError(f"{spec}: not one of the forward kernel's GPU configs")
+
+
+def sweep_forward(specs, tegula_module, triton_lib, bench) -> int:
+    """Forward only, one config at a time, Z4 H32 N4096 D64/D128 causal and not: tegula
+    on its descriptor path (TMA) and its pointer path, Triton on the same source
+    (descriptor path), SDPA; TFLOP/s. Then the host time of one forward call (wrapper,
+    autotuner dispatch, launch; no synchronization) for tegula and Triton: a kernel
+    shorter than that leaves the GPU waiting for the host."""
+    import torch
+    Z, H, N = 4, 32, 4096
+    libs = {"tegula": tegula_module, "triton": triton_lib.attention if triton_lib else None}
+    print(f"{'case':24s} {'config':12s} {'teg desc':>8s} {'teg ptr':>8s} {'triton':>8s} {'sdpa':>8s} "
+          f"{'host us teg':>11s} {'triton':>7s}")
+    for D in (64, 128):
+        for causal in (False, True):
+            q, k, v = (torch.randn(Z, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            f = flops(Z, H, N, D, causal)
+            sdpa = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            for spec in specs:
+                cells, hosts = [], {}
+                for name, descriptors in (("tegula", True), ("tegula", False), ("triton", True)):
+                    module = libs[name]
+                    if module is None:
+                        cells.append("n/a")
+                        continue
+                    saved = module.forward_descriptors_apply
+                    if not descriptors:
+                        module.forward_descriptors_apply = lambda *tensors: False
+                    try:
+                        only_config(module, spec)
+                        ms = bench(lambda: module.attention(q, k, v, causal=causal))
+                        cells.append(f"{f / ms / 1e9:.1f}")
+                        if descriptors:
+                            hosts[name] = host_microseconds(lambda: module.attention(q, k, v, causal=causal))
+                    except Exception as e:  # one failing cell must not hide the others
+                        cells.append("fail")
+                        print(f"    {name} {spec}: {type(e).__name__}: {str(e)[:160]}")
+                    finally:
+                        module.forward_descriptors_apply = saved
+                label = f"D{D}{' causal' if causal else ''}"
+                host = " ".join(f"{hosts[n]:7.1f}" if n in hosts else "    n/a" for n in ("tegula", "triton"))
+                print(f"{label:24s} {spec:12s} " + " ".join(f"{c:>8s}" for c in cells) + f" {f / sdpa / 1e9:8.1f}"
+                      f"     {host}", flush=True)
+    return 0
+
+
+def host_microseconds(call, calls: int = 30) -> float:
+    """Median host time of one call, without waiting for the GPU (after a synchronize,
+    so each call finds an empty queue)."""
+    import statistics
+    import time
+
+    import torch
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
 
 
 def torch_flex_sliding_window(window: int, n: int, device):
@@ -105,7 +185,7 @@ def time_fwd_bwd(run, q, k, v, bench):
     return fwd, bwd
 
 
-def main(quick: bool = False, one_config: bool = False, only: str = "") -> int:
+def main(quick: bool = False, one_config: bool = False, only: str = "", fwd_configs=()) -> int:
     import importlib
 
     import torch
@@ -120,6 +200,8 @@ def main(quick: bool = False, one_config: bool = False, only: str = "") -> int:
         print("attention_bench.py measures GPU kernels: no CUDA device here")
         return 1
     triton_lib = load_library_under_triton()
+    if fwd_configs:
+        return sweep_forward(fwd_configs, tegula_attention_module, triton_lib, tegula.testing.do_bench)
     if quick or one_config:
         narrow_configs(tegula_attention_module)
         if triton_lib is not None:
@@ -221,5 +303,7 @@ if __name__ == "__main__":
                         help="the full sizes with --quick's one config per kernel (no autotuning)")
     parser.add_argument("--only", default="",
                         help="only the dense cases whose label contains this, e.g. 'D64 causal' (no window rows)")
+    parser.add_argument("--fwd-configs", nargs="+", default=(),
+                        help="forward only, each of these configs alone (BMxBNsSTAGESwWARPS, e.g. 128x64s3w8)")
     args = parser.parse_args()
-    sys.exit(main(quick=args.quick, one_config=args.one_config, only=args.only))
+    sys.exit(main(quick=args.quick, one_config=args.one_config, only=args.only, fwd_configs=args.fwd_configs))

@@ -125,7 +125,7 @@ stage() {
         | awk '$NF+0 > 0.05 || /inst|cycles|launch|duration|bytes|profiled/' | cut -c1-400 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
     done ;;
   attention)
-    timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 30 ;;
+    timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 45 ;;
   int8)
     local sizes=${INT8_SIZES:-4096,8192}
     timeout "${INT8_TIMEOUT:-300}" python3 benchmarks/int8_matmul_gpu.py --sizes ${sizes//,/ } 2>&1 \

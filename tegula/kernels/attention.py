@@ -13,10 +13,12 @@ from typing import Optional
 import tegula as triton
 from tegula.kernels import attention_configs as cfg
 from tegula.kernels.attention_bwd import attention_bwd_dkdv_kernel, attention_bwd_dq_kernel, attention_bwd_preprocess
+from tegula.kernels.attention_configs import LARGEST_BLOCK
 from tegula.kernels.attention_fwd import attention_fwd_kernel
 from tegula.kernels.flex import BlockMask, as_mask_mod, as_score_mod, create_block_mask
+from tegula.tools.tensor_descriptor import TensorDescriptor
 
-_fwd = triton.autotune(configs=cfg.FWD_HOST + cfg.FWD_GPU, key=cfg.TUNING_KEY,
+_fwd = triton.autotune(configs=cfg.FWD_HOST + cfg.FWD_GPU, key=cfg.FWD_TUNING_KEY,
                        prune_configs_by=cfg.FWD_PRUNE)(attention_fwd_kernel)
 _dkdv = triton.autotune(configs=cfg.DKDV_HOST + cfg.DKDV_GPU, key=cfg.TUNING_KEY,
                         prune_configs_by=cfg.DKDV_PRUNE)(attention_bwd_dkdv_kernel)
@@ -51,6 +53,8 @@ class _Plan:
         self.acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
         self.ieee = q.dtype in (torch.float32, torch.float64)  # not TF32: fp32 users expect fp32
         self.on_gpu = q.is_cuda
+        # every block of every config lies inside the sequence: no bounds masks needed
+        self.in_range = N % LARGEST_BLOCK == 0
 
     def constexprs(self, backward: bool) -> dict:
         s, m, bm = self.score_mod, self.mask_mod, self.block_mask
@@ -59,7 +63,7 @@ class _Plan:
                    HEAD_DIM=self.head_dim, SM_SCALE=self.sm_scale, CAUSAL=self.causal, SPARSE=bm is not None,
                    SPARSE_Q=bm.q_block if bm else 1, SPARSE_KV=bm.kv_block if bm else 1,
                    PRECISION="ieee" if self.ieee else "tf32",
-                   ON_GPU=self.on_gpu)
+                   ON_GPU=self.on_gpu, IN_RANGE=self.in_range)
         if backward:
             if s is not None and s.grad is None:
                 raise NotImplementedError("this score_mod has no gradient rule: give ScoreMod(fn, grad=...) "
@@ -74,14 +78,42 @@ class _Plan:
         return self.block_mask.kernel_args(self.Z, self.H, transposed)
 
 
+
+
+def forward_descriptors_apply(*tensors) -> bool:
+    """Whether the forward reads q, k, v and writes o (contiguous [Z, H, N, D] tensors)
+    through tensor descriptors over their Z*H*N rows (TMA copies on Hopper): 16-bit
+    inputs (the element types TMA feeds wgmma with) whose length N is a multiple of every
+    block, in 16-byte aligned storage as TMA requires. Other inputs take the pointer
+    path, which masks the ragged last block instead."""
+    import torch
+    N, D = tensors[0].shape[-2:]
+    return (tensors[0].dtype in (torch.float16, torch.bfloat16) and N % LARGEST_BLOCK == 0
+            and D * tensors[0].element_size() % 16 == 0 and all(t.data_ptr() % 16 == 0 for t in tensors))
+
+
+def _row_descriptors(*tensors):
+    """[Z, H, N, D] contiguous tensors as descriptors over their Z*H*N rows; the blocks
+    are set per config (attention_configs.descriptor_blocks)."""
+    descs = []
+    for t in tensors:
+        rows, d = t.numel() // t.shape[-1], t.shape[-1]
+        descs.append(TensorDescriptor(t, shape=[rows, d], strides=[d, 1], block_shape=[1, d]))
+    return descs
+
+
 def _forward(q, k, v, plan: _Plan):
     import torch
     Z, H, N, D = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((Z, H, N), device=q.device, dtype=plan.acc_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_M"]), Z * H)
-    _fwd[grid](q, k, v, o, lse, *q.stride(), H, N, plan.sparse_args(False),
-               **plan.constexprs(backward=False))
+    tensors = (q, k, v, o)
+    desc = forward_descriptors_apply(*tensors)
+    if desc:
+        tensors = _row_descriptors(*tensors)
+    _fwd[grid](*tensors, lse, *q.stride(), H, N, plan.sparse_args(False),
+               **plan.constexprs(backward=False), DESC=desc)
     return o, lse
 
 

@@ -20,8 +20,8 @@ from tegula.kernels.attention_common import (
     allowed_of,
     score_mod_grad,
     scores_base2,
-    sparse_run_bounds,
-    sparse_run_count,
+    sparse_span_bounds,
+    sparse_span_count,
 )
 
 
@@ -44,11 +44,12 @@ def attention_bwd_preprocess(o_ptr, do_ptr, delta_ptr, stride_z, stride_h, strid
 def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d, start_m, offs_n, offs_d,
                sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr,
                score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
-               BLOCK_M: tl.constexpr, PRECISION: tl.constexpr):
+               BLOCK_M: tl.constexpr, PRECISION: tl.constexpr, IN_RANGE: tl.constexpr, mask_now):
+    """One Q block of a dK/dV program; `mask_now` as in the forward's step."""
     offs_m = start_m + tl.arange(0, BLOCK_M)
     qt_ptrs = q_base + offs_m[None, :] * stride_n + offs_d[:, None] * stride_d  # Q^T block: HEAD_DIM x BLOCK_M
     do_ptrs = do_base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d
-    if MASKED:
+    if MASKED and not IN_RANGE:
         in_q = offs_m < N_CTX
         qt = tl.load(qt_ptrs, mask=in_q[None, :], other=0.0)
         # lse = +inf on padded rows makes their probabilities 0
@@ -63,7 +64,10 @@ def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, st
     p_t = tl.exp2(scores_base2(qk_t, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX, SCORE_MOD, score_args)
                   - lse[None, :])
     if MASKED:
-        p_t = tl.where(allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args), p_t, 0.0)
+        if mask_now:
+            p_t = tl.where(allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args, IN_RANGE), p_t,
+                           0.0)
+    if MASKED and not IN_RANGE:
         do = tl.load(do_ptrs, mask=in_q[:, None], other=0.0)
         delta = tl.load(delta_base + offs_m, mask=in_q, other=0.0)
     else:
@@ -76,7 +80,7 @@ def _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, st
     # the second read of the same rows hits L2.
     do_t_ptrs = do_base + offs_m[None, :] * stride_n + offs_d[:, None] * stride_d
     q_ptrs = q_base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d
-    if MASKED:
+    if MASKED and not IN_RANGE:
         do_t = tl.load(do_t_ptrs, mask=in_q[None, :], other=0.0)
         q = tl.load(q_ptrs, mask=in_q[:, None], other=0.0)
     else:
@@ -97,7 +101,7 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
                               HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
                               SPARSE: tl.constexpr,
                               SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
-                              ON_GPU: tl.constexpr,
+                              ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse`: () or a BlockMask's runs per KV block (of Q blocks), laid out as the
     forward's (attention_fwd.py)."""
@@ -122,18 +126,13 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
     dv = tl.zeros((BLOCK_N, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
         kv_blk = start_n // SPARSE_KV
-        for r in range(sparse_run_count(sparse, off_b, off_h, kv_blk, True)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, kv_blk, r, True, SPARSE_Q)
+        for r in range(sparse_span_count(sparse, off_b, off_h, kv_blk)):
+            lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, kv_blk, r, SPARSE_Q)
             for start_m in range(lo, hi, BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                     start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
-        for r in range(sparse_run_count(sparse, off_b, off_h, kv_blk, False)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, kv_blk, r, False, SPARSE_Q)
-            for start_m in range(lo, hi, BLOCK_M):
-                dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
-                                    start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
+                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION,
+                                    IN_RANGE, (start_m < full_lo) | (start_m >= full_hi))
     else:
         whole_end = N_CTX - N_CTX % BLOCK_M  # query blocks before this need no bounds mask
         if CAUSAL:
@@ -143,7 +142,8 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
             for start_m in range(start_n, tl.minimum(diag_end, N_CTX), BLOCK_M):
                 dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                     start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
+                                    SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION,
+                                    IN_RANGE, True)
             unmasked_start = diag_end
             tail_start = tl.maximum(diag_end, whole_end)
         else:
@@ -152,11 +152,13 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
         for start_m in range(unmasked_start, whole_end, BLOCK_M):
             dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                 start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION)
+                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_M, PRECISION,
+                                    IN_RANGE, True)
         for start_m in range(tail_start, N_CTX, BLOCK_M):
             dk, dv = _dkdv_step(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_n, stride_d,
                                 start_m, offs_n, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION)
+                                SCORE_GRAD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_M, PRECISION,
+                                    IN_RANGE, True)
     tl.store(dk_ptr + kv_ptrs, (dk * SM_SCALE).to(dk_ptr.dtype.element_ty), mask=in_kv[:, None])
     tl.store(dv_ptr + kv_ptrs, dv.to(dv_ptr.dtype.element_ty), mask=in_kv[:, None])
 
@@ -165,10 +167,11 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
 def _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m, offs_d,
              sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, SCORE_GRAD: tl.constexpr,
              score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
-             BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+             BLOCK_N: tl.constexpr, PRECISION: tl.constexpr, IN_RANGE: tl.constexpr, mask_now):
+    """One KV block of a dQ program; `mask_now` as in the forward's step."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
     t_ptrs = offs_n[None, :] * stride_n + offs_d[:, None] * stride_d  # HEAD_DIM x BLOCK_N
-    if MASKED:
+    if MASKED and not IN_RANGE:
         kt = tl.load(k_base + t_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
         vt = tl.load(v_base + t_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
     else:
@@ -180,13 +183,14 @@ def _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n,
     p = tl.exp2(scores_base2(qk, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX, SCORE_MOD, score_args)
                 - lse[:, None])
     if MASKED:
-        p = tl.where(allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args), p, 0.0)
+        if mask_now:
+            p = tl.where(allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args, IN_RANGE), p, 0.0)
     dp = tl.dot(do, vt, input_precision=PRECISION)
     ds = p * (dp - delta[:, None])
     ds = score_mod_grad(ds, qk, sm_scale, off_b, off_h, q_idx, kv_idx, N_CTX, SCORE_GRAD, score_args)
     # K again, row-major, instead of tl.trans(kt): keeps both K loads pipelinable (see _dkdv_step)
     k_ptrs = k_base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
-    if MASKED:
+    if MASKED and not IN_RANGE:
         k = tl.load(k_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
     else:
         k = tl.load(k_ptrs)
@@ -201,7 +205,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
                             HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
                             SPARSE: tl.constexpr,
                             SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
-                            ON_GPU: tl.constexpr,
+                            ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse`: () or the forward's runs (per Q block, of KV blocks)."""
     batch_head = tl.program_id(1)
@@ -223,18 +227,13 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
     dq = tl.zeros((BLOCK_M, HEAD_DIM), dtype=lse_ptr.dtype.element_ty)
     if SPARSE:
         q_blk = start_m // SPARSE_Q
-        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, True)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, True, SPARSE_KV)
+        for r in range(sparse_span_count(sparse, off_b, off_h, q_blk)):
+            lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, q_blk, r, SPARSE_KV)
             for start_n in range(lo, hi, BLOCK_N):
                 dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
                               offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                              mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, False)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, False, SPARSE_KV)
-            for start_n in range(lo, hi, BLOCK_N):
-                dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
-                              offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                              mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+                              mask_args, CAUSAL, True, BLOCK_N, PRECISION, IN_RANGE,
+                              (start_n < full_lo) | (start_n >= full_hi))
     else:
         if CAUSAL:
             unmasked_end = start_m  # BLOCK_M % BLOCK_N == 0
@@ -245,9 +244,9 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
         for start_n in range(0, unmasked_end, BLOCK_N):
             dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
                           offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                          mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+                          mask_args, CAUSAL, False, BLOCK_N, PRECISION, IN_RANGE, True)
         for start_n in range(unmasked_end, masked_end, BLOCK_N):
             dq = _dq_step(dq, q, do, lse, delta, k_base, v_base, stride_n, stride_d, start_n, offs_m,
                           offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, SCORE_GRAD, score_args, MASK_MOD,
-                          mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+                          mask_args, CAUSAL, True, BLOCK_N, PRECISION, IN_RANGE, True)
     tl.store(dq_ptr + q_ptrs, (dq * SM_SCALE).to(dq_ptr.dtype.element_ty), mask=in_q[:, None])

@@ -42,40 +42,42 @@ def score_mod_grad(ds, qk, sm_scale: tl.constexpr, off_b, off_h, q_idx, kv_idx, 
 
 @triton.jit
 def allowed_of(off_b, off_h, q_idx, kv_idx, N_CTX, CAUSAL: tl.constexpr,
-               MASK_MOD: tl.constexpr, mask_args):
-    """Which (q, kv) pairs of a block take part: in range, causal, and mask_mod."""
-    allowed = (q_idx < N_CTX) & (kv_idx < N_CTX)
-    if CAUSAL:
-        allowed = allowed & (q_idx >= kv_idx)
-    if MASK_MOD is not None:
-        allowed = allowed & MASK_MOD(off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *mask_args)
+               MASK_MOD: tl.constexpr, mask_args, IN_RANGE: tl.constexpr):
+    """Which (q, kv) pairs of a block take part: in range, causal, and mask_mod.
+
+    IN_RANGE: the caller knows every index is below N_CTX (N_CTX a multiple of the
+    blocks), so neither the range test nor the wrapping is needed: a masked block then
+    costs only its causal and mask_mod tests."""
+    if IN_RANGE:
+        allowed = q_idx >= 0  # all true, in the broadcast shape
+        if CAUSAL:
+            allowed = q_idx >= kv_idx
+        if MASK_MOD is not None:
+            allowed = allowed & MASK_MOD(off_b, off_h, q_idx, kv_idx, *mask_args)
+    else:
+        allowed = (q_idx < N_CTX) & (kv_idx < N_CTX)
+        if CAUSAL:
+            allowed = allowed & (q_idx >= kv_idx)
+        if MASK_MOD is not None:
+            allowed = allowed & MASK_MOD(off_b, off_h, q_idx % N_CTX, kv_idx % N_CTX, *mask_args)
     return allowed
 
 
-
-# A BlockMask's runs as the kernels get them (flex.BlockMask.kernel_args): `sparse` =
-# (partial count, first, end, full count, first, end, count strides z, h, run strides
-# z, h, row). Only these two helpers read that layout.
+# A BlockMask's spans as the kernels get them (flex.BlockMask.kernel_args): `sparse` =
+# (span count, first, full first, full end, end, count strides z, h, span strides z, h,
+# row). Only these two helpers read that layout. A span is one loop over consecutive
+# blocks: its full blocks [full first, full end) unmasked, the others masked.
 
 @triton.jit
-def sparse_run_count(sparse, off_b, off_h, blk, FULL: tl.constexpr):
-    """How many runs of full (FULL) or partial blocks block `blk` of this (b, h) walks."""
-    if FULL:
-        counts = sparse[3]
-    else:
-        counts = sparse[0]
-    return tl.load(counts + off_b * sparse[6] + off_h * sparse[7] + blk)
+def sparse_span_count(sparse, off_b, off_h, blk):
+    """How many spans block `blk` of this (b, h) walks."""
+    return tl.load(sparse[0] + off_b * sparse[5] + off_h * sparse[6] + blk)
 
 
 @triton.jit
-def sparse_run_bounds(sparse, off_b, off_h, blk, r, FULL: tl.constexpr, SCALE: tl.constexpr):
-    """Run `r`'s first and end positions (its mask blocks times SCALE, the mask block
-    size along the walked dimension)."""
-    if FULL:
-        first = sparse[4]
-        end = sparse[5]
-    else:
-        first = sparse[1]
-        end = sparse[2]
-    at = off_b * sparse[8] + off_h * sparse[9] + blk * sparse[10] + r
-    return tl.load(first + at) * SCALE, tl.load(end + at) * SCALE
+def sparse_span_bounds(sparse, off_b, off_h, blk, r, SCALE: tl.constexpr):
+    """Span `r`'s first, full first, full end and end positions (its mask blocks times
+    SCALE, the mask block size along the walked dimension)."""
+    at = off_b * sparse[7] + off_h * sparse[8] + blk * sparse[9] + r
+    return (tl.load(sparse[1] + at) * SCALE, tl.load(sparse[2] + at) * SCALE, tl.load(sparse[3] + at) * SCALE,
+            tl.load(sparse[4] + at) * SCALE)

@@ -8,6 +8,9 @@ entry and pick from their own list. Pruning keeps the configs whose blocks fit t
 call: the causal diagonal needs the outer block to be a multiple of the inner one, a
 BlockMask needs the kernel's blocks to divide its blocks, and head dim 256 keeps the
 shared-memory rings small.
+
+The forward kernel's GPU configs carry a pre-hook that gives its tensor descriptors (the
+DESC path, attention.py) the config's blocks, as Triton's tutorial 06 does.
 """
 import itertools
 
@@ -15,17 +18,32 @@ import tegula as triton
 
 _HOST = [(32, 16), (16, 16)]
 _GPU = [(bm, bn, s, w) for bm, bn, s, w in itertools.product((64, 128), (32, 64, 128), (2, 3, 4), (4, 8))]
+# A length that is a multiple of this is a multiple of every config's blocks: the kernels
+# then need no bounds masks (IN_RANGE) and the forward may read rows by descriptor.
+LARGEST_BLOCK = 128
 
 
-def _configs(host_pairs, gpu, swap=False):
-    host = [triton.Config({"BLOCK_M": n if swap else m, "BLOCK_N": m if swap else n}, num_warps=4, num_stages=2)
+def descriptor_blocks(nargs) -> None:
+    """The forward kernel's descriptors read and write blocks of the config's shape."""
+    if nargs.get("DESC"):
+        bm, bn, d = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["HEAD_DIM"]
+        nargs["q_ptr"].block_shape = [bm, d]
+        nargs["out_ptr"].block_shape = [bm, d]
+        nargs["k_ptr"].block_shape = [bn, d]
+        nargs["v_ptr"].block_shape = [bn, d]
+
+
+def _configs(host_pairs, gpu, swap=False, pre_hook=None):
+    host = [triton.Config({"BLOCK_M": n if swap else m, "BLOCK_N": m if swap else n}, num_warps=4, num_stages=2,
+                          pre_hook=pre_hook)
             for m, n in host_pairs]
-    dev = [triton.Config({"BLOCK_M": bn if swap else bm, "BLOCK_N": bm if swap else bn}, num_stages=s, num_warps=w)
+    dev = [triton.Config({"BLOCK_M": bn if swap else bm, "BLOCK_N": bm if swap else bn}, num_stages=s, num_warps=w,
+                         pre_hook=pre_hook)
            for bm, bn, s, w in gpu]
     return host, dev
 
 
-FWD_HOST, FWD_GPU = _configs(_HOST, _GPU)
+FWD_HOST, FWD_GPU = _configs(_HOST, _GPU, pre_hook=descriptor_blocks)
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)
 # dK/dV owns the key block (the outer one) and steps over queries: BLOCK_N outer.
 DKDV_HOST, DKDV_GPU = _configs(_HOST, _GPU, swap=True)
@@ -62,3 +80,5 @@ DKDV_PRUNE = _pruner(DKDV_HOST, DKDV_GPU, "BLOCK_N", "BLOCK_M")
 # adds elementwise work, it does not move the best tile shape much), so a model with a
 # few variants tunes once per shape rather than once per variant.
 TUNING_KEY = ["N_CTX", "HEAD_DIM", "CAUSAL", "SPARSE", "SPARSE_Q", "SPARSE_KV", "ON_GPU"]
+# the forward's descriptor path (TMA on Hopper) may prefer other blocks than its pointer path
+FWD_TUNING_KEY = TUNING_KEY + ["DESC"]

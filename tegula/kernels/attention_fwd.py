@@ -10,31 +10,39 @@ Which KV blocks a program visits:
 - dense, not causal: all; only the tail block past the last whole one is masked;
 - dense, causal: the blocks left of the diagonal unmasked, the diagonal ones masked, the
   rest skipped (BLOCK_M must be a multiple of BLOCK_N);
-- SPARSE (a BlockMask): the full blocks of its Q block unmasked, then its partial blocks
-  with the mask_mod (and causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks.
-  Blocks are walked as runs of consecutive blocks (flex.py), not one list entry at a time.
+- SPARSE (a BlockMask): its Q block's visited blocks, as spans of consecutive blocks
+  (flex.py) whose full blocks are unmasked and whose partial ones take the mask_mod (and
+  causal, if set); loops whose addresses depend only on their counter, so they are
+  pipelined. BLOCK_M and BLOCK_N divide the mask's blocks.
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_run_bounds, sparse_run_count
+from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_span_bounds, sparse_span_count
 
 
 @triton.jit
 def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, offs_m, offs_d,
               sm_scale: tl.constexpr, off_b, off_h, N_CTX,
               SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
-              CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+              CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+              DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr):
+    """One KV block. With DESC, k_base / v_base are descriptors over the [Z*H*N, D] rows
+    (this head's first row kv_row0; N is a multiple of BLOCK_N, so a block never reaches
+    into the next head), read by TMA; else pointers to this head's rows."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
-    kt_ptrs = k_base + offs_n[None, :] * stride_n + offs_d[:, None] * stride_d  # K^T block: HEAD_DIM x BLOCK_N
-    v_ptrs = v_base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
-    if MASKED:
-        kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+    if DESC:
+        kt = k_base.load([kv_row0 + start_n, 0]).T
     else:
-        kt = tl.load(kt_ptrs)
+        kt_ptrs = k_base + offs_n[None, :] * stride_n + offs_d[:, None] * stride_d  # K^T block: HEAD_DIM x BLOCK_N
+        if MASKED and not IN_RANGE:
+            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+        else:
+            kt = tl.load(kt_ptrs)
     qk = tl.dot(q, kt, input_precision=PRECISION)
     s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
     if MASKED:
-        allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args)
+        allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args,
+                             IN_RANGE)
         s = tl.where(allowed, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
     # A row with nothing allowed so far has m_new = -inf; shifting by 0 instead keeps
@@ -43,10 +51,14 @@ def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, off
     p = tl.exp2(s - shift[:, None])
     alpha = tl.exp2(m_i - shift)
     l_i = l_i * alpha + tl.sum(p, 1)
-    if MASKED:
-        v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+    if DESC:
+        v = v_base.load([kv_row0 + start_n, 0])
     else:
-        v = tl.load(v_ptrs)
+        v_ptrs = v_base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
+        if MASKED and not IN_RANGE:
+            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+        else:
+            v = tl.load(v_ptrs)
     acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
     return acc, l_i, m_new
 
@@ -58,12 +70,17 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
                          SPARSE: tl.constexpr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
-                         ON_GPU: tl.constexpr,
+                         ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse` is () when not SPARSE, else a BlockMask's runs per Q block: (partial run
     count, run first blocks, run end blocks, the same three for full runs, count strides
     z, h, run strides z, h, q). A run is a range of consecutive KV blocks: walking one
-    is a loop whose addresses depend only on its counter, which the compiler pipelines."""
+    is a loop whose addresses depend only on its counter, which the compiler pipelines.
+
+    DESC: q_ptr, k_ptr, v_ptr and out_ptr are tensor descriptors over the contiguous
+    inputs viewed as [Z*H*N, D] rows (blocks [BLOCK_M, D] for q and out, [BLOCK_N, D]
+    for k and v), N a multiple of both blocks; on Hopper their loads and the output
+    store are TMA copies. The Q and KV rows of a (z, h) start at row0."""
     block_m = tl.program_id(0)
     batch_head = tl.program_id(1)
     off_b = batch_head // H
@@ -74,28 +91,41 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     in_q = offs_m < N_CTX
-    q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=in_q[:, None], other=0.0)
-    k_base = k_ptr + base
-    v_base = v_ptr + base
+    row0 = batch_head * N_CTX
+    if DESC:
+        q = q_ptr.load([row0 + start_m, 0])
+        k_base = k_ptr
+        v_base = v_ptr
+    else:
+        q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=in_q[:, None],
+                    other=0.0)
+        k_base = k_ptr + base
+        v_base = v_ptr + base
 
     acc_ty = lse_ptr.dtype.element_ty  # fp32, or fp64 for fp64 inputs
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=acc_ty)
     l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
+        # Each span as three loops: its masked lead, its full run unmasked, its masked
+        # tail. (One loop with a run-time `if` around the mask, as the backward kernels
+        # walk a span, made this kernel's scores change layout through shared memory
+        # every block under tegula: 1.75x slower on a sliding window. See internals.md.)
         q_blk = start_m // SPARSE_Q
-        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, True)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, True, SPARSE_KV)
-            for start_n in range(lo, hi, BLOCK_N):
+        for r in range(sparse_span_count(sparse, off_b, off_h, q_blk)):
+            lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, q_blk, r, SPARSE_KV)
+            for start_n in range(lo, full_lo, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                           offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
-        for r in range(sparse_run_count(sparse, off_b, off_h, q_blk, False)):
-            lo, hi = sparse_run_bounds(sparse, off_b, off_h, q_blk, r, False, SPARSE_KV)
-            for start_n in range(lo, hi, BLOCK_N):
+                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
+            for start_n in range(full_lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                           offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
+            for start_n in range(full_hi, hi, BLOCK_N):
+                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
+                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
+                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
     else:
         if CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
@@ -107,17 +137,20 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         for start_n in range(0, unmasked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                       offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION)
+                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
         for start_n in range(unmasked_end, masked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                       offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION)
+                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
     # probability the backward recomputes for them exp2(s - inf) = 0.
     empty = l_i == 0.0
     l_safe = tl.where(empty, 1.0, l_i)
     out = acc / l_safe[:, None]
     lse = tl.where(empty, float("inf"), m_i + tl.log2(l_safe))
-    tl.store(out_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
-             out.to(out_ptr.dtype.element_ty), mask=in_q[:, None])
+    if DESC:
+        out_ptr.store([row0 + start_m, 0], out.to(out_ptr.dtype))
+    else:
+        tl.store(out_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
+                 out.to(out_ptr.dtype.element_ty), mask=in_q[:, None])
     tl.store(lse_ptr + batch_head.to(tl.int64) * N_CTX + offs_m, lse, mask=in_q)

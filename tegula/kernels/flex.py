@@ -129,34 +129,60 @@ class BlockMask:
 
     def kernel_args(self, Z: int, H: int, transposed: bool) -> tuple:
         """What the kernels walk: per Q block (forward, dQ) or per KV block (dK/dV,
-        `transposed`), the runs of consecutive partial and full blocks, broadcast to
-        [Z, H, ...] (stride 0 where B or H is 1): (partial run count, run first blocks,
-        run end blocks, the same for full runs, count strides z, h, run strides z, h, row)."""
+        `transposed`), the spans of consecutive visited blocks (`_spans`), broadcast to
+        [Z, H, ...] (stride 0 where B or H is 1): (span count, span first blocks, full
+        first blocks, full end blocks, span end blocks, count strides z, h, span strides
+        z, h, row)."""
         B, Hm = self.kv_num_blocks.shape[:2]
         if B not in (1, Z) or Hm not in (1, H):
             raise ValueError(f"block mask for B={B}, H={Hm} does not fit Z={Z}, H={H}")
         key = (Z, H, transposed)
         if key not in self._runs:
             states = self.states.transpose(-1, -2) if transposed else self.states
-            part, full = _runs(states == PARTIAL), _runs(states == FULL)
-            part, full = ([t.expand(Z, H, *t.shape[2:]) for t in ts] for ts in (part, full))
-            count, first = part[0], part[1]
-            self._runs[key] = (*part, *full, count.stride(0), count.stride(1),
+            spans = [t.expand(Z, H, *t.shape[2:]) for t in _spans(states)]
+            count, first = spans[0], spans[1]
+            self._runs[key] = (*spans, count.stride(0), count.stride(1),
                                first.stride(0), first.stride(1), first.stride(2))
         return self._runs[key]
 
 
-def _runs(flags):
-    """bool [..., n] -> (count, first, end) of the runs of consecutive True entries:
-    int32 [...], and [..., n] int32 whose first `count` entries are valid."""
+def _spans(states):
+    """int8 [..., n] block states -> the spans a kernel walks, each one pipelined loop:
+    (count [...], first, full_first, full_end, end [..., n]) int32, the first `count`
+    entries valid. A span is a run of consecutive visited blocks holding at most one run
+    of FULL blocks, [full_first, full_end) (empty: full_first == full_end == first); the
+    kernels mask the span's other blocks. A visited run with several full runs is split
+    at each full run after its first, so only PARTIAL blocks are ever masked."""
     import torch
-    before = torch.zeros_like(flags)
-    before[..., 1:] = flags[..., :-1]
-    after = torch.zeros_like(flags)
-    after[..., :-1] = flags[..., 1:]
-    count, first = _compact(flags & ~before)
-    _, last = _compact(flags & ~after)
-    return count, first, (last + 1).to(torch.int32)
+    import torch.nn.functional as F
+
+    def before(t):  # t shifted one block later: the previous block's flag
+        return F.pad(t[..., :-1], (1, 0))
+
+    def after(t):
+        return F.pad(t[..., 1:], (0, 1))
+
+    visited, full = states != EMPTY, states == FULL
+    run_start = visited & ~before(visited)
+    full_start = full & ~before(full)
+    full_starts = full_start.to(torch.int32).cumsum(-1)
+    # full runs begun in this visited run so far: the count minus the count at its start
+    # (a running maximum carries the start's count forward: counts never decrease)
+    at_run_start = torch.where(run_start, full_starts - full_start.to(torch.int32), 0).cummax(-1).values
+    begin = run_start | (full_start & (full_starts - at_run_start >= 2))
+    last = visited & (~after(visited) | after(begin))
+    count, first = _compact(begin)
+    _, last_at = _compact(last)
+    end = (last_at + 1).to(torch.int32)
+    # each block's span (valid on visited blocks); one spare slot takes the others
+    n = states.shape[-1]
+    span = begin.to(torch.int64).cumsum(-1) - 1
+    position = torch.arange(n, device=states.device, dtype=torch.int32).expand_as(span)
+    spare = torch.full_like(span, n)
+    full_first = torch.cat([first, first[..., :1]], -1).scatter(-1, torch.where(full_start, span, spare), position)
+    full_end = torch.cat([first, first[..., :1]], -1).scatter(
+        -1, torch.where(full & ~after(full), span, spare), position + 1)
+    return count, first, full_first[..., :n].contiguous(), full_end[..., :n].contiguous(), end
 
 
 def _compact(flags):
@@ -177,7 +203,7 @@ def _block_states_kernel(state_ptr, N_CTX, H, n_q_blocks, n_kv_blocks,
     bh = tl.program_id(2)
     q_idx = q_blk * Q_BLOCK + tl.arange(0, Q_BLOCK)[:, None]
     kv_idx = kv_blk * KV_BLOCK + tl.arange(0, KV_BLOCK)[None, :]
-    allowed = allowed_of(bh // H, bh % H, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args)
+    allowed = allowed_of(bh // H, bh % H, q_idx, kv_idx, N_CTX, CAUSAL, MASK_MOD, mask_args, False)
     n_allowed = tl.sum(tl.sum(allowed.to(tl.int32), 1), 0)
     # A block reaching past N_CTX is never FULL: full blocks are visited without any
     # masking, bounds checks included.

@@ -1,7 +1,8 @@
 """The `on` fixture of the end-to-end kernel tests: each test runs on the numpy
 interpreter (forced with TEGULA_INTERPRET=1), on the compiled CPU backend, on the CUDA
 lowering through the host emulator (CPU machines), and on a real GPU when there is
-one; `on(a)` moves a numpy array to where the kernel runs and `on.back(x)` brings it
+one (a test may also ask for "cuda-emulated-sm90": the emulator lowering for Hopper,
+wgmma and TMA); `on(a)` moves a numpy array to where the kernel runs and `on.back(x)` brings it
 back as numpy."""
 from __future__ import annotations
 
@@ -50,9 +51,10 @@ def on(request, monkeypatch):
             obj.clear_cache()
     if name == "cuda" and not HAS_CUDA:
         pytest.skip("no CUDA GPU")
-    if name == "cuda-emulated":
+    if name.startswith("cuda-emulated"):
         if HAS_CUDA:
             pytest.skip("host arrays run on the GPU's own backend here")
+        monkeypatch.setattr(EmulatedCudaBackend, "capability", 90 if name.endswith("sm90") else 80)
         original = backend_registry._FACTORIES["cpu"]
         before = EmulatedCudaBackend.launches
         backend_registry.register_backend("cpu", EmulatedCudaBackend)

@@ -151,6 +151,55 @@ def test_variant_compiled_host_backends(on, name):
     check_variant(name, 1, 1, 40, 16, torch.float32, "cpu")
 
 
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+@pytest.mark.parametrize("name", ["causal", "sliding_window", "softcap_document_block_mask"])
+def test_descriptor_path_variants(on, name):
+    """fp16 inputs whose length is a multiple of 128 take the forward's descriptor path
+    (the [Z*H*N, D] rows read through tensor descriptors), dense and block-sparse."""
+    check_variant(name, 1, 2, 128, 16, torch.float16, "cpu")
+
+
+def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages):
+    """The forward kernel's descriptor path launched directly with one config."""
+    import importlib
+
+    library = importlib.import_module("tegula.kernels.attention")
+    from tegula.kernels.attention_configs import descriptor_blocks
+
+    Z, H, N, D = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty((Z, H, N), dtype=torch.float32)
+    assert library.forward_descriptors_apply(q, k, v, o)
+    descs = library._row_descriptors(q, k, v, o)
+    nargs = dict(q_ptr=descs[0], k_ptr=descs[1], v_ptr=descs[2], out_ptr=descs[3], DESC=True, BLOCK_M=BM,
+                 BLOCK_N=BN, HEAD_DIM=D)
+    descriptor_blocks(nargs)
+    compiled = attention_fwd_kernel[(N // BM, Z * H)](
+        *descs, lse, *q.stride(), H, N, (), None, (), None, (), HEAD_DIM=D, SM_SCALE=D ** -0.5, CAUSAL=causal,
+        SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32", ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM,
+        BLOCK_N=BN, num_warps=warps, num_stages=stages)
+    return o, lse, compiled
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_descriptor_forward_runs_on_tma(on, causal):
+    """On Hopper the descriptor path's Q, K, V blocks arrive by TMA and the output leaves
+    by a TMA store, feeding wgmma (emulated at sm_90a, a GPU-sized config)."""
+    Z, H, N, D = 1, 2, 128, 32
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    o, lse, compiled = _forward_through_descriptors(q, k, v, causal, 64, 64, 4, 2)
+    tgir = compiled.asm["tgir"]
+    # a descriptor store left in the GPU IR is a TMA store (others become pointer stores)
+    assert "tma_load" in tgir and "descriptor_store" in tgir and "version=3" in tgir
+    want = reference(q.double(), k.double(), v.double(), causal=causal)
+    torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
+    s = (q.double() @ k.double().transpose(-1, -2)) * D ** -0.5
+    if causal:
+        s = s.masked_fill(torch.ones(N, N, dtype=torch.bool).triu(1), float("-inf"))
+    torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1) / math.log(2), atol=1e-4, rtol=1e-4)
+
+
 @pytest.fixture
 def one_gpu_config(monkeypatch):
     """One GPU config per kernel (128 x 64 blocks, 3 stages, 8 warps; the test is about
@@ -176,6 +225,15 @@ GPU_CASES = ([(name, torch.float16) for name in VARIANTS]
 @pytest.mark.parametrize("name, dtype", GPU_CASES)
 def test_variant_gpu(on, name, dtype, one_gpu_config):
     check_variant(name, 2, 3, 300, 64, dtype, "cuda")
+
+
+@pytest.mark.parametrize("on", ["cuda"], indirect=True)
+@pytest.mark.parametrize("name", ["dense", "causal", "sliding_window", "alibi_causal", "softcap_document_block_mask"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_variant_gpu_descriptor_path(on, name, dtype, one_gpu_config):
+    """A length that is a multiple of every block: the forward reads Q, K, V by TMA and
+    stores O by TMA, and no kernel masks bounds."""
+    check_variant(name, 2, 3, 384, 64, dtype, "cuda")
 
 
 @pytest.mark.parametrize("on", ["interpreter"], indirect=True)
@@ -273,6 +331,24 @@ def test_score_mod_without_gradient_rule_is_forward_only(on):
         out.sum().backward()
 
 
+def test_spans_hold_at_most_one_full_run():
+    """Visited runs become spans of the form partial* full* partial*: a second full run
+    starts a new span, so the kernels mask only partial blocks."""
+    from tegula.kernels.flex import FULL, PARTIAL, _spans
+    E, P, F = 0, PARTIAL, FULL
+    rows = {(P, F, F, F, P, E, E): [(0, 1, 4, 5)],
+            (E, P, P, E, F, F, E): [(1, 1, 1, 3), (4, 4, 6, 6)],
+            (F, F, P, F, F, P, P): [(0, 0, 2, 3), (3, 3, 5, 7)],
+            (E,) * 7: [],
+            (P, F, P, F, P, E, F): [(0, 1, 2, 3), (3, 3, 4, 5), (6, 6, 7, 7)]}
+    states = torch.tensor(list(rows), dtype=torch.int8).view(1, 1, len(rows), 7)
+    count, first, full_first, full_end, end = (t[0, 0] for t in _spans(states))
+    for i, want in enumerate(rows.values()):
+        got = [(int(first[i, r]), int(full_first[i, r]), int(full_end[i, r]), int(end[i, r]))
+               for r in range(int(count[i]))]
+        assert got == want
+
+
 @pytest.mark.parametrize("on", ["interpreter"], indirect=True)
 def test_block_mask_matches_dense_evaluation(on):
     """The block states from the tegula kernel equal those of the torch reference mask,
@@ -294,12 +370,17 @@ def test_block_mask_matches_dense_evaluation(on):
     for row in range(n_blk):
         for got, flags in ((bm.kv_indices, partial[row]), (bm.full_kv_indices, full[row])):
             assert got[0, 0, row, :int(flags.sum())].tolist() == torch.nonzero(flags).flatten().tolist()
-    # the runs the kernels walk cover exactly the listed blocks
-    count, first, end, full_count, full_first, full_end = bm.kernel_args(1, 1, transposed=False)[:6]
+    # the spans the kernels walk cover exactly the listed blocks, masking the partial ones
+    count, first, full_first, full_end, end = (t[0, 0] for t in bm.kernel_args(1, 1, transposed=False)[:5])
     for row in range(n_blk):
-        for c, f, e, flags in ((count, first, end, partial[row]), (full_count, full_first, full_end, full[row])):
-            covered = [b for r in range(int(c[0, 0, row])) for b in range(int(f[0, 0, row, r]), int(e[0, 0, row, r]))]
-            assert covered == torch.nonzero(flags).flatten().tolist()
+        masked, unmasked = [], []
+        for r in range(int(count[row])):
+            for b in range(int(first[row, r]), int(end[row, r])):
+                (unmasked if full_first[row, r] <= b < full_end[row, r] else masked).append(b)
+        assert masked == torch.nonzero(partial[row]).flatten().tolist()
+        assert unmasked == torch.nonzero(full[row]).flatten().tolist()
+        # a sliding window's visited blocks are consecutive: one loop for each Q block
+        assert int(count[row]) == 1
     assert bm.visited_fraction() == pytest.approx(float((per_block > 0).sum()) / n_blk ** 2)
     assert bm.visited_fraction() < 0.5
 

@@ -19,6 +19,9 @@ class EmulatedCudaBackend:
     binary_stage = None
     disk_cacheable = False
     launches = 0
+    # the capability it lowers for: 80 (mma.sync, cp.async), or 90 (wgmma, TMA) where a
+    # test asks for Hopper's paths (the `on` fixture's "cuda-emulated-sm90")
+    capability = 80
     # also compile each kernel to PTX + cubin for these capabilities (CI's "every example
     # kernel assembles" check); names of the kernels compiled so are collected
     ptx_capabilities: tuple[int, ...] = ()
@@ -39,10 +42,10 @@ class EmulatedCudaBackend:
 
         # the emulator's debug mode is checked mode with device asserts
         debug = bool(option(options, "debug", False)) or bool(option(options, "checked", False))
-        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug,
+        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug, capability=self.capability,
                             num_stages=int(option(options, "num_stages", 3)))
-        EmulatedCudaBackend._built[(id(kernel), ek.num_warps, debug, int(option(options, "num_stages", 3)))] = (
-            kernel, ek)
+        EmulatedCudaBackend._built[(id(kernel), ek.num_warps, debug, int(option(options, "num_stages", 3)),
+                                    self.capability)] = (kernel, ek)
         for cap in self.ptx_capabilities:
             asm, _md = compile_kernel(kernel, options, cap)
             assert asm["ptx"] and ("cubin" in asm or cap == 0)
@@ -53,9 +56,10 @@ class EmulatedCudaBackend:
         md = compiled.metadata
         checked = bool(getattr(md, "debug", False)) or bool(getattr(md, "checked", False))
         kernel, ek = EmulatedCudaBackend._built.pop((id(compiled.ir), int(md.num_warps), checked,
-                                                     int(md.num_stages)), (None, None))
+                                                     int(md.num_stages), self.capability), (None, None))
         if kernel is not compiled.ir:
-            ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, num_stages=int(md.num_stages))
+            ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, capability=self.capability,
+                                num_stages=int(md.num_stages))
         names = list(md.arg_names)
         written = [i for i, n in enumerate(names) if n in set(md.written_args)]
         host = HostArgs(md.name, names, written)
