@@ -10,10 +10,10 @@ Which KV blocks a program visits:
 - dense, not causal: all; only the tail block past the last whole one is masked;
 - dense, causal: the blocks left of the diagonal unmasked, the diagonal ones masked, the
   rest skipped (BLOCK_M must be a multiple of BLOCK_N);
-- SPARSE (a BlockMask): its Q block's visited blocks, as spans of consecutive blocks
-  (flex.py) whose full blocks are unmasked and whose partial ones take the mask_mod (and
-  causal, if set); loops whose addresses depend only on their counter, so they are
-  pipelined. BLOCK_M and BLOCK_N divide the mask's blocks.
+- SPARSE (a BlockMask): its Q block's visited blocks, walked as spans of consecutive
+  blocks (flex.py), each one loop whose addresses depend only on its counter (so it is
+  pipelined): the span's full blocks unmasked, its partial ones with the mask_mod (and
+  causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks.
 """
 import tegula as triton
 import tegula.language as tl
@@ -25,10 +25,12 @@ def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, off
               sm_scale: tl.constexpr, off_b, off_h, N_CTX,
               SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
               CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
-              DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr):
+              DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr, mask_now):
     """One KV block. With DESC, k_base / v_base are descriptors over the [Z*H*N, D] rows
     (this head's first row kv_row0; N is a multiple of BLOCK_N, so a block never reaches
-    into the next head), read by TMA; else pointers to this head's rows."""
+    into the next head), read by TMA; else pointers to this head's rows. A MASKED step
+    applies the masks where `mask_now`: a run-time flag in a block-sparse span (whose
+    full blocks skip the mask), the constant True elsewhere."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
     if DESC:
         kt = k_base.load([kv_row0 + start_n, 0]).T
@@ -41,9 +43,10 @@ def _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n, off
     qk = tl.dot(q, kt, input_precision=PRECISION)
     s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
     if MASKED:
-        allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args,
-                             IN_RANGE)
-        s = tl.where(allowed, s, float("-inf"))
+        if mask_now:
+            allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args,
+                                 IN_RANGE)
+            s = tl.where(allowed, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
     # A row with nothing allowed so far has m_new = -inf; shifting by 0 instead keeps
     # exp2(-inf - shift) a clean 0 rather than NaN (masks may leave a row empty).
@@ -107,25 +110,15 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
     if SPARSE:
-        # Each span as three loops: its masked lead, its full run unmasked, its masked
-        # tail. (One loop with a run-time `if` around the mask, as the backward kernels
-        # walk a span, made this kernel's scores change layout through shared memory
-        # every block under tegula: 1.75x slower on a sliding window. See internals.md.)
+        # one pipelined loop per span: its full blocks unmasked, the blocks around them masked
         q_blk = start_m // SPARSE_Q
         for r in range(sparse_span_count(sparse, off_b, off_h, q_blk)):
             lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, q_blk, r, SPARSE_KV)
-            for start_n in range(lo, full_lo, BLOCK_N):
+            for start_n in range(lo, hi, BLOCK_N):
                 acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                           offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
-            for start_n in range(full_lo, full_hi, BLOCK_N):
-                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
-                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
-            for start_n in range(full_hi, hi, BLOCK_N):
-                acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
-                                          offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
+                                          MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
+                                          (start_n < full_lo) | (start_n >= full_hi))
     else:
         if CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
@@ -137,11 +130,13 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         for start_n in range(0, unmasked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                       offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
+                                      MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
+                                      True)
         for start_n in range(unmasked_end, masked_end, BLOCK_N):
             acc, l_i, m_i = _fwd_step(acc, l_i, m_i, q, k_base, v_base, stride_n, stride_d, start_n,
                                       offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args,
-                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE)
+                                      MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
+                                      True)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
     # probability the backward recomputes for them exp2(s - inf) = 0.
     empty = l_i == 0.0

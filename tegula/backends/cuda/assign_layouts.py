@@ -253,12 +253,19 @@ class _Assigner:
     def strength(self, v: Value) -> int:
         """How costly moving `v` to another layout is: 3 for data derived from loads,
         dots, reductions and scans (through shared memory, in every iteration of a
-        loop); 1 for loop-carried and branch-merged values; 0 for index math (free
-        to recompute)."""
+        loop); 1 for loop-carried values; 0 for index math (free to recompute). A
+        branch-merged value is what its branches yield, and as costly to move: a
+        masked score block from an `if` must keep the dot's layout rather than take a
+        broadcast row maximum's (which moved it through shared memory every block)."""
         if v in self.strengths:
             return self.strengths[v]
         ins = v.owner
-        if not isinstance(ins, Instr) or ins.op in (Op.FOR, Op.IF, Op.WHILE):
+        if isinstance(ins, Instr) and ins.op is Op.IF:
+            k = ins.results.index(v)
+            self.strengths[v] = 1  # provisional, for cycles
+            s = max([1] + [self.strength(r.terminator.operands[k]) for r in ins.regions
+                           if is_tile(r.terminator.operands[k])])
+        elif not isinstance(ins, Instr) or ins.op in (Op.FOR, Op.WHILE):
             s = 1
         elif ins.op in (Op.LOAD, Op.DOT, Op.REDUCE, Op.SCAN, Op.LOCAL_LOAD):
             s = 3
