@@ -213,7 +213,10 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
     off_h = batch_head % H
     base = off_b.to(tl.int64) * stride_z + off_h.to(tl.int64) * stride_h
     row_base = batch_head.to(tl.int64) * N_CTX
-    start_m = tl.program_id(0) * BLOCK_M
+    block_m = tl.program_id(0)
+    if CAUSAL and not SPARSE:
+        block_m = tl.num_programs(0) - 1 - block_m  # costliest first, as in the forward
+    start_m = block_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     in_q = offs_m < N_CTX

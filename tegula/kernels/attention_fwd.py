@@ -85,6 +85,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     for k and v), N a multiple of both blocks; on Hopper their loads and the output
     store are TMA copies. The Q and KV rows of a (z, h) start at row0."""
     block_m = tl.program_id(0)
+    if CAUSAL and not SPARSE:
+        # Causal Q blocks cost more the later they sit (they see more keys): start the
+        # costliest first, so the last programs to start are short ones (fewer idle SMs
+        # at the end of the grid).
+        block_m = tl.num_programs(0) - 1 - block_m
     batch_head = tl.program_id(1)
     off_b = batch_head // H
     off_h = batch_head % H
