@@ -62,20 +62,26 @@ def _leaf_spec(v: Any, i: int, specialize: bool, align: bool, spec_value: Callab
         raise err from None
 
 
+# the power-of-two divisor (up to 16) of an int by its low four bits (16 for a multiple
+# of 16): specialization.pow2_divisor as a table, for the launch path below
+_DIVISOR_BY_LOW_BITS = tuple(16 if i == 0 else i & -i for i in range(16))
+_LAST_STRIDE = ("constexpr", 1, int)
+
+
 def spec_descriptor(d: Any, specialize: bool, align: bool, spec_value: Callable) -> tuple:
     """A host TensorDescriptor: base pointer, shape as i32, strides as i64 (the last
-    one, 1 by construction, as the constexpr 1)."""
-    from .specialization import pow2_divisor
-
+    one, 1 by construction, as the constexpr 1). On every launch of a kernel taking
+    descriptors (the generated launcher's slow path): kept to table lookups."""
     base = spec_value(d.base, specialize, align)
-    ints = []
-    for i, (x, sig) in enumerate([(s, "i32") for s in d.shape] + [(s, "i64") for s in d.strides]):
-        x = int(x)
-        if i == 2 * len(d.shape) - 1:
-            ints.append(("constexpr", 1, int))
-        else:
-            ints.append((sig, pow2_divisor(x) if specialize and align else 1, None))
-    return (DESC, (base, *ints), (base[0][1:], tuple(int(b) for b in d.block_shape), d.padding))
+    if specialize and align:
+        div = _DIVISOR_BY_LOW_BITS
+        ints = [("i32", div[int(x) & 15], None) for x in d.shape]
+        ints += [("i64", div[int(x) & 15], None) for x in d.strides[:-1]]
+    else:
+        ints = [("i32", 1, None) for _ in d.shape]
+        ints += [("i64", 1, None) for _ in d.strides[:-1]]
+    ints.append(_LAST_STRIDE)
+    return (DESC, (base, *ints), (base[0][1:], tuple(map(int, d.block_shape)), d.padding))
 
 
 # ---------------------------------------------------------------------------- specs -> signature

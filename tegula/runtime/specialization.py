@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..errors import KernelArgumentError
 from ..ir.core import ArgAttrs
-from .arg_trees import is_tree_spec, leaf_specs, leaf_values, signature_of
+from .arg_trees import is_tree_spec, leaf_specs, leaf_values, signature_of, spec_descriptor, spec_tuple
 
 CPU_DEVICE = -1
 NEUTRAL_DEVICE = -2
@@ -239,14 +239,10 @@ def _spec_jit(x: Any, specialize: bool, align: bool) -> tuple:
 
 
 def _spec_tuple(x: Any, specialize: bool, align: bool) -> tuple:
-    from .arg_trees import spec_tuple
-
     return spec_tuple(x, specialize, align, spec_value)
 
 
 def _spec_descriptor(x: Any, specialize: bool, align: bool) -> tuple:
-    from .arg_trees import spec_descriptor
-
     return spec_descriptor(x, specialize, align, spec_value)
 
 
