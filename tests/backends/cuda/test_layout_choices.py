@@ -40,6 +40,17 @@ def _loop_text(tgir: str) -> str:
     return tgir[i:]
 
 
+def _small_int_operands(capability: int, BM: int, BK: int, N: int):
+    rng = np.random.default_rng(capability)
+    return rng, rng.integers(-2, 3, (BM, BK)).astype(np.float16), rng.integers(-2, 3, (BK, N)).astype(np.float16)
+
+
+def _assert_loop_converts_nothing_through_shared(kernel, capability: int) -> None:
+    tgir = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, capability)[0]["tgir"]
+    body = _loop_text(tgir)
+    assert not [ln for ln in body.splitlines() if "convert_layout" in ln and "smem(" in ln], body
+
+
 def test_row_statistics_stay_in_the_dot_layout():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "m_ptr": "*fp32", "l_ptr": "*fp32", "N": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
@@ -47,12 +58,8 @@ def test_row_statistics_stay_in_the_dot_layout():
     kernel = tir_opt(row_sums_of_products, sig, {"BM": BM, "BN": BN, "BK": BK},
                      attrs={"a_ptr": 16, "b_ptr": 16, "m_ptr": 16, "l_ptr": 16, "N": 16})
     for capability in (80, 90):
-        tgir = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, capability)[0]["tgir"]
-        body = _loop_text(tgir)
-        assert not [ln for ln in body.splitlines() if "convert_layout" in ln and "smem(" in ln], body
-        rng = np.random.default_rng(capability)
-        a = rng.integers(-2, 3, (BM, BK)).astype(np.float16)
-        b = rng.integers(-2, 3, (BK, N)).astype(np.float16)
+        _assert_loop_converts_nothing_through_shared(kernel, capability)
+        rng, a, b = _small_int_operands(capability, BM, BK, N)
         m = rng.integers(-3, 4, N).astype(np.float32)
         out = np.zeros(BM, np.float32)
         EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((1, 1, 1), [a, b, m, out, N])
@@ -92,12 +99,8 @@ def test_a_branch_merged_score_block_keeps_the_dot_layout():
     kernel = tir_opt(masked_row_softmax_sums, sig, {"BM": BM, "BN": BN, "BK": BK},
                      attrs={"a_ptr": 16, "b_ptr": 16, "l_ptr": 16, "N": 16})
     for capability in (80, 90):
-        tgir = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, capability)[0]["tgir"]
-        body = _loop_text(tgir)
-        assert not [ln for ln in body.splitlines() if "convert_layout" in ln and "smem(" in ln], body
-        rng = np.random.default_rng(capability)
-        a = rng.integers(-2, 3, (BM, BK)).astype(np.float16)
-        b = rng.integers(-2, 3, (BK, N)).astype(np.float16)
+        _assert_loop_converts_nothing_through_shared(kernel, capability)
+        _rng, a, b = _small_int_operands(capability, BM, BK, N)
         out = np.zeros(BM, np.float32)
         EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((1, 1, 1), [a, b, out, N, mask_from])
         want = np.zeros(BM)
