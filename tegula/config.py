@@ -91,6 +91,10 @@ _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,
       "On sm_90a, run a TMA-pipelined loop that asks for it (tl.range(..., warp_specialize=True)) "
       "with a producer warpgroup issuing its copies (0: the hint is ignored, the loop is "
       "pipelined by all warps).")
+_knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool, False,
+      "On sm_90a, a loop whose rings are all TMA releases a slot by each warp's arrival on an "
+      "mbarrier, which only the issuing thread waits for, instead of a CTA barrier per "
+      "iteration (so warpgroups may drift apart); experimental.")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")

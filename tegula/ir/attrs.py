@@ -249,6 +249,15 @@ class MbarrierInitAttrs:
 
 
 @dataclass(frozen=True)
+class MbarrierWaitAttrs:
+    """mbarrier_wait: `issuer_only` — only the thread that issues the TMA copies waits
+    (a TMA ring whose slots every warp releases by arrival: the other warps run on,
+    instead of meeting at a CTA barrier each iteration); else every thread waits."""
+
+    issuer_only: bool = False
+
+
+@dataclass(frozen=True)
 class WarpRoleAttrs:
     """warp_role: the producer partition of a warp-specialized kernel is `producer_warps`
     warps after the kernel's `num_warps` (the consumers, which the layouts cover); each
@@ -275,6 +284,6 @@ ATTR_CLASSES = {
         ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
         AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs, BlockLoadAttrs, BlockStoreAttrs,
-        MbarrierInitAttrs, WarpRoleAttrs,
+        MbarrierInitAttrs, MbarrierWaitAttrs, WarpRoleAttrs,
     )
 }

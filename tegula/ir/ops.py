@@ -447,7 +447,8 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.TMA_LOAD: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.TmaLoadAttrs, pure=False, result=_none),
     Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, attrs=A.MbarrierInitAttrs, attrs_optional=True,
                              pure=False, result=_none),
-    Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, pure=False, result=_none),
+    Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, attrs=A.MbarrierWaitAttrs, attrs_optional=True,
+                             pure=False, result=_none),
     Op.MBARRIER_INVAL: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
     # Warp specialization (tgir, sm_90a): `if warp_role` splits the kernel into a
     # producer partition (the then-region, run by the extra warps: TMA copies into the

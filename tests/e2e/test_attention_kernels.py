@@ -183,15 +183,23 @@ def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages):
 
 @pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-def test_descriptor_forward_runs_on_tma(on, causal):
+@pytest.mark.parametrize("by_arrival", [False, True], ids=["barrier", "release_by_arrival"])
+def test_descriptor_forward_runs_on_tma(on, causal, by_arrival, monkeypatch):
     """On Hopper the descriptor path's Q, K, V blocks arrive by TMA and the output leaves
-    by a TMA store, feeding wgmma (emulated at sm_90a, a GPU-sized config)."""
+    by a TMA store, feeding wgmma (emulated at sm_90a, a GPU-sized config, every thread
+    an OS thread). With `TEGULA_TMA_RELEASE_BY_ARRIVAL` the warps release each slot by
+    an mbarrier arrival that only the issuing thread waits for: no CTA barrier in the
+    loop, and the same results."""
+    monkeypatch.setenv("TEGULA_TMA_RELEASE_BY_ARRIVAL", "1" if by_arrival else "0")
     Z, H, N, D = 1, 2, 128, 32
     q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
     o, lse, compiled = _forward_through_descriptors(q, k, v, causal, 64, 64, 4, 2)
     tgir = compiled.asm["tgir"]
     # a descriptor store left in the GPU IR is a TMA store (others become pointer stores)
     assert "tma_load" in tgir and "descriptor_store" in tgir and "version=3" in tgir
+    assert ("issuer_only = True" in tgir) == by_arrival
+    # the loops' slot release: one CTA barrier per iteration, or one arrival per warp
+    assert ("debug_barrier" in tgir, "mbarrier_arrive" in tgir) == (not by_arrival, by_arrival)
     want = reference(q.double(), k.double(), v.double(), causal=causal)
     torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
     s = (q.double() @ k.double().transpose(-1, -2)) * D ** -0.5

@@ -93,7 +93,12 @@ def lower_tma_load(lw: "KernelLowering", ins: Instr) -> None:
 @handles(Op.MBARRIER_WAIT)
 def lower_mbarrier_wait(lw: "KernelLowering", ins: Instr) -> None:
     bars, slot, phase = ins.operands
-    lw.dev.mbarrier_wait(lw.b, _barrier_address(lw, bars, lw.scalar(slot)), lw.scalar(phase))
+    addr = _barrier_address(lw, bars, lw.scalar(slot))
+    if ins.attrs is not None and ins.attrs.issuer_only:
+        with lw.b.if_then(lw.first_thread()):  # the thread `lower_tma_load` issues from
+            lw.dev.mbarrier_wait(lw.b, addr, lw.scalar(phase))
+        return
+    lw.dev.mbarrier_wait(lw.b, addr, lw.scalar(phase))
 
 
 @handles(Op.MBARRIER_ARRIVE)

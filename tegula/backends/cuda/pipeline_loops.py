@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ...config import knobs
 from ...ir import attrs as A
 from ...ir.accessors import for_bounds, for_inits, memory_operands
 from ...ir.builder import Builder
@@ -109,6 +110,8 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
             if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
                 plan.consumer_warps = num_warps
+            elif knobs.tma_release_by_arrival and all(ld.op is Op.DESCRIPTOR_LOAD for ld in plan.loads):
+                plan.release_warps = num_warps
             _rewrite(kernel, parent, plan)
             done += 1
     return done
@@ -170,10 +173,11 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
                 bars[ld] = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
                 b.create(Op.MBARRIER_INIT, [bars[ld]])
     copies = any(ld.op is Op.LOAD for ld in plan.loads)  # cp.async rings
-    empty = None  # warp-specialized: a slot's consumers are done with it (warp_specialize)
-    if plan.consumer_warps:
+    # a slot's readers are done with it: warp-specialized, or released by arrival
+    empty = None
+    if plan.consumer_warps or plan.release_warps:
         empty = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
-        b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps))
+        b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps or plan.release_warps))
 
     stepped: list[Value] = []  # the memo's state, stepped by the loop's copies
 
@@ -196,7 +200,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
             guarded, outer = Block(), bb
             bb = Builder(guarded)
             bb.loc = outer.loc
-            bb.create(Op.MBARRIER_WAIT, [empty, slot, empty_phase])
+            bb.create(Op.MBARRIER_WAIT, [empty, slot, empty_phase],
+                      A.MbarrierWaitAttrs(issuer_only=bool(plan.release_warps)))
         for ld, buf in zip(plan.loads, bufs):
             if ld in bars:
                 with bb.location(ld.loc):
@@ -339,7 +344,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
     _replace_uses(kernel, results)
-    if empty is not None:
+    if plan.consumer_warps:
         split_roles(kernel, bufs, empty, plan.consumer_warps)
 
 

@@ -50,6 +50,9 @@ class LoopPlan:
     bounds: dict[Instr, CopyBound] = field(default_factory=dict)
     # warp-specialized (`warp_specialize`): the consumer warps there are, else 0
     consumer_warps: int = 0
+    # a TMA-only ring released by arrivals (`tma_release_by_arrival`): every warp's, the
+    # issuing thread alone waiting for them; else 0 (a CTA barrier, or consumer_warps)
+    release_warps: int = 0
     # a flattened loop's address code that changes once per outer iteration (pipeline_memo)
     memo: Optional[CoarseMemo] = None
 
