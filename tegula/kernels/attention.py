@@ -2,7 +2,8 @@
 
 The host side of the kernels in attention_fwd.py / attention_bwd.py: argument checks,
 the choice between the dense path (no mask_mod: causal skipping built in) and the
-block-sparse path (a BlockMask, built from mask_mod when not given), the autotuned
+block-sparse path (a BlockMask, built from mask_mod when not given), the forward's
+choice between tensor descriptors (TMA on Hopper) and pointers, the autotuned
 launches, and a `torch.autograd.Function` whose backward runs the three FA2 kernels.
 """
 from __future__ import annotations
@@ -76,8 +77,6 @@ class _Plan:
         if self.block_mask is None:
             return ()
         return self.block_mask.kernel_args(self.Z, self.H, transposed)
-
-
 
 
 def forward_descriptors_apply(*tensors) -> bool:

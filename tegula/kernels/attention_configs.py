@@ -21,6 +21,7 @@ _GPU = [(bm, bn, s, w) for bm, bn, s, w in itertools.product((64, 128), (32, 64,
 # A length that is a multiple of this is a multiple of every config's blocks: the kernels
 # then need no bounds masks (IN_RANGE) and the forward may read rows by descriptor.
 LARGEST_BLOCK = 128
+assert all(LARGEST_BLOCK % block == 0 for bm, bn, _s, _w in _GPU + [(*p, 0, 0) for p in _HOST] for block in (bm, bn))
 
 
 def descriptor_blocks(nargs) -> None:

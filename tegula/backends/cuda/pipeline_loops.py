@@ -110,7 +110,7 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
             if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
                 plan.consumer_warps = num_warps
-            elif knobs.tma_release_by_arrival and all(ld.op is Op.DESCRIPTOR_LOAD for ld in plan.loads):
+            elif knobs.tma_release_by_arrival and plan.loads and all(ld.op is Op.DESCRIPTOR_LOAD for ld in plan.loads):
                 plan.release_warps = num_warps
             _rewrite(kernel, parent, plan)
             done += 1
