@@ -159,6 +159,29 @@ def test_descriptor_path_variants(on, name):
     check_variant(name, 1, 2, 128, 16, torch.float16, "cpu")
 
 
+@pytest.mark.parametrize("on", ["interpreter"], indirect=True)
+def test_inputs_tma_cannot_take_use_the_pointer_path(on):
+    """Which inputs the forward reads by descriptor: fp16 rows of a length that is a
+    multiple of 128 in 16-byte aligned storage; a length of 120, fp32, or storage two
+    bytes off alignment take the pointer path, with the same results."""
+    import importlib
+
+    library = importlib.import_module("tegula.kernels.attention")
+    Z, H, N, D = 1, 2, 128, 16
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    assert library.forward_descriptors_apply(q, k, v, q)
+    assert not library.forward_descriptors_apply(q[:, :, :120].contiguous(), k, v, q)
+    assert not library.forward_descriptors_apply(q.float(), k.float(), v.float(), q.float())
+    off = torch.empty(q.numel() + 1, dtype=torch.float16)[1:].view(q.shape)  # contiguous, 2 bytes off
+    off.copy_(q)
+    assert off.is_contiguous() and off.data_ptr() % 16 == 2
+    assert not library.forward_descriptors_apply(off, k, v, q)
+    want = reference(q.double(), k.double(), v.double(), causal=True)
+    for inputs in ((q, k, v), (off, k, v)):
+        got = attention(*inputs, causal=True)
+        torch.testing.assert_close(got.double(), want, atol=2e-3, rtol=2e-3)
+
+
 def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages):
     """The forward kernel's descriptor path launched directly with one config."""
     import importlib
