@@ -73,7 +73,7 @@ class _Plan:
         return out
 
     def sparse_args(self, transposed: bool) -> tuple:
-        """The BlockMask's runs as the kernels take them (flex.BlockMask.kernel_args)."""
+        """The BlockMask's spans as the kernels take them (flex.BlockMask.kernel_args)."""
         if self.block_mask is None:
             return ()
         return self.block_mask.kernel_args(self.Z, self.H, transposed)

@@ -103,7 +103,7 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
                               SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                               ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse`: () or a BlockMask's runs per KV block (of Q blocks), laid out as the
+    """`sparse`: () or a BlockMask's spans per KV block (of Q blocks), laid out as the
     forward's (attention_fwd.py)."""
     batch_head = tl.program_id(1)
     off_b = batch_head // H
@@ -207,7 +207,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
                             SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                             ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse`: () or the forward's runs (per Q block, of KV blocks)."""
+    """`sparse`: () or the forward's spans (per Q block, of KV blocks)."""
     batch_head = tl.program_id(1)
     off_b = batch_head // H
     off_h = batch_head % H

@@ -75,10 +75,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """`sparse` is () when not SPARSE, else a BlockMask's runs per Q block: (partial run
-    count, run first blocks, run end blocks, the same three for full runs, count strides
-    z, h, run strides z, h, q). A run is a range of consecutive KV blocks: walking one
-    is a loop whose addresses depend only on its counter, which the compiler pipelines.
+    """`sparse` is () when not SPARSE, else a BlockMask's spans per Q block
+    (`BlockMask.kernel_args`, read by attention_common's `sparse_span_*`): ranges of
+    consecutive KV blocks with their full blocks in one run inside. Walking one is a
+    loop whose addresses depend only on its counter, which the compiler pipelines.
 
     DESC: q_ptr, k_ptr, v_ptr and out_ptr are tensor descriptors over the contiguous
     inputs viewed as [Z*H*N, D] rows (blocks [BLOCK_M, D] for q and out, [BLOCK_N, D]

@@ -14,9 +14,10 @@ A BlockMask is the sparse schedule: for each (batch, head, Q block) the KV block
 visit, split into *full* blocks (every pair attends: no mask_mod is evaluated) and
 *partial* ones (mask_mod applied); blocks where nothing attends are never visited. It
 also keeps the transposed lists (per KV block, the Q blocks) for the dK/dV kernel. The
-kernels walk the lists as *runs* of consecutive blocks (a sliding window or a document is
-one or two runs per row): a loop over one run has addresses that depend on its counter
-only, which the compiler software-pipelines; per-entry indirection would defeat that.
+kernels walk the lists as *spans* of consecutive visited blocks, each holding at most one
+run of full blocks (`_spans`; a sliding window is one span per row): a loop over one
+span has addresses that depend on its counter only, which the compiler
+software-pipelines; per-entry indirection would defeat that.
 `create_block_mask` builds one by evaluating the mask_mod on every block with a tegula
 kernel (on the tensors' device), then compacting the block states with torch.
 """
@@ -82,7 +83,7 @@ class BlockMask:
     states: Any = None  # [B, H, n_q_blocks, n_kv_blocks] int8: EMPTY / PARTIAL / FULL
     mask_mod: Optional[MaskMod] = None
     causal: bool = False
-    _runs: dict = field(default_factory=dict, repr=False)
+    _kernel_args: dict = field(default_factory=dict, repr=False)  # per (Z, H, transposed)
 
     @classmethod
     def from_block_states(cls, states, n_ctx: int, q_block: int, kv_block: int,
@@ -137,13 +138,13 @@ class BlockMask:
         if B not in (1, Z) or Hm not in (1, H):
             raise ValueError(f"block mask for B={B}, H={Hm} does not fit Z={Z}, H={H}")
         key = (Z, H, transposed)
-        if key not in self._runs:
+        if key not in self._kernel_args:
             states = self.states.transpose(-1, -2) if transposed else self.states
             spans = [t.expand(Z, H, *t.shape[2:]) for t in _spans(states)]
             count, first = spans[0], spans[1]
-            self._runs[key] = (*spans, count.stride(0), count.stride(1),
-                               first.stride(0), first.stride(1), first.stride(2))
-        return self._runs[key]
+            self._kernel_args[key] = (*spans, count.stride(0), count.stride(1),
+                                      first.stride(0), first.stride(1), first.stride(2))
+        return self._kernel_args[key]
 
 
 def _spans(states):
@@ -179,9 +180,9 @@ def _spans(states):
     span = begin.to(torch.int64).cumsum(-1) - 1
     position = torch.arange(n, device=states.device, dtype=torch.int32).expand_as(span)
     spare = torch.full_like(span, n)
-    full_first = torch.cat([first, first[..., :1]], -1).scatter(-1, torch.where(full_start, span, spare), position)
-    full_end = torch.cat([first, first[..., :1]], -1).scatter(
-        -1, torch.where(full & ~after(full), span, spare), position + 1)
+    empty_full = torch.cat([first, first[..., :1]], -1)  # a span without full blocks: [first, first)
+    full_first = empty_full.scatter(-1, torch.where(full_start, span, spare), position)
+    full_end = empty_full.scatter(-1, torch.where(full & ~after(full), span, spare), position + 1)
     return count, first, full_first[..., :n].contiguous(), full_end[..., :n].contiguous(), end
 
 
