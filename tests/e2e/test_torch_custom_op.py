@@ -21,15 +21,20 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-def _example():
+@pytest.fixture(scope="module")
+def example():
+    """The example module, executed when this file's first test runs, not at collection.
+
+    Executing a module that defines a `torch.library.custom_op` destroys an earlier
+    definition of the same name (torch's `get_library_allowing_overwrite`), and
+    test_cuda_examples_emulated executes examples/07 afresh. A module loaded here at
+    collection time would then call its operator through a destroyed registration: CI saw
+    `MemoryError: std::bad_alloc` from exactly that."""
     spec = importlib.util.spec_from_file_location("tegula_example_07_torch_custom_op",
                                                   EXAMPLES / "07_torch_custom_op.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-EXAMPLE = _example()
 
 
 @triton.jit
@@ -77,20 +82,20 @@ def accumulate_(acc: torch.Tensor, x: torch.Tensor) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_example_eager_gradcheck_and_compiled(device, capsys):
-    assert EXAMPLE.main(small=True, device=device)
+def test_example_eager_gradcheck_and_compiled(device, capsys, example):
+    assert example.main(small=True, device=device)
     out = capsys.readouterr().out
     assert "MISMATCH" not in out and out.count("OK") == 7
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_triton_op_gradcheck_float64(device):
+def test_triton_op_gradcheck_float64(device, example):
     a = torch.randn(11, dtype=torch.float64, device=device, requires_grad=True)
     b = torch.randn(11, dtype=torch.float64, device=device, requires_grad=True)
-    assert torch.autograd.gradcheck(EXAMPLE.swiglu, (a, b), eps=1e-6, atol=1e-5)
+    assert torch.autograd.gradcheck(example.swiglu, (a, b), eps=1e-6, atol=1e-5)
 
 
-def test_triton_op_is_an_operator_with_a_fake():
+def test_triton_op_is_an_operator_with_a_fake(example):
     op = torch.ops.tegula_examples.swiglu.default
     from torch._subclasses.fake_tensor import FakeTensorMode
 
