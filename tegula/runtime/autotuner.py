@@ -17,7 +17,9 @@ Where tegula does better:
   a config that fails to compile or exceeds the device is skipped with its reason, and
   `AutotunerError` lists the reasons when none survives.
 - `reset_to_zero` / `restore_value` keep working when a user `pre_hook`/`post_hook` is
-  given (Triton silently drops them then).
+  given (Triton silently drops them then). `self.pre_hook` / `self.post_hook` are
+  still called around every benchmarked run, as in Triton, so a subclass that installs
+  its own (FLA's `CachedAutotuner`) keeps working.
 - Repeatable choice within measured noise, progress bar, `TEGULA_PRINT_AUTOTUNING`,
   on-disk results (`autotuner_report`, `autotuner_cache`), also under the interpreter.
 - Mistakes are named early: `reset_to_zero`/`restore_value` names that are not kernel
@@ -442,8 +444,10 @@ class Autotuner(KernelInterface):
         full_nargs = {**named, **best.all_kwargs()}
         for name in self.reset_to_zero:
             zero_(full_nargs.get(name))
-        if self.user_defined_pre_hook:
-            self.pre_hook(full_nargs, reset_only=True)
+        # Called whether or not the user gave one, as Triton does: subclasses (FLA's
+        # CachedAutotuner) install their own pre/post hooks after __init__ and rely on
+        # the pre hook running before each post hook.
+        self.pre_hook(full_nargs, reset_only=True)
         if knobs.print_autotuning:
             print_table(self.__name__, key, configs, timings, failures, best_index, self.compile_time,
                         self.bench_time - self.compile_time)
@@ -458,8 +462,7 @@ class Autotuner(KernelInterface):
                 config.pre_hook(full_nargs)
             for name in self.reset_to_zero:
                 zero_(full_nargs.get(name))
-            if self.user_defined_pre_hook:
-                self.pre_hook(full_nargs)
+            self.pre_hook(full_nargs)
             try:
                 self.fn.run(*args, **current)
             except Exception as e:

@@ -272,6 +272,40 @@ def test_hook_order():
     assert log == [("config_pre", 1), ("kernel", 1)]
 
 
+def test_hooks_installed_by_a_subclass_run_as_in_triton():
+    """A subclass may set `self.pre_hook`/`self.post_hook` after `__init__` (FLA's
+    CachedAutotuner does, for restore_value of optional pointers): Triton calls
+    `self.pre_hook` before each benchmarked run whether or not `pre_hook=` was given,
+    and that subclass's post hook reads what its pre hook stored."""
+    from tegula.runtime.autotuner import Autotuner
+
+    class Saving(Autotuner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+            def pre(kw, reset_only=False):
+                if not reset_only:
+                    self.restore_copies = {n: kw[n].copy() for n in self.restore_value}
+            self.log = []
+
+            def post(kw, exception):
+                for n, copy in self.restore_copies.items():
+                    kw[n][...] = copy
+                self.log.append(("post", sorted(self.restore_copies)))
+                self.restore_copies = {}
+            self.pre_hook, self.post_hook = pre, post
+
+    def body(named, meta):
+        named["x"] += 1
+
+    jit = FakeJIT(body, ["x", "n"], written=())
+    kernel = Saving(jit, jit.arg_names, CONFIGS[:2], ["n"], None, ["x"], do_bench=make_bench(jit, lambda m: 1.0))
+    x = np.arange(4.0)
+    kernel[(1,)](x, 4)
+    assert kernel.log == [("post", ["x"])] * 6  # 3 runs per config, each restored by the subclass
+    np.testing.assert_array_equal(x, np.arange(4.0) + 1)
+
+
 def test_hooks_see_all_arguments_and_meta():
     seen = []
     kernel, jit, bench = tuned_add(pre_hook=lambda a, reset_only=False: seen.append(sorted(a)))
