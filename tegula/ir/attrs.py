@@ -165,6 +165,23 @@ class ExternAttrs:
 
 
 @dataclass(frozen=True)
+class InlineAsmAttrs:
+    """inline_asm_elementwise: the assembly text and its LLVM constraint string
+    (outputs first, then inputs: a register per `pack` elements of each, elements
+    narrower than 32 bits packed into 32-bit registers), how many elements one
+    execution handles, whether it is free of side effects, the dtypes of all its
+    outputs, and which output this op's result is (a call with several outputs is one
+    op per output, each running the assembly: see `language/semantic_inline_asm.py`)."""
+
+    asm: str
+    constraints: str
+    pack: int
+    is_pure: bool
+    outputs: tuple
+    index: int = 0
+
+
+@dataclass(frozen=True)
 class LoopAttrs:
     """for: `tl.range`'s scheduling hints, kept for the backend's loop passes. None /
     False mean "not given": the backend uses its defaults (the launch's `num_stages`).

@@ -102,6 +102,7 @@ class Op(enum.Enum):
     # ternary elementwise
     FMA = "fma"
     EXTERN_ELEMENTWISE = "extern_elementwise"  # a library function (libdevice) per element
+    INLINE_ASM = "inline_asm_elementwise"  # the user's PTX, `pack` elements per execution
     SELECT = "select"
     # conversions
     CAST = "cast"
@@ -367,6 +368,9 @@ OP_INFO: dict[Op, OpInfo] = {
 
     # the producer chooses the result type (the library's signature); operands may differ
     Op.EXTERN_ELEMENTWISE: OpInfo(Kind.ELEMENTWISE, VARIADIC, attrs=A.ExternAttrs, llvm={"any": "extern"}),
+    # impure in the table (never merged or hoisted); removable when unused and is_pure
+    # (`passes.ir_utils.has_side_effects`); lowered by the CUDA backend only
+    Op.INLINE_ASM: OpInfo(Kind.ELEMENTWISE, VARIADIC, attrs=A.InlineAsmAttrs, pure=False),
     Op.CAST: OpInfo(Kind.ELEMENTWISE, 1, attrs=A.CastAttrs, llvm={"any": "convert"}),
     Op.BITCAST: OpInfo(Kind.ELEMENTWISE, 1, llvm={"any": "bitcast"}),
     Op.PTR_TO_INT: OpInfo(Kind.ELEMENTWISE, 1, llvm={"ptr": "ptrtoint"}),

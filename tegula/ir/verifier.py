@@ -360,6 +360,15 @@ class _Verifier:
             if op is Op.INT_TO_PTR and not (_is_int(src) and isinstance(dst, PointerType)):
                 self.fail(f"'int_to_ptr' converts an integer to a pointer: {src} -> {dst}", ins)
             return
+        if op is Op.INLINE_ASM:
+            # the assembly reads and writes registers: operands and result are numbers of
+            # any types, all of the result's shape (the frontend broadcasts them)
+            if any(sh != shape_of(rts[0]) for sh in shapes):
+                self.fail(f"'inline_asm_elementwise' operands must have the result's shape: {_types(ts)} -> {rts[0]}",
+                          ins)
+            if any(isinstance(element_of(t), PointerType) for t in rts):
+                self.fail("'inline_asm_elementwise' returns numbers, not pointers", ins)
+            return
         if any(s != shapes[0] for s in shapes):
             self.fail(f"operands of '{op.value}' must have identical shapes, got {_types(ts)}", ins)
         if op is Op.SELECT:

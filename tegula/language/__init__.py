@@ -93,6 +93,7 @@ from .dtypes import (
     void,
 )
 from .indexing import gather, histogram
+from .inline_asm import inline_asm_elementwise
 from .math import (
     abs,
     ceil,
@@ -150,7 +151,6 @@ from .tensor_descriptors import (
 from .tuples import tuple
 from .unsupported import (
     dot_scaled,
-    inline_asm_elementwise,
     map_elementwise,
 )
 

@@ -1,5 +1,5 @@
-"""Triton 3.6 builtins that tegula's IR cannot express yet (inline asm,
-map_elementwise, scaled dots). They exist under their Triton names so that
+"""Triton 3.6 builtins that tegula's IR cannot express yet (map_elementwise, scaled
+dots). They exist under their Triton names so that
 kernels import fine and kernels that do not reach them compile; calling one raises a
 clear NotImplementedError naming it.
 """
@@ -17,6 +17,5 @@ def _unsupported(name: str, why: str) -> Builtin:
     return Builtin(impl, name)
 
 
-inline_asm_elementwise = _unsupported("inline_asm_elementwise", "inline PTX cannot run on every backend")
 map_elementwise = _unsupported("map_elementwise", "the IR has no map_elementwise region op")
 dot_scaled = _unsupported("dot_scaled", "microscaled formats are not in the IR")

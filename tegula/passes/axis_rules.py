@@ -488,6 +488,8 @@ def transfer(ins: Instr, args: Infos) -> list[AxisInfo]:
         return [out]
     if out is not None:
         return list(out)
-    if OP_INFO[ins.op].kind is Kind.ELEMENTWISE and len(ins.results) == 1:
+    # inline assembly is a black box: it may read %laneid or a clock, so equal operands
+    # do not make equal results
+    if OP_INFO[ins.op].kind is Kind.ELEMENTWISE and len(ins.results) == 1 and ins.op is not Op.INLINE_ASM:
         return [constancy_only(ins, args)]
     return [unknown(shape_of(r.type)) for r in ins.results]

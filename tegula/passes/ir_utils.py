@@ -81,6 +81,8 @@ def has_side_effects(ins: Instr) -> bool:
         return any(_effectful(nested) for region in ins.regions for nested in region.walk())
     if ins.op in (Op.LOAD, Op.BLOCK_LOAD):
         return bool(ins.attrs is not None and ins.attrs.volatile)
+    if ins.op is Op.INLINE_ASM:
+        return not ins.attrs.is_pure
     return not info.pure
 
 

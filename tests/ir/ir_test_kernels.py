@@ -153,6 +153,9 @@ def build_all_ops_kernel(tma: bool = True) -> Kernel:
     b.op1(Op.UMULHI, uw, uw)
     # a library function: int32 popcount of a uint32 tile (its own signature)
     b.op1(Op.EXTERN_ELEMENTWISE, uw, attrs=A.ExternAttrs("__nv_popc"), type=tile(I32, 128))
+    # inline PTX whose text holds quotes, a newline and a brace (the printer escapes them)
+    b.op1(Op.INLINE_ASM, uw, attrs=A.InlineAsmAttrs("{ // 'x'\n popc.b32 $0, $1; }", "=r,r", 2, True, ("i32",)),
+          type=tile(I32, 128))
     cmps = [b.op1(op, idx, w) for op in (Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE)]
     v = b.op1(Op.SELECT, cmps[2], v, xv)
     # conversions, incl. bf16 and fp8

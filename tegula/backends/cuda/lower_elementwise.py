@@ -120,7 +120,8 @@ def _pair_conversion(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequen
     return lambda lo, hi: convert_pair(lw.b, lo, hi, dst)
 
 
-_ELEMENTWISE = [op for op, info in OP_INFO.items() if info.kind is Kind.ELEMENTWISE]
+# inline assembly runs `pack` registers at a time: lower_inline_asm.py
+_ELEMENTWISE = [op for op, info in OP_INFO.items() if info.kind is Kind.ELEMENTWISE and op is not Op.INLINE_ASM]
 
 
 @handles(*_ELEMENTWISE)

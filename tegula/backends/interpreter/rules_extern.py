@@ -1,6 +1,7 @@
 """Rule of extern_elementwise: the library function named by the symbol, from
 `ir.libdevice_numpy` (libdevice's `__nv_*` functions). A symbol with no reference
-implementation (a user's own library) is a compile error naming it."""
+implementation (a user's own library) is a compile error naming it, and so is
+inline_asm_elementwise (PTX, which only a GPU runs)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,3 +31,9 @@ def extern_elementwise(ins: Instr, c: Compiler) -> Step:
         out = np.asarray(impl(*(env[s] for s in slots))).astype(dt, copy=False)
         env[o] = out[()] if out.ndim == 0 else out
     return step
+
+
+@rule(Op.INLINE_ASM)
+def inline_asm_elementwise(ins: Instr, c: Compiler) -> Step:
+    raise CompilationError("tl.inline_asm_elementwise runs PTX assembly, which only an NVIDIA GPU executes: "
+                           "the interpreter cannot run it (run the kernel on CUDA tensors)", ins.loc)

@@ -38,6 +38,9 @@ _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
         "oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=",
         "une": "!="}
 
+_ASM_ONLY_ON_GPU = ("tl.inline_asm_elementwise runs PTX assembly, which only an NVIDIA GPU executes; "
+                    "run the kernel on CUDA tensors")
+
 
 class ScalarTarget:
     """Target hooks of the scalar lowering; the defaults are plain LLVM."""
@@ -180,6 +183,9 @@ def lower_op(b: ir.IRBuilder, target: ScalarTarget, op: Op, attrs: Any,
         return b.select(args[0], args[1], args[2])
     if op is Op.EXTERN_ELEMENTWISE:
         return target.extern(b, attrs.symbol, list(args), llvm_type(res))
+    if op is Op.INLINE_ASM:
+        # the CUDA backend lowers it itself, `pack` elements at a time (lower_inline_asm.py)
+        raise NotImplementedError(_ASM_ONLY_ON_GPU)
 
     t = element_of(arg_types[0])
     cls = type_class(arg_types[0])
