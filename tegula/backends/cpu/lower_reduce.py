@@ -2,16 +2,16 @@
 
 - A combine that is one exact or reorderable op of the two elements (integer add, mul
   and bitwise ops, max/min of any type, f32/f64 add) runs as a linear loop. Along the
-  last axis, float max/min and f32/f64 adds keep a row of partial results (four
-  vector registers' worth) updated elementwise and folded pairwise at the end; integer
-  ops keep one accumulator, which LLVM vectorizes. Along another axis, a row of
-  accumulators is updated row after row (the inner loop runs along contiguous
-  elements), a float add summing blocks of rows first. Integer results and max/min
-  are exact in any order; a float sum's order is the GPU's kind (short sequential runs
-  joined by a tree, docs/numerics.md), not one chain of n - 1 additions, whose error
-  grows with n and which runs at the add's latency when the summed values are not
-  vectorized. f16/bf16 adds keep the interpreter's tree (each combine rounds to the
-  narrow type, and the suite checks that order).
+  last axis: one accumulator from the op's identity (float adds marked `reassoc`, so
+  LLVM keeps vector partial sums in registers), a float sum over blocks of
+  `_SUM_BLOCK` values whose sums fold pairwise, and float max/min over a row of
+  partial results (four vector registers' worth) folded pairwise. Along another axis,
+  a row of accumulators updated row after row (the inner loop runs along contiguous
+  elements), a float sum adding blocks of about sqrt(n) rows first. So a float sum's
+  order is the GPU's kind (short sequential runs joined by a tree, docs/numerics.md),
+  never one chain of n - 1 additions, whose error grows with n. Integer results and
+  max/min are exact in any order; f16/bf16 adds keep the interpreter's tree (each
+  combine rounds to the narrow type, and the suite checks that order).
 - Any other combine: the interpreter's tree over the axis, pairing adjacent elements
   level by level.
 """
@@ -29,6 +29,11 @@ from ..llvm.types import I64, llvm_type
 from .tiles import Tile, axis_split
 
 _LINEAR = frozenset({Op.ADD, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.AND, Op.OR, Op.XOR})
+# values per block of a float sum along a row (see `_reduce`): long enough that the
+# vectorized loop's horizontal reduction per block costs nothing measurable (softmax
+# 4096x1024: 0.63 ms, as one block; 128 cost +10-20%), short enough that an unvectorized
+# chain stays far from the 32000 of a vocabulary-sized row
+_SUM_BLOCK = 512
 
 
 def _identity(op: Op, e: ScalarType) -> ir.Constant:
@@ -115,17 +120,12 @@ class ReduceOps:
             return v
         e = element_of(src.type)
         lanes = host_jit.simd_bytes() // max(e.bits // 8, 1)
-        if inner == 1 and e.is_float and op in (Op.MAXIMUM, Op.MINIMUM, Op.ADD):
+        if inner == 1 and e.is_float and op in (Op.MAXIMUM, Op.MINIMUM):
             if n < 2 or n & (n - 1):
                 self._reduce_tree(ins)
                 return
             # four registers of partial results: four independent max chains (one
-            # chain is latency-bound: ~5 cycles per vector for max + NaN select). For
-            # a sum the row is also its accuracy: each partial adds n / lanes values
-            # and the row folds pairwise, where one accumulator (what LLVM keeps when
-            # the summed values are not vectorized, e.g. a libdevice tanh per element)
-            # adds all n in a chain: liger-kernel's cross entropy over a 32000-word
-            # vocabulary missed its 1e-6 tolerance by 8e-6 that way.
+            # chain is latency-bound: ~5 cycles per vector for max + NaN select)
             lanes = min(4 * lanes, n // 2)
             # a row of `lanes` partial results updated elementwise, then folded
             # pairwise (no loop-carried scalar for LLVM to vectorize): LLVM's
@@ -163,15 +163,39 @@ class ReduceOps:
             # from the op's identity over all n elements: one loop of a round trip
             # count, which LLVM vectorizes without a peeled first element
             unit = _identity(op, e)
+            # A float sum runs that loop over blocks of _SUM_BLOCK values and folds the
+            # block sums pairwise: where LLVM vectorizes the loop (`reassoc`) it keeps
+            # vector partial sums in registers as before; where it cannot (the summed
+            # values come one at a time, e.g. a libdevice tanh each) no chain of
+            # additions is longer than a block, where it was all n (liger-kernel's cross
+            # entropy over a 32000-word vocabulary missed its 1e-6 tolerance by 8e-6).
+            block = _SUM_BLOCK if reassoc and n > _SUM_BLOCK and not n & (n - 1) else n
+            sums = self.alloca_b.alloca(ir.ArrayType(llvm_type(e), n // block)) if block < n else None
 
             def per_outer(io):
                 base = b.mul(io, c64(n))
-                b.store(unit, slot)
 
-                def step(j):
-                    x = self.get(src, b.add(base, j))
-                    b.store(combine(b.load(slot), x), slot)
-                self.loop(n, step)
+                def one_block(k):
+                    first = b.add(base, b.mul(k, c64(block)))
+                    b.store(unit, slot)
+
+                    def step(j):
+                        x = self.get(src, b.add(first, j))
+                        b.store(combine(b.load(slot), x), slot)
+                    self.loop(block, step)
+                    if sums is not None:
+                        b.store(b.load(slot), b.gep(sums, [c64(0), k], inbounds=True))
+                if sums is None:
+                    one_block(c64(0))
+                else:
+                    self.loop(n // block, one_block)
+                    at = lambda k: b.gep(sums, [c64(0), k], inbounds=True)  # noqa: E731
+                    half = n // block // 2
+                    while half:  # the block sums pairwise
+                        self.loop(half, lambda k, h=half: b.store(combine(b.load(at(k)), b.load(at(b.add(k, c64(h))))),
+                                                                  at(k)))
+                        half //= 2
+                    b.store(b.load(at(c64(0))), slot)
                 if out is not None:
                     b.store(b.load(slot), self.elem_ptr(out, io))
             self.loop(outer, per_outer)
