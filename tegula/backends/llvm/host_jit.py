@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -71,27 +72,48 @@ def target_machine(opt: int = 2, native: bool = True, features: str = "") -> Any
     return target.create_target_machine(opt=opt, features=features, jit=True)
 
 
-def optimize(mod: Any, tm: Any, level: int = 2, unroll: bool = True) -> None:
+def optimize(mod: Any, tm: Any, level: int = 2, unroll: bool = True, slp: bool = True) -> None:
     """Run LLVM's default module pipeline at `level` on the parsed module `mod`
     (`unroll=False`: no loop unrolling, which mostly grows code and compile time when
-    the vectorizer already widened and interleaved the loop)."""
+    the vectorizer already widened and interleaved the loop; `slp=False`: no SLP
+    vectorizer, see `_optimized`)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     if level >= 2:
         pto.loop_vectorization = True
-        pto.slp_vectorization = True
+        pto.slp_vectorization = slp
     if not unroll:
         pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
 
-def jit(llir: str, tm: Any, level: int = 2) -> Any:
-    """Parse, verify, optimize and JIT-compile `llir`; returns the finalized MCJIT engine
-    (keep it alive as long as its functions are called)."""
+# A vector `and` with a constant whose last element is poison/undef: LLVM 22's X86
+# combineAVX512SetCCToKMOV asserts on `icmp ne (and (splat x), <c0, ..., poison>), 0`
+# (APInt::extractBits; fixed upstream by llvm-project PR 224268), aborting the process.
+# The SLP vectorizer makes that shape of three bit tests of one index widened to four
+# lanes (Inductor's sort_with_index: `(i & 8) != 0`, `(i & 16) != 0`, `(i & 32) != 0`).
+_AND_WITH_TRAILING_POISON = re.compile(r"= and <\d+ x i\d+> [^,\n]+, <[^<>\n]*(?:poison|undef)>")
+
+
+def _optimized(llir: str, tm: Any, level: int, unroll: bool) -> Any:
+    """`llir` parsed, verified and optimized. On an AVX-512 host, a module whose
+    optimized form holds the shape that crashes LLVM's code generator
+    (`_AND_WITH_TRAILING_POISON`) is optimized again without the SLP vectorizer, which
+    made it: a slower kernel instead of an aborted process."""
     init_native()
     mod = llvm.parse_assembly(llir)
     mod.verify()
-    optimize(mod, tm, level)
+    optimize(mod, tm, level, unroll)
+    if level >= 2 and simd_bytes() >= 64 and _AND_WITH_TRAILING_POISON.search(str(mod)):
+        mod = llvm.parse_assembly(llir)
+        optimize(mod, tm, level, unroll, slp=False)
+    return mod
+
+
+def jit(llir: str, tm: Any, level: int = 2) -> Any:
+    """Parse, verify, optimize and JIT-compile `llir`; returns the finalized MCJIT engine
+    (keep it alive as long as its functions are called)."""
+    mod = _optimized(llir, tm, level, True)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
     return engine
@@ -101,10 +123,7 @@ def compile_object(llir: str, tm: Any, level: int = 2, assembly: bool = True,
                    unroll: bool = True) -> tuple[bytes, str]:
     """Parse, verify and optimize `llir` once; return its object code for `tm` and
     (when `assembly`) its assembly text."""
-    init_native()
-    mod = llvm.parse_assembly(llir)
-    mod.verify()
-    optimize(mod, tm, level, unroll)
+    mod = _optimized(llir, tm, level, unroll)
     asm = tm.emit_assembly(mod) if assembly else ""
     return bytes(tm.emit_object(mod)), asm
 
