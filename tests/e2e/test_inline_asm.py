@@ -75,6 +75,16 @@ def half_pairs(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def acquire_loads(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    """A pointer argument (`l`, 64 bits), as kernels that load with acquire semantics
+    write it; not pure: each execution reads memory."""
+    offs = tl.arange(0, BLOCK)
+    y = tl.inline_asm_elementwise("ld.global.acquire.gpu.b32 $0, [$1];", "=r,l", [x_ptr + offs],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+    tl.store(y_ptr + offs, y)
+
+
+@triton.jit
 def wrong_constraints(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -94,6 +104,7 @@ _SIGS = {
                  {"BLOCK": 256}),
     "half_pairs": (half_pairs, {"x_ptr": "*fp16", "y_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"},
                    {"BLOCK": 1024}),
+    "acquire_loads": (acquire_loads, {"x_ptr": "*i32", "y_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 256}),
 }
 
 
@@ -103,7 +114,8 @@ def test_the_assembly_is_in_the_ptx_and_assembles(name, cap):
     fn, sig, consts = _SIGS[name]
     k = _compile(fn, sig, consts, cap)
     ptx = k.asm["ptx"]
-    marker = {"u8_max": "cvt.u32.u8", "softplus": "lg2.approx.ftz.f32", "half_pairs": "fma.rn.f16x2"}[name]
+    marker = {"u8_max": "cvt.u32.u8", "softplus": "lg2.approx.ftz.f32", "half_pairs": "fma.rn.f16x2",
+              "acquire_loads": "ld.global.acquire.gpu.b32"}[name]
     assert marker in ptx
     if name == "u8_max":
         # 1024 elements over 128 threads: 8 per thread, two executions of four, each
@@ -111,6 +123,8 @@ def test_the_assembly_is_in_the_ptx_and_assembles(name, cap):
         assert ptx.count("cvt.u32.u8") == 8
     if name == "half_pairs":
         assert ptx.count("fma.rn.f16x2") == 4  # 8 halves per thread, two per execution
+    if name == "acquire_loads":
+        assert ptx.count("ld.global.acquire.gpu.b32") == 2  # 256 over 128 threads, one each
     if find_ptxas() is not None:
         assert k.asm["cubin"][:4] == b"\x7fELF"
 
@@ -189,6 +203,11 @@ def test_results_on_the_gpu():
     xs = x.astype(np.float64) * 15.0
     want = np.where(xs > 20, xs, np.log1p(np.exp(xs)))
     np.testing.assert_allclose(on.back(y), want, rtol=2e-6, atol=1e-6)
+
+    v = rng.integers(-1000, 1000, 256).astype(np.int32)
+    got = on(np.zeros(256, np.int32))
+    acquire_loads[(1,)](on(v), got, BLOCK=256)
+    np.testing.assert_array_equal(on.back(got), v)
 
     h = rng.standard_normal(n).astype(np.float16)
     out = on(np.zeros(n, np.float16))

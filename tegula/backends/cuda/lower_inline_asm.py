@@ -20,7 +20,7 @@ import llvmlite.ir as ir
 from ...errors import CompilationError
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import element_of, parse_type
+from ...ir.types import PointerType, element_of, parse_type
 from ..llvm.intrinsics import inline_asm
 from ..llvm.types import llvm_type
 from .registry import handles
@@ -57,6 +57,10 @@ def _fit(b: ir.IRBuilder, v: ir.Value, ty: ir.Type) -> ir.Value:
     """`v`'s bits as `ty` (same width: bitcast; narrower: zero-extended; wider: truncated)."""
     if v.type == ty:
         return v
+    if isinstance(v.type, ir.PointerType):  # an address operand (`l`): its 64 bits
+        v = b.ptrtoint(v, ir.IntType(64))
+        if v.type == ty:
+            return v
     width = lambda t: t.width if isinstance(t, ir.IntType) else (64 if isinstance(t, ir.DoubleType) else  # noqa: E731
                                                                  16 if isinstance(t, ir.HalfType) else 32)
     src_int = v if isinstance(v.type, ir.IntType) else b.bitcast(v, ir.IntType(width(v.type)))
@@ -94,8 +98,9 @@ def lower_inline_asm(lw: "KernelLowering", ins: Instr) -> None:
     pack = a.pack
     out_types = [element_of(parse_type(t)) for t in a.outputs]
     in_types = [element_of(o.type) for o in ins.operands]
+    in_bits = [64 if isinstance(t, PointerType) else t.bits for t in in_types]
     out_groups = [register_groups(t.bits, pack) for t in out_types]
-    in_groups = [register_groups(t.bits, pack) for t in in_types]
+    in_groups = [register_groups(bits, pack) for bits in in_bits]
     outs, inputs, _ = _split_constraints(a.constraints)
     want_out, want_in = sum(g[1] for g in out_groups), sum(g[1] for g in in_groups)
     if len(outs) != want_out or len(inputs) != want_in:
@@ -119,14 +124,14 @@ def lower_inline_asm(lw: "KernelLowering", ins: Instr) -> None:
     for start in range(0, n, pack):
         args: list[ir.Value] = []
         slot = 0
-        for regs, t, (per, count) in zip(operands, in_types, in_groups):
+        for regs, t, bits, (per, count) in zip(operands, in_types, in_bits, in_groups):
             ety = llvm_type(t)
-            elems = [(regs[i] if len(regs) > 1 else regs[0]) if i < n else ir.Constant(ety, 0)
-                     for i in range(start, start + pack)]
+            pad = ir.Constant(ety, None if isinstance(ety, ir.PointerType) else 0)
+            elems = [(regs[i] if len(regs) > 1 else regs[0]) if i < n else pad for i in range(start, start + pack)]
             for j in range(count):
                 chunk = elems[j * per:(j + 1) * per]
-                chunk += [ir.Constant(ety, 0)] * (per - len(chunk))
-                args.append(_pack(b, chunk, ety, t.bits, in_reg_types[slot]))
+                chunk += [pad] * (per - len(chunk))
+                args.append(_pack(b, chunk, ety, bits, in_reg_types[slot]))
                 slot += 1
         call = inline_asm(b, ret, args, a.asm, a.constraints, side_effect=not a.is_pure)
         got: list[ir.Value] = []
