@@ -99,9 +99,10 @@ def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Va
     b.create(Op.LOCAL_DEALLOC, [tring])
 
 
-def build_all_ops_kernel(tma: bool = True) -> Kernel:
+def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:
     """A valid kernel that contains every op of the table at least once (but the TMA
-    ops, which only sm_90 has, when `tma` is False)."""
+    ops, which only sm_90 has, when `tma` is False, and the inline PTX, which only a GPU
+    runs, when `inline_asm` is False)."""
     k = new_kernel("all_ops", [PointerType(F32), PointerType(BF16), PointerType(F8E4M3), I32, F32,
                                PointerType(F16, 3)],
                    ["x", "y", "z", "n", "alpha", "smem"], loc=Loc(SRC, 1, 0))
@@ -153,9 +154,10 @@ def build_all_ops_kernel(tma: bool = True) -> Kernel:
     b.op1(Op.UMULHI, uw, uw)
     # a library function: int32 popcount of a uint32 tile (its own signature)
     b.op1(Op.EXTERN_ELEMENTWISE, uw, attrs=A.ExternAttrs("__nv_popc"), type=tile(I32, 128))
-    # inline PTX whose text holds quotes, a newline and a brace (the printer escapes them)
-    b.op1(Op.INLINE_ASM, uw, attrs=A.InlineAsmAttrs("{ // 'x'\n popc.b32 $0, $1; }", "=r,r", 2, True, ("i32",)),
-          type=tile(I32, 128))
+    if inline_asm:
+        # inline PTX whose text holds quotes, a newline and a brace (the printer escapes them)
+        b.op1(Op.INLINE_ASM, uw, attrs=A.InlineAsmAttrs("{ // 'x'\n popc.b32 $0, $1; }", "=r,r", 1, True, ("i32",)),
+              type=tile(I32, 128))
     cmps = [b.op1(op, idx, w) for op in (Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE)]
     v = b.op1(Op.SELECT, cmps[2], v, xv)
     # conversions, incl. bf16 and fp8

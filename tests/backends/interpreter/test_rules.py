@@ -24,8 +24,8 @@ def test_all_ops_sample_kernel_compiles():
         from ir_test_kernels import build_all_ops_kernel
     finally:
         sys.path.pop(0)
-    kernel = build_all_ops_kernel()
+    kernel = build_all_ops_kernel(inline_asm=False)  # PTX: a compile error here (test_inline_asm.py)
     used = {ins.op for ins in kernel.walk()}
-    assert used >= set(Op) - {Op.YIELD, Op.CONDITION, Op.RETURN}
+    assert used >= set(Op) - {Op.YIELD, Op.CONDITION, Op.RETURN, Op.INLINE_ASM}
     program = compile_kernel(kernel, debug=True)
     assert program.kernel is kernel
