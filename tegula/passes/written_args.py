@@ -13,13 +13,16 @@ bitcasts, `join`/`split`, `make_tensor_descriptor` and `make_block_ptr` / `advan
 access writes through the base), and loop-carried values (`for` / `while` / `if` results and
 region arguments, following initial values and yields). Anything else that produces a
 pointer — a pointer loaded from memory, `int_to_ptr`, a constant — could point
-anywhere: all pointer arguments are reported.
+anywhere: all pointer arguments are reported. Inline assembly with side effects
+(`inline_asm_elementwise`, `is_pure=False`) counts as reading and writing through each
+pointer operand it is given.
 """
 from __future__ import annotations
 
 from ..ir.accessors import for_inits, for_yields
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import OP_INFO, Kind, Op
+from ..ir.types import is_pointer
 from .ir_utils import flow_sources, pointer_args, region_parents
 
 # ops whose pointer result points into the same allocation as these operands
@@ -52,6 +55,9 @@ def _arguments_behind(kernel: Kernel, selects) -> set[str]:
         info = OP_INFO[ins.op]
         if info.kind is Kind.MEMORY and selects(ins, info) and ins.operands:
             pointers.append(ins.operands[0])
+        elif ins.op is Op.INLINE_ASM and not ins.attrs.is_pure:
+            # assembly with side effects may load or store through any pointer it is given
+            pointers.extend(o for o in ins.operands if is_pointer(o.type))
     found = pointer_arguments_behind(kernel, pointers)
     return {name for name, _ in pointer_args(kernel)} if found is None else found
 

@@ -127,3 +127,21 @@ def test_descriptor_store_writes_its_base_and_load_reads_it():
         }""")
     assert written_arguments(k) == {"out"}
     assert read_arguments(k) == {"x", "out"}
+
+
+def test_inline_asm_with_side_effects_reads_and_writes_its_pointer_operands():
+    """`st.global` in the assembly writes through `%out`: the autotuner must snapshot it
+    and torch.compile must see it mutated. Pure assembly accesses no memory."""
+    from tegula.passes import read_arguments
+
+    text = """
+        kernel @k(%x: ptr<f32>, %out: ptr<f32>) {
+          %v = load %x {} : f32
+          %r = inline_asm_elementwise %out, %v {asm = 'st.global.f32 [$1], $2; mov.b32 $0, 0;', \
+constraints = '=r,l,r', pack = 1, is_pure = PURE, outputs = ('i32',)} : i32
+          return
+        }"""
+    k = parse(text.replace("PURE", "False"))
+    assert written_arguments(k) == {"out"} and read_arguments(k) == {"x", "out"}
+    k = parse(text.replace("PURE", "True"))
+    assert written_arguments(k) == set() and read_arguments(k) == {"x"}
