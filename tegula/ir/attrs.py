@@ -171,7 +171,7 @@ class InlineAsmAttrs:
     narrower than 32 bits packed into 32-bit registers), how many elements one
     execution handles, whether it is free of side effects, the dtypes of all its
     outputs, and which output this op's result is (a call with several outputs is one
-    op per output, each running the assembly: see `language/semantic_inline_asm.py`)."""
+    op per output, each running the assembly: see `language/inline_asm.py`)."""
 
     asm: str
     constraints: str

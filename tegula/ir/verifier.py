@@ -361,8 +361,8 @@ class _Verifier:
                 self.fail(f"'int_to_ptr' converts an integer to a pointer: {src} -> {dst}", ins)
             return
         if op is Op.INLINE_ASM:
-            # the assembly reads and writes registers: operands and result are numbers of
-            # any types, all of the result's shape (the frontend broadcasts them)
+            # the assembly reads and writes registers: operands of any type (numbers, or
+            # addresses), results numbers, all of one shape (the frontend broadcasts them)
             if any(sh != shape_of(rts[0]) for sh in shapes):
                 self.fail(f"'inline_asm_elementwise' operands must have the result's shape: {_types(ts)} -> {rts[0]}",
                           ins)
