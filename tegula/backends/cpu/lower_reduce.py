@@ -8,8 +8,9 @@
   partial results (four vector registers' worth) folded pairwise. Along another axis,
   a row of accumulators updated row after row (the inner loop runs along contiguous
   elements), a float sum adding blocks of about sqrt(n) rows first. So a float sum's
-  order is the GPU's kind (short sequential runs joined by a tree, docs/numerics.md),
-  never one chain of n - 1 additions, whose error grows with n. Integer results and
+  order is the GPU's kind (short sequential runs joined by a tree, docs/numerics.md):
+  no chain of additions is longer than 512 along a row or about 2 sqrt(n) along other
+  axes, where one chain of n - 1 had an error growing with n. Integer results and
   max/min are exact in any order; f16/bf16 adds keep the interpreter's tree (each
   combine rounds to the narrow type, and the suite checks that order).
 - Any other combine: the interpreter's tree over the axis, pairing adjacent elements
