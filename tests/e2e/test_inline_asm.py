@@ -75,6 +75,18 @@ def half_pairs(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def bf16_negate(x_ptr, y_ptr, z_ptr, BLOCK: tl.constexpr):
+    """bf16 one to a 16-bit register (pack 1, `h`) and two to a 32-bit one (pack 2)."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.inline_asm_elementwise("xor.b16 $0, $1, 0x8000;", "=h,h", [x], dtype=tl.bfloat16, is_pure=True, pack=1)
+    z = tl.inline_asm_elementwise("xor.b32 $0, $1, 0x80008000;", "=r,r", [x], dtype=tl.bfloat16, is_pure=True,
+                                  pack=2)
+    tl.store(y_ptr + offs, y)
+    tl.store(z_ptr + offs, z)
+
+
+@triton.jit
 def acquire_loads(x_ptr, y_ptr, BLOCK: tl.constexpr):
     """A pointer argument (`l`, 64 bits), as kernels that load with acquire semantics
     write it; not pure: each execution reads memory."""
@@ -105,6 +117,8 @@ _SIGS = {
     "half_pairs": (half_pairs, {"x_ptr": "*fp16", "y_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"},
                    {"BLOCK": 1024}),
     "acquire_loads": (acquire_loads, {"x_ptr": "*i32", "y_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 256}),
+    "bf16_negate": (bf16_negate, {"x_ptr": "*bf16", "y_ptr": "*bf16", "z_ptr": "*bf16", "BLOCK": "constexpr"},
+                    {"BLOCK": 512}),
 }
 
 
@@ -115,7 +129,7 @@ def test_the_assembly_is_in_the_ptx_and_assembles(name, cap):
     k = _compile(fn, sig, consts, cap)
     ptx = k.asm["ptx"]
     marker = {"u8_max": "cvt.u32.u8", "softplus": "lg2.approx.ftz.f32", "half_pairs": "fma.rn.f16x2",
-              "acquire_loads": "ld.global.acquire.gpu.b32"}[name]
+              "acquire_loads": "ld.global.acquire.gpu.b32", "bf16_negate": "xor.b16"}[name]
     assert marker in ptx
     if name == "u8_max":
         # 1024 elements over 128 threads: 8 per thread, two executions of four, each
@@ -125,6 +139,8 @@ def test_the_assembly_is_in_the_ptx_and_assembles(name, cap):
         assert ptx.count("fma.rn.f16x2") == 4  # 8 halves per thread, two per execution
     if name == "acquire_loads":
         assert ptx.count("ld.global.acquire.gpu.b32") == 2  # 256 over 128 threads, one each
+    if name == "bf16_negate":  # 4 elements per thread: 4 executions of pack 1, 2 of pack 2
+        assert ptx.count("xor.b16") == 4 and ptx.count("xor.b32") == 2
     if find_ptxas() is not None:
         assert k.asm["cubin"][:4] == b"\x7fELF"
 
@@ -208,6 +224,11 @@ def test_results_on_the_gpu():
     got = on(np.zeros(256, np.int32))
     acquire_loads[(1,)](on(v), got, BLOCK=256)
     np.testing.assert_array_equal(on.back(got), v)
+
+    bf = torch.randn(512, dtype=torch.bfloat16, device="cuda")
+    neg1, neg2 = torch.empty_like(bf), torch.empty_like(bf)
+    bf16_negate[(1,)](bf, neg1, neg2, BLOCK=512)
+    assert torch.equal(neg1, -bf) and torch.equal(neg2, -bf)
 
     h = rng.standard_normal(n).astype(np.float16)
     out = on(np.zeros(n, np.float16))

@@ -207,8 +207,8 @@ class ReduceOps:
         # element's chain is longer than about 2 * sqrt(n) additions (n - 1 otherwise)
         rows = n
         if reassoc and n >= 64 and not n & (n - 1):
-            rows = 1 << ((n.bit_length() - 1 + 1) // 2)
-        block = self.alloca_b.alloca(ir.ArrayType(llvm_type(e), inner)) if rows < n else None
+            rows = 1 << (n.bit_length() // 2)  # 2 ** ceil(log2(n) / 2)
+        block_sum = self.alloca_b.alloca(ir.ArrayType(llvm_type(e), inner)) if rows < n else None
 
         def sum_rows(base, first, count, dst):
             """dst[ii] = src[first][ii] combined with the next count - 1 rows."""
@@ -230,9 +230,9 @@ class ReduceOps:
             obase = b.mul(io, c64(inner))
             out_at = lambda ii: self.elem_ptr(out, b.add(obase, ii))  # noqa: E731
             sum_rows(base, c64(0), rows, out_at)
-            if block is None:
+            if block_sum is None:
                 return
-            block_at = lambda ii: b.gep(block, [c64(0), ii], inbounds=True)  # noqa: E731
+            block_at = lambda ii: b.gep(block_sum, [c64(0), ii], inbounds=True)  # noqa: E731
 
             def per_block(k):
                 sum_rows(base, b.mul(b.add(k, c64(1)), c64(rows)), rows, block_at)

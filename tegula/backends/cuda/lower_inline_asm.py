@@ -22,7 +22,7 @@ from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import PointerType, element_of, parse_type
 from ..llvm.intrinsics import inline_asm
-from ..llvm.types import llvm_type
+from ..llvm.types import BFloatType, llvm_type
 from .registry import handles
 
 if TYPE_CHECKING:
@@ -38,19 +38,25 @@ def register_groups(bits: int, pack: int) -> tuple[int, int]:
     return per, -(-pack // per)
 
 
-def _split_constraints(text: str) -> tuple[list[str], list[str], list[str]]:
-    """The constraint string's outputs (`=r`...), inputs and clobbers (`~{...}`)."""
-    outs, ins, clobbers = [], [], []
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        (clobbers if entry.startswith("~") else outs if entry.startswith("=") else ins).append(entry)
-    return outs, ins, clobbers
+def _split_constraints(text: str) -> tuple[list[str], list[str]]:
+    """The constraint string's outputs (`=r`...) and inputs; clobbers (`~{...}`) name
+    no operand."""
+    entries = [e.strip() for e in text.split(",") if e.strip() and not e.strip().startswith("~")]
+    return [e for e in entries if e.startswith("=")], [e for e in entries if not e.startswith("=")]
 
 
 def _register_type(entry: str) -> ir.Type:
     letter = entry.lstrip("=&+*")[:1]
     return _REGISTER_TYPES.get(letter, ir.IntType(32))
+
+
+def _width(t: ir.Type) -> int:
+    """The bits of a register or element type (half and bfloat 16, float 32, double 64)."""
+    if isinstance(t, ir.IntType):
+        return t.width
+    if isinstance(t, (ir.HalfType, BFloatType)):
+        return 16
+    return 64 if isinstance(t, ir.DoubleType) else 32
 
 
 def _fit(b: ir.IRBuilder, v: ir.Value, ty: ir.Type) -> ir.Value:
@@ -61,10 +67,8 @@ def _fit(b: ir.IRBuilder, v: ir.Value, ty: ir.Type) -> ir.Value:
         v = b.ptrtoint(v, ir.IntType(64))
         if v.type == ty:
             return v
-    width = lambda t: t.width if isinstance(t, ir.IntType) else (64 if isinstance(t, ir.DoubleType) else  # noqa: E731
-                                                                 16 if isinstance(t, ir.HalfType) else 32)
-    src_int = v if isinstance(v.type, ir.IntType) else b.bitcast(v, ir.IntType(width(v.type)))
-    w_src, w_dst = width(v.type), width(ty)
+    src_int = v if isinstance(v.type, ir.IntType) else b.bitcast(v, ir.IntType(_width(v.type)))
+    w_src, w_dst = _width(v.type), _width(ty)
     if w_src < w_dst:
         src_int = b.zext(src_int, ir.IntType(w_dst))
     elif w_src > w_dst:
@@ -101,7 +105,7 @@ def lower_inline_asm(lw: "KernelLowering", ins: Instr) -> None:
     in_bits = [64 if isinstance(t, PointerType) else t.bits for t in in_types]
     out_groups = [register_groups(t.bits, pack) for t in out_types]
     in_groups = [register_groups(bits, pack) for bits in in_bits]
-    outs, inputs, _ = _split_constraints(a.constraints)
+    outs, inputs = _split_constraints(a.constraints)
     want_out, want_in = sum(g[1] for g in out_groups), sum(g[1] for g in in_groups)
     if len(outs) != want_out or len(inputs) != want_in:
         raise CompilationError(
