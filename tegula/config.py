@@ -91,6 +91,9 @@ _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,
       "On sm_90a, run a TMA-pipelined loop that asks for it (tl.range(..., warp_specialize=True)) "
       "with a producer warpgroup issuing its copies (0: the hint is ignored, the loop is "
       "pipelined by all warps).")
+_knob("wgmma_wait_at_use", "TEGULA_WGMMA_WAIT_AT_USE", None, _bool, True,
+      "On sm_90a, a pipelined loop waits for each of its wgmma dots right before the first op "
+      "that reads its result, with the dots issued since still in flight (0: right after the dot).")
 _knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool, False,
       "On sm_90a, a loop whose rings are all TMA releases a slot by each warp's arrival on an "
       "mbarrier, which only the issuing thread waits for, instead of a CTA barrier per "

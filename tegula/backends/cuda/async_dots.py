@@ -1,15 +1,17 @@
-"""Which wgmma dots of a pipelined loop stay in flight into the next iteration
-(`pipeline_loops` leaves a `dot_wait {pending = 1}` after each and a full wait after
-the loop): `async_dots`.
+"""Which wgmma dots of a pipelined loop run while other code does (`async_dots`):
+those that stay in flight into the next iteration (`pipeline_loops` leaves a
+`dot_wait {pending = 1}` after each and a full wait after the loop), and where each
+other one is waited for (`dot_wait {pending = N}` before the first op reading it).
 
-A dot stays in flight only if it runs on wgmma with a pipelined B and its result only
-feeds the next iteration's same dot as its accumulator; an A operand in registers
-computed in the loop must not be redefined while its dot may still run (triton#9433's
-hazard). Whether a slot is stored along its rows (`copied_along_rows`) decides which
+A dot stays in flight across iterations only if it runs on wgmma with a pipelined B and
+its result only feeds the next iteration's same dot as its accumulator; an A operand in
+registers computed in the loop must not be redefined while its dot may still run
+(triton#9433's hazard). Whether a slot is stored along its rows (`copied_along_rows`) decides which
 fp8 operand layouts wgmma can read.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ir import attrs as A
@@ -18,7 +20,7 @@ from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import element_of
 from ...passes import axis_info, contiguity_order
-from .mma import choose_mma
+from .mma import MmaChoice, choose_mma
 from .pipeline_candidates import dot_operand, zeroed_when
 from .slot_views import viewed_both_ways
 
@@ -61,29 +63,109 @@ def _chained(dot: Instr, body: Block, uses: dict[Value, list[Instr]]) -> bool:
                for u in uses.get(res, []))
 
 
-def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
-                uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> dict[int, Instr]:
-    """The dots that may stay in flight into the next iteration (by their loop-carried
-    index): wgmma dots with a pipelined B whose result only feeds the next iteration's
-    same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`).
+@dataclass(frozen=True)
+class LateWait:
+    """Where a wgmma dot of a pipelined body that is not left in flight into the next
+    iteration is waited for: before the body's op at position `at` (the first to read
+    its result; the terminator's position when only the yield does), with `pending`
+    groups — the wgmma dots issued between the two — still allowed in flight there."""
+    at: int
+    pending: int
 
-    Any other wgmma dot of the loop waits for all groups right after it (its result is
-    used at once), so a dot in flight overlaps the dots issued after it up to the next
-    such wait — attention's backward keeps dV's dot running under dP's, and dK's under
-    the next iteration's loads and first dot, as Triton schedules them. An A operand in
-    registers computed in the loop must not be redefined while its dot may still run: a
-    dot whose result is waited for must come between the two (in program order, around
-    the loop), or that dot stays synchronous."""
+
+@dataclass
+class AsyncDots:
+    """The wgmma dots of a pipelined loop that run asynchronously: `carried`, those in
+    flight into the next iteration (by their loop-carried index), and `late`, the others,
+    each waited for where its result is first read (`LateWait`)."""
+    carried: dict[int, Instr] = field(default_factory=dict)
+    late: dict[Instr, LateWait] = field(default_factory=dict)
+
+
+def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
+               uses: dict[Value, list[Instr]], num_warps: int, capability: int,
+               wait_at_use: bool = True) -> AsyncDots:
+    """The loop's wgmma dots that run while other code of the body does.
+
+    Carried: wgmma dots with a pipelined B whose result only feeds the next iteration's
+    same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`), left
+    in flight across the back edge.
+
+    Late: every other wgmma dot (not an fp8 one with promotion, which waits for its own
+    partial sums) is waited for right before the first op that reads its result, with
+    the wgmma dots issued in between still in flight (`wait_group N` completes groups in
+    order). So the dots of one iteration overlap the code between them and their uses:
+    a body written as FlashAttention-3 rotates attention (issue S_j = Q·K_j, then
+    O += P_{j-1}·V_{j-1}, then the softmax of S_j) runs the softmax under the second
+    dot. Attention's backward keeps dV's dot running under dP's, and dK's under the
+    next iteration's loads and first dot, as Triton schedules them. Without
+    `wait_at_use` a late dot is waited for right after it.
+
+    An A operand in registers computed in the loop must not be redefined while its dot
+    may still run. A late dot is waited for in its own iteration, before the A value's
+    next definition (the lowering keeps its registers alive up to the wait). A carried
+    dot needs a wait that completes it between the two, around the loop: a late dot's
+    wait completes every group issued before that dot — or it is not carried."""
     body = loop.regions[0]
     term = body.terminator
-    axis_cache: dict = {}
-    # dot operand → (its pipelined load, whether the operand is the loaded tile's transpose)
+    source = _slot_sources(body, loads, transposes, uses, num_warps, capability)
+    wgmma = _wgmma_choices(kernel, body, source, num_warps, capability)
+    order = body.instrs
+    at = {d: order.index(d) for d in wgmma}
+    top = {sub: ins for ins in order for sub in ins.walk()}
+    chained = {d for d, choice in wgmma.items() if not choice.promote and _chained(d, body, uses)}
+
+    def first_use(d: Instr) -> Optional[int]:
+        users = [top.get(u, term) for u in uses.get(d.results[0], [])]
+        return min((order.index(u) for u in users), default=None)
+
+    def late_wait(d: Instr, use: int) -> LateWait:
+        if not wait_at_use:
+            use = at[d] + 1
+        return LateWait(use, sum(1 for o in wgmma if at[d] < at[o] < use))
+
+    out = AsyncDots()
+    # (issue, wait) positions of the dots waited for in their own iteration
+    waits: list[tuple[int, int]] = []
+    for d, choice in wgmma.items():
+        if choice.promote:
+            waits.append((at[d], at[d]))
+        elif d not in chained and (use := first_use(d)) is not None:
+            out.late[d] = late_wait(d, use)
+            waits.append((at[d], out.late[d].at))
+    # where each value computed in the body is (re)defined: its top-level op's position
+    position = {r: i for i, ins in enumerate(order) for sub in ins.walk() for r in sub.results}
+    for d in chained:
+        a = d.operands[0]
+        if a not in source and a in position:
+            # register A computed in the loop, redefined next iteration at its definition:
+            # a wait in between completes d if its dot was issued after d, or if it comes
+            # (next iteration) before the redefinition
+            defined = position[a]
+            if not any(issued > at[d] or waited <= defined for issued, waited in waits):
+                out.late[d] = late_wait(d, order.index(term))
+                continue
+        out.carried[term.operands.index(d.results[0])] = d
+    return out
+
+
+def _slot_sources(body: Block, loads: set[Instr], transposes: dict[Instr, Instr], uses: dict[Value, list[Instr]],
+                  num_warps: int, capability: int) -> dict[Value, tuple[Instr, bool]]:
+    """Dot operand → (its pipelined load, whether the operand is the loaded tile's
+    transpose): the operands a dot of the loop reads from a ring's slot."""
     source = {dot_operand(ld, transposes): (ld, ld in transposes) for ld in loads}
     for ld in loads:
         view = viewed_both_ways(ld.results[0], body, uses, num_warps, capability)
         if view is not None:
             source[view.results[0]] = (ld, True)
-    wgmma: dict[Instr, bool] = {}  # the loop's wgmma dots: whether each may stay in flight
+    return source
+
+
+def _wgmma_choices(kernel: Kernel, body: Block, source: dict[Value, tuple[Instr, bool]], num_warps: int,
+                   capability: int) -> dict[Instr, MmaChoice]:
+    """The body's top-level dots that run on wgmma, with their instruction choice."""
+    axis_cache: dict = {}
+    out = {}
     for ins in body.instrs:
         if ins.op is not Op.DOT:
             continue
@@ -97,28 +179,9 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
                             and copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
                             a_k_major=not (narrow and a_src is not None
                                            and copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
-        if choice is None or choice.version != 3:
-            continue
-        if choice.promote:  # its partial accumulators are added right after it: waited at once
-            wgmma[ins] = False
-            continue
-        wgmma[ins] = _chained(ins, body, uses)
-    order = body.instrs
-    waited = [order.index(d) for d, chained in wgmma.items() if not chained]
-    # where each value computed in the body is (re)defined: its top-level op's position
-    position = {r: i for i, top in enumerate(order) for sub in top.walk() for r in sub.results}
-    found: dict[int, Instr] = {}
-    for d, chained in wgmma.items():
-        if not chained:
-            continue
-        a = d.operands[0]
-        if a not in source and a in position:
-            # register A computed in the loop: redefined next iteration at its definition
-            at, defined = order.index(d), position[a]
-            if not any(w > at or w < defined for w in waited):
-                continue
-        found[term.operands.index(d.results[0])] = d
-    return found
+        if choice is not None and choice.version == 3:
+            out[ins] = choice
+    return out
 
 
 def wait_inside(branch: Instr, pending: Value) -> Optional[Value]:

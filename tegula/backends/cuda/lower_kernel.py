@@ -80,6 +80,8 @@ class KernelLowering:
         self.buffer_of: dict[Value, Any] = {}
         # local_load results read in place by their users: (buffer, slot byte offset)
         self.shared_views: dict[Value, tuple[Any, ir.Value]] = {}
+        # a wgmma dot left in flight -> its A operand's registers, read by its dot_wait
+        self.in_flight_inputs: dict[Value, list[ir.Value]] = {}
         self.checked: Optional[CheckedMode] = CheckedMode(kernel) if checked else None
         # tensor descriptors TMA reads through: the generic address of their tensor map
         self.tensormap_of: dict[Value, ir.Value] = {}

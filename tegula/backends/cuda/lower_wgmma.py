@@ -20,8 +20,10 @@ One dot is `wgmma.fence`, one instruction per (M repetition, N repetition, K ste
 first K step with a false scale-d predicate when the accumulator is zero, so that no
 register is zeroed for it — a commit, and a wait for it (the accumulators pass through the wait, so nothing reads
 them early) — unless the pipeliner left the dot in flight: then its only user is a
-`dot_wait`, which waits until at most N groups are pending (1 inside the loop, so the
-next iteration's wgmma is issued while this one runs; 0 after it).
+`dot_wait`, which waits until at most N groups are pending (1 after a dot carried into
+the next iteration, so that one is issued while this one runs; 0 after the loop; for a
+dot waited for at its first use, the dots issued since). An A operand in registers is
+read by that wait too, so its registers are not reused while the wgmma may read them.
 
 An fp8 dot whose `max_num_imprecise_acc` L is at most its K (`MmaChoice.promote`, L / k
 steps) accumulates each run of L products in a fresh partial accumulator, waits for it
@@ -196,6 +198,8 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         lw.dev.wgmma_commit(b)
         if not _waited_later(lw, ins):
             acc = lw.dev.wgmma_wait(b, acc)
+        elif a_regs is not None:
+            lw.in_flight_inputs[ins.results[0]] = a_regs
         lw.define(ins.results[0], acc)
         return
     # max_num_imprecise_acc: each run of `promote` K steps accumulates in a fresh partial
@@ -239,5 +243,6 @@ def lower_dot_wait(lw: "KernelLowering", ins: Instr) -> None:
     complete in order, so the value is its operand when no dot of the kernel is a wgmma."""
     regs = lw.operand(ins, 0)
     if lw.capability >= 90 and any(c.version == 3 for c in lw.plan.mma.values()):
-        regs = lw.dev.wgmma_wait(lw.b, list(regs), ins.attrs.pending)
+        regs = lw.dev.wgmma_wait(lw.b, list(regs), ins.attrs.pending,
+                                 lw.in_flight_inputs.get(ins.operands[0], ()))
     lw.define(ins.results[0], regs)

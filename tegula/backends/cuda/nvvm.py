@@ -310,15 +310,19 @@ class NVPTXDevice(TmaInstructions):
         """`wgmma.commit_group.sync.aligned`: the wgmmas issued since the last commit."""
         inline_asm(b, VOID, [], "wgmma.commit_group.sync.aligned;", "~{memory}", side_effect=True)
 
-    def wgmma_wait(self, b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0) -> list[ir.Value]:
+    def wgmma_wait(self, b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0,
+                   inputs: Sequence[ir.Value] = ()) -> list[ir.Value]:
         """`wgmma.wait_group.sync.aligned N`, with the accumulators passed through it so
-        that no use of them is scheduled before the wait."""
+        that no use of them is scheduled before the wait. `inputs` (the i32 registers of
+        an A operand the waited dots read) are read by it too: they stay live, so no value
+        defined meanwhile is given their registers while a wgmma may still read them."""
         count = len(acc)
         acc_ty = acc[0].type
         reg = "f" if acc_ty == F32 else "r"
-        cons = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["~{memory}"])
+        cons = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["r"] * len(inputs) + ["~{memory}"])
         ret = ir.LiteralStructType([acc_ty] * count)
-        out = inline_asm(b, ret, list(acc), f"wgmma.wait_group.sync.aligned {pending};", cons, side_effect=True)
+        out = inline_asm(b, ret, [*acc, *inputs], f"wgmma.wait_group.sync.aligned {pending};", cons,
+                         side_effect=True)
         return [b.extract_value(out, i) for i in range(count)]
 
     def ex2_approx(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:

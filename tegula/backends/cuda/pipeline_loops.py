@@ -21,7 +21,10 @@ so the load's `other` must be absent or zero):
 A dot that runs on wgmma and only updates its accumulator (`acc = tl.dot(a, b, acc)`)
 is left in flight into the next iteration (`dot_wait {pending = 1}` after it, 0 after
 the loop); the copies of that iteration are then issued after the wait and a barrier,
-once no warpgroup's dot reads the write slot any more.
+once no warpgroup's dot reads the write slot any more. Every other wgmma dot of the body
+is waited for right before the first op that reads it (`dot_wait {pending = N}`, N the
+wgmma dots issued in between, which stay in flight; `async_dots.LateWait`), within its
+iteration, so the slots it read are free by the next one's copies.
 
 The *address code* is the loads' operands' backward slice inside the body: it must be
 pure and free of loads, and the loop-carried values it reads (the pointers advanced
@@ -290,7 +293,17 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
     if last_async < 0:
         release_and_issue(barrier=not copies)  # a cp.async ring's wait has its barrier
     members = set(plan.slice)
+
+    def wait_late_dots(position: int) -> None:
+        """The dots first read by the body's op at `position`, waited for before it (in
+        issue order), the dots issued after each still in flight."""
+        for d, late in plan.late_waits.items():
+            if late.at == position and d.results[0] in M:
+                with nb.location(d.loc):
+                    M[d.results[0]] = ahead_map[d.results[0]] = nb.op1(
+                        Op.DOT_WAIT, M[d.results[0]], attrs=A.AsyncWaitAttrs(pending=late.pending))
     for at_ins, ins in enumerate(body.instrs[:-1]):
+        wait_late_dots(at_ins)
         if ins in plan.loads or ins in plan.transposes.values() or (ins in members and ins not in plan.keep):
             continue
         if ins in plan.hints and (ins.operands[0] not in M or ins.operands[0] in iters):
@@ -307,6 +320,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
             ahead_map[ins.results[0]] = M[ins.results[0]]
         if at_ins == last_async:
             release_and_issue(barrier=True)
+    wait_late_dots(len(body.instrs) - 1)
     one, size, zero = nb.constant(1, I32), nb.constant(S, I32), nb.constant(0, I32)
 
     def advance(slot: Value) -> Value:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ...config import knobs
 from ...ir.accessors import memory_operands
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Op
 from ...ir.types import TileType, element_of
 from ...passes import axis_info
 from ...passes.ir_utils import users_of
-from .async_dots import async_dots
+from .async_dots import LateWait, async_dots
 from .copy_bounds import CopyBound, split_bound
 from .pipeline_candidates import is_candidate, prefetchable, transposed_by, writes_what_it_prefetches
 from .pipeline_memo import CoarseMemo, find_memo
@@ -46,6 +47,8 @@ class LoopPlan:
     # dots left in flight across iterations (wgmma), each the sole producer of the
     # loop-carried accumulator at that index of the yield
     async_dots: dict[int, Instr] = field(default_factory=dict)
+    # the other wgmma dots of the body: where each is waited for (its first use)
+    late_waits: dict[Instr, LateWait] = field(default_factory=dict)
     # load -> its mask split into uniform terms and a bound along the copies' run
     bounds: dict[Instr, CopyBound] = field(default_factory=dict)
     # warp-specialized (`warp_specialize`): the consumer warps there are, else 0
@@ -167,7 +170,9 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
     plan.memo = find_memo(loop, order, loads + hints, bound_values)
     if stages >= 3:
-        plan.async_dots = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability)
+        found = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability,
+                           wait_at_use=knobs.wgmma_wait_at_use)
+        plan.async_dots, plan.late_waits = found.carried, found.late
     return plan
 
 

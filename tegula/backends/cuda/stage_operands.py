@@ -5,6 +5,9 @@ in the forward; K and V in the backward's dK/dV kernel, Triton's tutorial 06) is
 otherwise held in registers for the whole loop: a B operand then keeps its dots off
 wgmma altogether (wgmma reads B from shared memory only), and register A operands
 compete with the accumulators. Triton stages such operands in shared memory on Hopper.
+So is the B operand of a dot in the kernel's body, outside any loop (the last block's
+P·V after a rotated attention loop): on wgmma, its accumulator keeps the layout the
+loop's wgmma gave it, where mma.sync would move it through shared memory twice.
 
 `stage_invariant_operands` rewrites such a load into
 
@@ -52,7 +55,7 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
     uses = users_of(kernel.body)
     done = 0
     for block in _blocks(kernel.body):
-        picked = _pick(block, uses, num_warps, capability)
+        picked = _pick(block, uses, num_warps, capability, top_level=block is kernel.body)
         for load in picked:
             _stage(block, load, uses)
         done += len(picked)
@@ -75,9 +78,12 @@ def _top_level_owner(block: Block, ins: Instr) -> Optional[Instr]:
     return None
 
 
-def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]]) -> Optional[list[tuple[Instr, int]]]:
-    """(dot, operand index) for every user of the load, when all are dots inside loops
-    that follow it in `block` reading it as A or B; else None."""
+def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]],
+                   top_level: bool) -> Optional[list[tuple[Instr, int]]]:
+    """(dot, operand index) for every user of the load, when all are dots that follow it
+    in `block` reading it as A or B inside loops, or as B in `block` itself when that is
+    the kernel's body (staged in a loop body, the buffer would be rewritten each
+    iteration while slower warps may still read it); else None."""
     res = load.results[0]
     roles = []
     for u in uses.get(res, []):
@@ -85,7 +91,8 @@ def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]]) ->
             return None
         ks = [k for k in (0, 1) if u.operands[k] is res]
         top = _top_level_owner(block, u)
-        if len(ks) != 1 or top is None or top is u or top.op is not Op.FOR:
+        if len(ks) != 1 or top is None or (top is u and (ks[0] != 1 or not top_level)) \
+                or (top is not u and top.op is not Op.FOR):
             return None
         if block.instrs.index(top) < block.instrs.index(load):
             return None
@@ -120,12 +127,13 @@ def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int) -> bool:
     return choice is not None and choice.version == 3
 
 
-def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int) -> list[Instr]:
+def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int,
+          top_level: bool) -> list[Instr]:
     staged_b, a_candidates = [], []
     for ins in block.instrs:
         if not _qualifies(ins):
             continue
-        roles = _operand_roles(ins, block, uses)
+        roles = _operand_roles(ins, block, uses, top_level)
         if roles is None:
             continue
         if not all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles):

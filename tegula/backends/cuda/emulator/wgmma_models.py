@@ -18,7 +18,7 @@ ISA's definitions rather than from the lowering's bookkeeping:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import llvmlite.ir as ir
 
@@ -66,7 +66,9 @@ class WgmmaModels:
     def wgmma_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None
 
-    def wgmma_wait(self: "HostDevice", b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0) -> list[ir.Value]:
+    def wgmma_wait(self: "HostDevice", b: ir.IRBuilder, acc: list[ir.Value], pending: int = 0,
+                   inputs: Sequence[ir.Value] = ()) -> list[ir.Value]:
+        """A host wgmma completes at issue: nothing to wait for, no register to keep."""
         return list(acc)
 
     def _element_offset(self: "HostDevice", b: ir.IRBuilder, desc: ir.Value, contig: ir.Value,

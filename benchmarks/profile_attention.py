@@ -1,0 +1,69 @@
+"""The attention library's forward, one case and one config, run for a profiler and for
+its SASS: the call runs once (compiling), then once more between `cudaProfilerStart` /
+`cudaProfilerStop`, so that `ncu --profile-from-start off` sees only the second; the
+kernel's cubin is written to --sass-dir (cuobjdump -sass it there) when asked.
+
+    ncu --profile-from-start off --kernel-name regex:attention_fwd --launch-count 1 ... \\
+        python3 benchmarks/profile_attention.py --d 128 [--causal] [--config 128x64s3w8]
+    python3 benchmarks/profile_attention.py --d 128 --sass-dir /tmp/sass
+
+Knobs (TEGULA_WGMMA_WAIT_AT_USE, TEGULA_TMA_RELEASE_BY_ARRIVAL, ...) come from the
+environment, as everywhere.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    import importlib
+
+    import torch
+
+    from benchmarks.attention_bench import only_config
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--config", default="128x64s3w8")
+    ap.add_argument("--z", type=int, default=4)
+    ap.add_argument("--h", type=int, default=32)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--sass-dir")
+    args = ap.parse_args()
+    # the module, not the `attention` function the package re-exports under its name
+    attention_module = importlib.import_module("tegula.kernels.attention")
+    only_config(attention_module, args.config)
+    q, k, v = (torch.randn(args.z, args.h, args.n, args.d, device="cuda", dtype=torch.float16) for _ in range(3))
+    attention_module.attention(q, k, v, causal=args.causal)  # tuning (one config) and compiling
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    attention_module.attention(q, k, v, causal=args.causal)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+    kernel = attention_module._fwd
+    best = getattr(kernel, "best_config", None)
+    print("profiled", f"D{args.d}{' causal' if args.causal else ''}", "config", best)
+    if args.sass_dir:
+        out = Path(args.sass_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for i, compiled in enumerate(_compiled_kernels(kernel)):
+            if "cubin" in compiled.asm:
+                (out / f"attention_fwd_{i}.cubin").write_bytes(compiled.asm["cubin"])
+                (out / f"attention_fwd_{i}.ptx").write_text(compiled.asm["ptx"])
+    return 0
+
+
+def _compiled_kernels(kernel):
+    """The compiled kernels an autotuned jit function holds (its in-memory cache)."""
+    fn = getattr(kernel, "fn", kernel)
+    for compiled in fn.kernel_cache.values():
+        if hasattr(compiled, "asm"):
+            yield compiled
+
+
+if __name__ == "__main__":
+    sys.exit(main())
