@@ -33,6 +33,7 @@ def main() -> int:
     ap.add_argument("--h", type=int, default=32)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--sass-dir")
+    ap.add_argument("--bench", action="store_true", help="also time the forward and check it against SDPA")
     args = ap.parse_args()
     # the module, not the `attention` function the package re-exports under its name
     attention_module = importlib.import_module("tegula.kernels.attention")
@@ -45,6 +46,16 @@ def main() -> int:
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
     kernel = attention_module._fwd
+    if args.bench:
+        import tegula
+        out = attention_module.attention(q, k, v, causal=args.causal)
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=args.causal)
+        ms = tegula.testing.do_bench(lambda: attention_module.attention(q, k, v, causal=args.causal))
+        sdpa = tegula.testing.do_bench(
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=args.causal))
+        flops = 4 * args.z * args.h * args.n * args.n * args.d * (0.5 if args.causal else 1.0)
+        print(f"forward {flops / ms / 1e9:.1f} TFLOP/s, SDPA {flops / sdpa / 1e9:.1f} "
+              f"(ratio {sdpa / ms:.3f}); max|out - sdpa| {(out - want).abs().max().item():.2e}")
     best = getattr(kernel, "best_config", None)
     print("profiled", f"D{args.d}{' causal' if args.causal else ''}", "config", best)
     if args.sass_dir:

@@ -17,6 +17,11 @@ def _bool(text: str) -> bool:
     return text.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _bool_or_auto(text: str) -> Optional[bool]:
+    """A switch that may also be left to the compiler: empty or `auto` is None."""
+    return None if text.strip().lower() in ("", "auto") else _bool(text)
+
+
 @dataclass(frozen=True)
 class Knob:
     name: str
@@ -94,10 +99,12 @@ _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,
 _knob("wgmma_wait_at_use", "TEGULA_WGMMA_WAIT_AT_USE", None, _bool, True,
       "On sm_90a, a pipelined loop waits for each of its wgmma dots right before the first op "
       "that reads its result, with the dots issued since still in flight (0: right after the dot).")
-_knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool, False,
+_knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool_or_auto, None,
       "On sm_90a, a loop whose rings are all TMA releases a slot by each warp's arrival on an "
       "mbarrier, which only the issuing thread waits for, instead of a CTA barrier per "
-      "iteration (so warpgroups may drift apart); experimental.")
+      "iteration, so warpgroups may drift apart (1: every such loop; 0: none; unset or "
+      "auto: loops of two or more warpgroups that compute on their dots' results within "
+      "the iteration, as attention's softmax does).")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")

@@ -113,11 +113,27 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
             if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
                 plan.consumer_warps = num_warps
-            elif knobs.tma_release_by_arrival and plan.loads and all(ld.op is Op.DESCRIPTOR_LOAD for ld in plan.loads):
+            elif _releases_by_arrival(plan, num_warps):
                 plan.release_warps = num_warps
             _rewrite(kernel, parent, plan)
             done += 1
     return done
+
+
+def _releases_by_arrival(plan: LoopPlan, num_warps: int) -> bool:
+    """Whether a loop whose rings are all TMA releases its slots by the warps' arrivals
+    (`knobs.tma_release_by_arrival`; by default where its warpgroups gain from drifting
+    apart: two or more of them, each computing on its dots' results within the
+    iteration — attention's softmax runs while the other warpgroup's dots do). Measured
+    on an H200: the attention forward at D128 +7.5%; the descriptor matmul, whose dots
+    only accumulate, -1.7% with 8 warps and -14% with 4 (an mbarrier round trip
+    instead of a CTA barrier, nothing to overlap)."""
+    if not plan.loads or not all(ld.op is Op.DESCRIPTOR_LOAD for ld in plan.loads):
+        return False
+    asked = knobs.tma_release_by_arrival
+    if asked is not None:
+        return bool(asked)
+    return num_warps >= 8 and bool(plan.late_waits)
 
 
 def _loops_inner_first(block: Block) -> list[Instr]:
