@@ -292,14 +292,25 @@ class _Assigner:
         changed = False
         # first what updates each loop-carried value: the forward walk gave a carried
         # value its init's layout, which for a constant init (`tl.zeros`) is only the
-        # default one, and the ops reading the value would otherwise pass that on
-        for ins in self.kernel.walk():
-            if ins.op is Op.FOR:
-                body = ins.regions[0]
-                for k, (y, init) in enumerate(zip(for_yields(ins), for_inits(ins))):
-                    lay = self.plan.layouts.get(y)
-                    if lay is not None and is_rematerializable(init, self.remat_memo):
-                        changed |= self.hint(body.args[k + 1], lay)
+        # default one, and the ops reading the value would otherwise pass that on. So
+        # it is for a value an inner loop carries on from an enclosing loop's such
+        # value (attention's P through a block-sparse walk: spans in an outer loop,
+        # the blocks of each in an inner one); loops inner first, so that an outer
+        # loop whose yield is an inner loop's result takes what the inner one got.
+        loops = [ins for ins in self.kernel.walk() if ins.op is Op.FOR]
+        weak: set[Value] = set()  # carried values whose init speaks for nothing
+        for ins in loops:  # outer first
+            for k, init in enumerate(for_inits(ins)):
+                if is_rematerializable(init, self.remat_memo) or init in weak:
+                    weak.add(ins.regions[0].args[k + 1])
+        given: dict[Value, Layout] = {}  # an inner loop's result -> what its carried value got
+        for ins in reversed(loops):  # inner first
+            body = ins.regions[0]
+            for k, y in enumerate(for_yields(ins)):
+                lay = given.get(y) or self.plan.layouts.get(y)
+                if lay is not None and body.args[k + 1] in weak:
+                    changed |= self.hint(body.args[k + 1], lay)
+                    given[ins.results[k]] = self.hints.get(body.args[k + 1], lay)
         for ins in self.kernel.walk():
             info = OP_INFO[ins.op]
             if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
