@@ -110,3 +110,50 @@ def test_a_branch_merged_score_block_keeps_the_dot_layout():
                 s = np.where(np.arange(BM)[:, None] >= (n + np.arange(BN))[None, :] - mask_from, s, -1.0e30)
             want += np.exp2(s - s.max(1, keepdims=True)).sum(1)
         np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+@tegula.jit
+def carried_through_spans(a_ptr, b_ptr, v_ptr, o_ptr, SPANS, SPAN, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    """The rotated attention's P through a block-sparse walk: an outer loop over spans
+    carries P (zeros at first) into each span's loop, whose steps add the P·V of the
+    previous block and compute the next P from a dot."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    acc = tl.zeros((BM, BK), dtype=tl.float32)
+    p = tl.zeros((BM, BN), dtype=tl.float16)
+    prev = 0
+    for r in range(SPANS):
+        for n in range(r * SPAN, r * SPAN + SPAN, BN):
+            v = tl.load(v_ptr + (prev + rn)[:, None] * BK + rk[None, :])
+            acc = tl.dot(p, v, acc)
+            b = tl.load(b_ptr + rk[:, None] * (SPANS * SPAN) + (n + rn)[None, :])
+            p = (tl.dot(a, b) * 0.25).to(tl.float16)
+            prev = n
+    v = tl.load(v_ptr + (prev + rn)[:, None] * BK + rk[None, :])
+    acc = tl.dot(p, v, acc)
+    tl.store(o_ptr + rm[:, None] * BK + rk[None, :], acc)
+
+
+def test_a_value_carried_into_an_inner_loop_follows_what_updates_it():
+    """P's carried layout in the span loop is what its update gives (the dot's), not the
+    default layout of the outer loop's zeros, which moved P through shared memory before
+    every dot (the rotated window forward ran 1.76x slower so)."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32", "SPANS": "i32", "SPAN": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    BM, BN, BK, spans, span = 64, 32, 32, 2, 64
+    kernel = tir_opt(carried_through_spans, sig, {"BM": BM, "BN": BN, "BK": BK},
+                     attrs={"a_ptr": 16, "b_ptr": 16, "v_ptr": 16, "o_ptr": 16, "SPAN": 16})
+    N = spans * span
+    for capability in (80, 90):
+        _assert_loop_converts_nothing_through_shared(kernel, capability)
+        rng, a, b = _small_int_operands(capability, BM, BK, N)
+        v = rng.integers(-2, 3, (N, BK)).astype(np.float16)
+        out = np.zeros((BM, BK), np.float32)
+        EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((1, 1, 1), [a, b, v, out, spans, span])
+        want, p, prev = np.zeros((BM, BK)), np.zeros((BM, BN)), 0
+        for n in range(0, N, BN):
+            want += p @ v[prev:prev + BN].astype(np.float64)
+            p, prev = (a.astype(np.float64) @ b[:, n:n + BN].astype(np.float64)) * 0.25, n
+        want += p @ v[prev:prev + BN].astype(np.float64)
+        np.testing.assert_array_equal(out, want)
