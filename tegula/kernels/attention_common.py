@@ -75,13 +75,6 @@ def sparse_span_count(sparse, off_b, off_h, blk):
 
 
 @triton.jit
-def sparse_span_first(sparse, off_b, off_h, blk, spans, SCALE: tl.constexpr):
-    """The first position span 0 visits (0 when block `blk` walks no span)."""
-    at = off_b * sparse[7] + off_h * sparse[8] + blk * sparse[9]
-    return tl.load(sparse[1] + at, mask=spans > 0, other=0) * SCALE
-
-
-@triton.jit
 def sparse_span_bounds(sparse, off_b, off_h, blk, r, SCALE: tl.constexpr):
     """Span `r`'s first, full first, full end and end positions (its mask blocks times
     SCALE, the mask block size along the walked dimension)."""

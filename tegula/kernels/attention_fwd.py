@@ -17,13 +17,7 @@ Which KV blocks a program visits:
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import (
-    allowed_of,
-    scores_base2,
-    sparse_span_bounds,
-    sparse_span_count,
-    sparse_span_first,
-)
+from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_span_bounds, sparse_span_count
 
 
 @triton.jit
@@ -47,14 +41,18 @@ def _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, s
               sm_scale: tl.constexpr, off_b, off_h, N_CTX,
               SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
               CAUSAL: tl.constexpr, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
-              DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr, mask_now):
-    """One KV block, rotated as FlashAttention-3 runs it: the scores S = Q·K^T of this
+              DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr, mask_now, ROTATED: tl.constexpr):
+    """One KV block. ROTATED, as FlashAttention-3 runs it: the scores S = Q·K^T of this
     block (start_n), then O += P·V of the *previous* block (prev_n, its probabilities p),
     then the softmax of S. The two dots are issued back to back and the softmax reads
     only the first, so on wgmma it runs while the second does (the compiler waits for
     each dot where its result is first read). The accumulator is kept one block behind:
     on return it is the true O up to block prev_n, rescaled to this block's row maxima,
     and (p, start_n) are what the next step (or the caller, after the last) adds.
+    Not ROTATED (FlashAttention-2's order): S, its softmax, then O += P·V of this block;
+    p and prev_n are passed through. A loop of few blocks (a block-sparse span) runs
+    faster so: the rotation costs a P = 0 product at its start and the last block's
+    product outside the pipelined loop.
 
     With DESC, k_base / v_base are descriptors over the [Z*H*N, D] rows (this head's
     first row kv_row0; N is a multiple of BLOCK_N, so a block never reaches into the next
@@ -71,8 +69,9 @@ def _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, s
         else:
             kt = tl.load(kt_ptrs)
     qk = tl.dot(q, kt, input_precision=PRECISION)
-    v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, MASKED, DESC, kv_row0, IN_RANGE)
-    acc = tl.dot(p, v, acc, input_precision=PRECISION)
+    if ROTATED:
+        v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, MASKED, DESC, kv_row0, IN_RANGE)
+        acc = tl.dot(p, v, acc, input_precision=PRECISION)
     s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
     if MASKED:
         if mask_now:
@@ -86,8 +85,14 @@ def _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, s
     p_new = tl.exp2(s - shift[:, None])
     alpha = tl.exp2(m_i - shift)
     l_i = l_i * alpha + tl.sum(p_new, 1)
-    acc = acc * alpha[:, None]
-    return acc, l_i, m_new, p_new.to(p.dtype), start_n
+    if ROTATED:
+        acc = acc * alpha[:, None]
+        p = p_new.to(p.dtype)
+        prev_n = start_n
+    else:
+        v = _v_block(v_base, stride_n, stride_d, start_n, offs_d, N_CTX, BLOCK_N, MASKED, DESC, kv_row0, IN_RANGE)
+        acc = tl.dot(p_new.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+    return acc, l_i, m_new, p, prev_n
 
 
 @triton.jit
@@ -138,26 +143,22 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=acc_ty)
     l_i = tl.zeros((BLOCK_M,), dtype=acc_ty)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=acc_ty)
-    # Each step adds the previous block's P·V (see _fwd_step): the first adds P = 0 times
-    # the first visited block, and the last visited block is added after the loops.
+    # The dense loops are rotated (see _fwd_step): each step adds the previous block's
+    # P·V, the first P = 0 times block 0 (which every row visits), and the last visited
+    # block's after the loops. A block-sparse span is a short loop: not rotated.
     p = tl.zeros((BLOCK_M, BLOCK_N), dtype=q.dtype)
+    prev_n = 0
     if SPARSE:
         # one pipelined loop per span: its full blocks unmasked, the blocks around them masked
         q_blk = start_m // SPARSE_Q
-        spans = sparse_span_count(sparse, off_b, off_h, q_blk)
-        prev_n = sparse_span_first(sparse, off_b, off_h, q_blk, spans, SPARSE_KV)
-        for r in range(spans):
+        for r in range(sparse_span_count(sparse, off_b, off_h, q_blk)):
             lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, q_blk, r, SPARSE_KV)
-            # (the loop's own prev_n runs ahead with its copies; the span's last block is
-            # computed from its bounds)
-            prev_in = prev_n
             for start_n in range(lo, hi, BLOCK_N):
-                acc, l_i, m_i, p, prev_in = _fwd_step(acc, l_i, m_i, p, prev_in, q, k_base, v_base, stride_n,
-                                                      stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
-                                                      N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
-                                                      True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
-                                                      (start_n < full_lo) | (start_n >= full_hi))
-            prev_n = tl.where(hi > lo, lo + (hi - 1 - lo) // BLOCK_N * BLOCK_N, prev_n)
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
+                                                     stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
+                                                     N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
+                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
+                                                     (start_n < full_lo) | (start_n >= full_hi), False)
     else:
         if CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
@@ -166,12 +167,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         else:
             unmasked_end = N_CTX - N_CTX % BLOCK_N
             masked_end = N_CTX
-        prev_n = 0
         for start_n in range(0, unmasked_end, BLOCK_N):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
-                                                 DESC, row0, IN_RANGE, True)
+                                                 DESC, row0, IN_RANGE, True, True)
         # unmasked_end is a multiple of BLOCK_N: the first loop's last block (or block 0
         # with p still 0), computed rather than read from the loop, which runs it ahead
         prev_n = tl.maximum(unmasked_end - BLOCK_N, 0)
@@ -179,12 +179,12 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
-                                                 DESC, row0, IN_RANGE, True)
+                                                 DESC, row0, IN_RANGE, True, True)
         prev_n = tl.where(masked_end > unmasked_end,
                           unmasked_end + (masked_end - 1 - unmasked_end) // BLOCK_N * BLOCK_N,
                           tl.maximum(unmasked_end - BLOCK_N, 0))
-    v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, True, DESC, row0, IN_RANGE)
-    acc = tl.dot(p, v, acc, input_precision=PRECISION)
+        v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, True, DESC, row0, IN_RANGE)
+        acc = tl.dot(p, v, acc, input_precision=PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
     # probability the backward recomputes for them exp2(s - inf) = 0.
     empty = l_i == 0.0
