@@ -113,7 +113,8 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     order = body.instrs
     at = {d: order.index(d) for d in wgmma}
     top = {sub: ins for ins in order for sub in ins.walk()}
-    chained = {d for d, choice in wgmma.items() if not choice.promote and _chained(d, body, uses)}
+    # in body order (as everything below), so the waits come out the same every compile
+    chained = [d for d, choice in wgmma.items() if not choice.promote and _chained(d, body, uses)]
 
     def first_use(d: Instr) -> Optional[int]:
         users = [top.get(u, term) for u in uses.get(d.results[0], [])]
