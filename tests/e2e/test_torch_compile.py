@@ -22,7 +22,7 @@ pytest.importorskip("torch._inductor")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("torch_compile_cases.py")
-CASES = ["eager_backend", "pointwise", "reductions", "softmax", "layer_norm", "mlp_forward_backward",
+CASES = ["eager_backend", "pointwise", "reductions", "softmax", "sort", "layer_norm", "mlp_forward_backward",
          "flex_attention", "user_kernel", "user_kernel_mutation_analysis", "compile_workers",
          "cuda_ahead_of_time"]
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),

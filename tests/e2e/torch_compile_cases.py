@@ -71,6 +71,18 @@ def case_softmax(dev):
     _close(torch.compile(f)(x), f(x))
 
 
+def case_sort(dev):
+    """Inductor's bitonic `sort_with_index` over 256 values a row: on the CPU, the
+    kernel LLVM's X86 code generator aborted on (host_jit's poison-lane rewrite) and
+    whose cheap-op chains, fused into every reader, took 65 s to compile (session 15;
+    `tests/backends/cpu/test_fused_chains.py`)."""
+    x = torch.randn(37, 256, device=dev)
+    x[3, 7] = x[3, 9]  # a tie: the stable sort keeps the first index first
+    got = torch.compile(lambda t: torch.sort(t, dim=-1, stable=True))(x)
+    want = torch.sort(x, dim=-1, stable=True)
+    assert torch.equal(got.values, want.values) and torch.equal(got.indices, want.indices)
+
+
 def case_layer_norm(dev):
     ln = torch.nn.LayerNorm(48).to(dev)
     x = torch.randn(5, 48, device=dev)

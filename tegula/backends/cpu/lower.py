@@ -41,10 +41,18 @@ _numel = numel
 
 
 # elementwise ops fused into their users however often those read them: recomputing one
-# costs about what a load from a buffer would
+# costs about what a load from a buffer would (up to _FUSED_OPS of them in a row, below)
 _CHEAP = frozenset({Op.NEG, Op.NOT, Op.ABS, Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHR,
                     Op.MAXIMUM, Op.MINIMUM, Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.ADDPTR, Op.FMA,
                     Op.SELECT, Op.CAST, Op.BITCAST, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.CEIL, Op.FLOOR})
+
+# A chain of cheap ops fused into every user is recomputed by each: past this many ops
+# (`Lazy.cost`, counting a shared operand once per reader) a value with several users is
+# stored once instead (`elementwise`). Inductor's bitonic sort (`sort_with_index`) reads
+# each stage's swap condition (~30 cheap ops) twice and each stage's values in the
+# next: fused all the way, 256 values lowered to 87k element ops, a 276k-line module and
+# 38 s of LLVM; 8.8 s for the whole compile with this limit.
+_FUSED_OPS = 24
 
 
 def _blocks(body: Block):
@@ -276,14 +284,19 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
         self.loop(_numel(r.type), lambda i: self.b.store(fill(i), self.elem_ptr(t, i)))
         self.env[id(r)] = t
 
-    def fused(self, ins: Instr, fill, cheap: bool = True) -> None:
+    def fused(self, ins: Instr, fill, cheap: bool = True, cost: int = 1) -> None:
         """Define ins.result as fill(i), computed where each element is used (a scalar:
-        fill(None), now)."""
+        fill(None), now); `cost`: the ops that recomputes."""
         r = ins.result
         if not shape_of(r.type):
             self.env[id(r)] = fill(None)
             return
-        self.env[id(r)] = Lazy(fill, r.type, cheap)
+        self.env[id(r)] = Lazy(fill, r.type, cheap, cost=cost)
+
+    def fused_cost(self, v: Value) -> int:
+        """The ops an element of `v` costs where it is read (0: stored or a scalar)."""
+        x = self.env.get(id(v))
+        return x.cost if isinstance(x, Lazy) else 0
 
     def _fusible(self, ins: Instr) -> Optional[bool]:
         """Whether an elementwise result is fused into its users: True (cheap: always),
@@ -305,12 +318,15 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
             except NotImplementedError as e:
                 raise self.fail(ins, str(e)) from None
         how = self._fusible(ins)
+        cost = 1 + sum(self.fused_cost(o) for o in ins.operands)
+        if how and cost > _FUSED_OPS and not self.single_use.get(id(ins.result)):
+            how = None  # a long chain that several users would each recompute: stored once
         if how is None and shape_of(ins.result.type):
             # stored by its first user (a reduction fuses it into its own loop)
             self.env[id(ins.result)] = Lazy(one, ins.result.type, cheap=False, pending=True)
             self.pending[id(ins.result)] = ins.result
         else:
-            self.fused(ins, one, bool(how))
+            self.fused(ins, one, bool(how), cost)
         if ins.op is Op.ADDPTR:
             self.origin[id(ins.result)] = self.origin.get(id(ins.operands[0]))
         elif ins.op is Op.SELECT and isinstance(element_of(ins.result.type), PointerType):
@@ -344,7 +360,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
             self.env[id(ins.result)] = Tile(src.buf, ins.result.type, src.flat)
         elif isinstance(src, Lazy):
             # the same elements in the same row-major order
-            self.env[id(ins.result)] = Lazy(src.fn, ins.result.type, src.cheap)
+            self.env[id(ins.result)] = Lazy(src.fn, ins.result.type, src.cheap, cost=src.cost)
         elif shape_of(ins.result.type):
             self.fused(ins, lambda i: src)
         else:
@@ -387,7 +403,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
                     k = b.urem(b.udiv(i, ir.Constant(I64, out_strides[d])), ir.Constant(I64, n_out))
                     src_i = b.add(src_i, b.mul(k, ir.Constant(I64, strides[d])))
             return self.get(src_v, src_i)
-        self.fused(ins, fill)
+        self.fused(ins, fill, cost=1 + self.fused_cost(src_v))
 
     # ---- control flow -----------------------------------------------------------------
     def _slots(self, values: list[Value]) -> list:

@@ -67,17 +67,20 @@ class Tile:
 
 
 class Lazy:
-    """A tile value not stored anywhere: `fn(i)` emits element `i` (an i64 linear index)."""
+    """A tile value not stored anywhere: `fn(i)` emits element `i` (an i64 linear index);
+    `cost` is about how many ops that takes (the fused ops it recomputes)."""
 
-    __slots__ = ("fn", "ty", "shape", "elem", "cheap", "pending")
+    __slots__ = ("fn", "ty", "shape", "elem", "cheap", "pending", "cost")
 
-    def __init__(self, fn: Callable[[ir.Value], ir.Value], ty: Any, cheap: bool = True, pending: bool = False):
+    def __init__(self, fn: Callable[[ir.Value], ir.Value], ty: Any, cheap: bool = True, pending: bool = False,
+                 cost: int = 1):
         self.fn = fn
         self.ty = ty
         self.shape = tuple(shape_of(ty))
         self.elem = llvm_type(element_of(ty))
         self.cheap = cheap
         self.pending = pending
+        self.cost = cost
 
 
 class Site:
