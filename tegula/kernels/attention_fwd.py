@@ -1,4 +1,5 @@
-"""Fused attention forward, FlashAttention-2 style, with score/mask mods and block sparsity.
+"""Fused attention forward, FlashAttention-2 style (its dense loops rotated as
+FlashAttention-3 runs them: see `_fwd_step`), with score/mask mods and block sparsity.
 
 Each program owns BLOCK_M query rows of one (batch, head) and streams K and V in
 BLOCK_N-row blocks with an online softmax: a running row maximum m and denominator l,
