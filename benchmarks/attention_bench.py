@@ -68,19 +68,36 @@ def narrow_configs(attention_module) -> None:
 
 
 def only_config(attention_module, spec: str) -> None:
-    """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list)."""
-    blocks, rest = spec.split("s")
+    """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list),
+    with `ws` after it (`128x64s3w8ws`) the same config with WARP_SPECIALIZE=True."""
+    specialized = spec.endswith("ws")
+    blocks, rest = spec.removesuffix("ws").split("s")
     bm, bn = (int(x) for x in blocks.split("x"))
     stages, warps = (int(x) for x in rest.split("w"))
     kernel = attention_module._fwd
     if not hasattr(kernel, "all_configs"):
         kernel.all_configs = list(kernel.configs)
     want = (bm, bn, stages, warps)
-    kernel.configs = [c for c in kernel.all_configs
-                      if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) == want
-                      or max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
-    if len(kernel.configs) <= 2:
+    picked = [c for c in kernel.all_configs
+              if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) == want
+              or max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
+    if len(picked) <= 2:
         raise ValueError(f"{spec}: not one of the forward kernel's GPU configs")
+    if specialized:
+        picked = [copy_config(c, WARP_SPECIALIZE=True) if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) > 32 else c
+                  for c in picked]
+    kernel.configs = picked
+    if hasattr(kernel, "cache"):
+        kernel.cache.clear()  # a tuned choice of the previous spec must not be reused
+
+
+def copy_config(config, **kwargs):
+    """`config` (an autotuning Config of whichever compiler) with more kwargs."""
+    import copy
+
+    out = copy.copy(config)
+    out.kwargs = {**config.kwargs, **kwargs}
+    return out
 
 
 def sweep_forward(specs, tegula_module, triton_lib, bench) -> int:

@@ -104,7 +104,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE: tl.constexpr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
     """`sparse` is () when not SPARSE, else a BlockMask's spans per Q block
     (`BlockMask.kernel_args`, read by attention_common's `sparse_span_*`): ranges of
     consecutive KV blocks with their full blocks in one run inside. Walking one is a
@@ -113,7 +113,12 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     DESC: q_ptr, k_ptr, v_ptr and out_ptr are tensor descriptors over the contiguous
     inputs viewed as [Z*H*N, D] rows (blocks [BLOCK_M, D] for q and out, [BLOCK_N, D]
     for k and v), N a multiple of both blocks; on Hopper their loads and the output
-    store are TMA copies. The Q and KV rows of a (z, h) start at row0."""
+    store are TMA copies. The Q and KV rows of a (z, h) start at row0.
+
+    WARP_SPECIALIZE (a config's, off in the tuned list: not measured yet): the dense
+    loops ask for a producer warpgroup issuing the TMA copies (`tl.range(...,
+    warp_specialize=True)`, honoured on Hopper's descriptor path), so the two consumer
+    warpgroups never wait for each other's slot releases."""
     block_m = tl.program_id(0)
     if CAUSAL and not SPARSE:
         # Causal Q blocks cost more the later they sit (they see more keys): start the
@@ -168,7 +173,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         else:
             unmasked_end = N_CTX - N_CTX % BLOCK_N
             masked_end = N_CTX
-        for start_n in range(0, unmasked_end, BLOCK_N):
+        for start_n in tl.range(0, unmasked_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
@@ -176,7 +181,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         # unmasked_end is a multiple of BLOCK_N: the first loop's last block (or block 0
         # with p still 0), computed rather than read from the loop, which runs it ahead
         prev_n = tl.maximum(unmasked_end - BLOCK_N, 0)
-        for start_n in range(unmasked_end, masked_end, BLOCK_N):
+        for start_n in tl.range(unmasked_end, masked_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,

@@ -182,7 +182,7 @@ def test_inputs_tma_cannot_take_use_the_pointer_path(on):
         torch.testing.assert_close(got.double(), want, atol=2e-3, rtol=2e-3)
 
 
-def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages):
+def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False):
     """The forward kernel's descriptor path launched directly with one config."""
     import importlib
 
@@ -200,7 +200,7 @@ def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages):
     compiled = attention_fwd_kernel[(N // BM, Z * H)](
         *descs, lse, *q.stride(), H, N, (), None, (), None, (), HEAD_DIM=D, SM_SCALE=D ** -0.5, CAUSAL=causal,
         SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32", ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM,
-        BLOCK_N=BN, num_warps=warps, num_stages=stages)
+        BLOCK_N=BN, WARP_SPECIALIZE=warp_specialize, num_warps=warps, num_stages=stages)
     return o, lse, compiled
 
 
@@ -229,6 +229,20 @@ def test_descriptor_forward_runs_on_tma(on, causal, by_arrival, monkeypatch):
     if causal:
         s = s.masked_fill(torch.ones(N, N, dtype=torch.bool).triu(1), float("-inf"))
     torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1) / math.log(2), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_descriptor_forward_warp_specialized(on, causal):
+    """WARP_SPECIALIZE (a config's): the dense loops' TMA copies are issued by a producer
+    warpgroup, the kernel's own warps only compute; the same results (emulated sm_90a,
+    both the causal kernel's loops)."""
+    Z, H, N, D = 1, 2, 256, 32
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    o, lse, compiled = _forward_through_descriptors(q, k, v, causal, 64, 64, 4, 3, warp_specialize=True)
+    assert "warp_role" in compiled.asm["tgir"]
+    torch.testing.assert_close(o.double(), reference(q.double(), k.double(), v.double(), causal=causal),
+                               atol=2e-3, rtol=2e-3)
 
 
 @pytest.fixture
