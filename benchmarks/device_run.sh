@@ -25,7 +25,11 @@
 #              NCU09_SIZE, T09_CONFIG; .tutorials/ carried)
 #   ncu06      ncu metrics (stall reasons, wgmma pipe, L2 bytes, launch) of one tutorial-06 kernel
 #              under Triton then tegula (profile_tutorial06.py; CELL=bwd-d64-full-4096, KERNEL=_attn_bwd)
-#   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas)
+#   attention  the attention library vs Triton on the same source vs SDPA (ATTN_ARGS, commas;
+#              ATTN_ARGS=--fwd-configs,128x64s3w8,128x64s3w8ws sweeps forward configs, `ws`
+#              warp-specialized)
+#   window     the library's sliding-window forward against its dense causal one, N8192 D128
+#              (profile_attention.py --window; WINDOW=1024): the speed-up and the ideal one
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
 #   int8       int8 matmul (B column-major: wgmma on Hopper) vs Triton vs torch._int_mm
 #              (int8_matmul_gpu.py; INT8_SIZES=4096,8192)
@@ -126,6 +130,9 @@ stage() {
     done ;;
   attention)
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 45 ;;
+  window)
+    timeout "${WINDOW_TIMEOUT:-200}" python3 benchmarks/profile_attention.py --z 2 --n 8192 --d 128 \
+      --window "${WINDOW:-1024}" 2>&1 | tee "$OUT/window.log" | grep -v Warning | tail -n 5 ;;
   int8)
     local sizes=${INT8_SIZES:-4096,8192}
     timeout "${INT8_TIMEOUT:-300}" python3 benchmarks/int8_matmul_gpu.py --sizes ${sizes//,/ } 2>&1 \

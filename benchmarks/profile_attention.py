@@ -38,6 +38,7 @@ def main() -> int:
     ap.add_argument("--bench", action="store_true", help="also time the forward and check it against SDPA")
     ap.add_argument("--window", type=int, default=0,
                     help="instead: time the forward with a sliding window of this size against dense causal")
+    ap.add_argument("--device", default="cuda", help="where --window runs (cpu: a small dry run of the script)")
     args = ap.parse_args()
     if args.window:
         return window_vs_causal(args)
@@ -88,8 +89,9 @@ def window_vs_causal(args) -> int:
     from tegula.kernels import create_block_mask, mods
     attention_module = importlib.import_module("tegula.kernels.attention")
     only_config(attention_module, args.config)
-    q, k, v = (torch.randn(args.z, args.h, args.n, args.d, device="cuda", dtype=torch.float16) for _ in range(3))
-    block_mask = create_block_mask(mods.sliding_window(args.window), 1, 1, args.n, "cuda")
+    q, k, v = (torch.randn(args.z, args.h, args.n, args.d, device=args.device, dtype=torch.float16)
+               for _ in range(3))
+    block_mask = create_block_mask(mods.sliding_window(args.window), 1, 1, args.n, args.device)
     window = tegula.testing.do_bench(lambda: attention_module.attention(q, k, v, block_mask=block_mask))
     causal = tegula.testing.do_bench(lambda: attention_module.attention(q, k, v, causal=True))
     pairs = sum(min(i + 1, args.window) for i in range(args.n)) / (args.n * args.n)
