@@ -18,7 +18,6 @@ from typing import Any, Optional
 import llvmlite.ir as ir
 
 from ...errors import CompilationError
-from ...ir.accessors import for_bounds, for_inits
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
@@ -27,6 +26,7 @@ from ...passes.axis_analysis import axis_info
 from ..llvm import host_jit
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type
+from .lower_control import ControlFlow
 from .lower_dot import DotOps
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
@@ -86,7 +86,7 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValues, StreamingStores):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, ControlFlow, MaskFacts, PendingValues, StreamingStores):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked
@@ -404,119 +404,6 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, MaskFacts, PendingValue
                     src_i = b.add(src_i, b.mul(k, ir.Constant(I64, strides[d])))
             return self.get(src_v, src_i)
         self.fused(ins, fill, cost=1 + self.fused_cost(src_v))
-
-    # ---- control flow -----------------------------------------------------------------
-    def _slots(self, values: list[Value]) -> list:
-        """Storage for carried / result values: a tile buffer or a scalar stack slot."""
-        return [self.new_tile(v.type) if shape_of(v.type) else self.alloca_b.alloca(llvm_type(element_of(v.type)))
-                for v in values]
-
-    def _assign(self, slots: list, values: list[Value]) -> None:
-        """slots := values, reading all values first (a yield may permute the carried ones):
-        a value computed element by element, or held in another slot's buffer, goes
-        through a temporary; a buffer of its own is copied from directly, and a value
-        already in its slot (an accumulator updated in place) not at all."""
-        b = self.b
-        slot_bufs = {id(s.buf) for s in slots if isinstance(s, Tile)}
-        temps = []
-        for s, v in zip(slots, values):
-            x = self.env[id(v)]
-            if not isinstance(s, Tile):
-                temps.append(x)
-            elif isinstance(x, Tile) and x.buf is s.buf:
-                temps.append(None)
-            elif isinstance(x, Tile) and id(x.buf) not in slot_bufs:
-                temps.append(x)
-            else:
-                t = self.new_tile(v.type)
-                self.loop(_numel(v.type), lambda i, t=t, v=v: b.store(self.get(v, i), self.elem_ptr(t, i)))
-                temps.append(t)
-        for s, t, v in zip(slots, temps, values):
-            if t is None:
-                continue
-            if isinstance(s, Tile):
-                self.loop(_numel(v.type), lambda i, s=s, t=t: b.store(b.load(self.elem_ptr(t, i), typ=t.elem),
-                                                                   self.elem_ptr(s, i)))
-            else:
-                b.store(t, s)
-
-    def _bind(self, values: list[Value], slots: list) -> None:
-        for v, s in zip(values, slots):
-            self.env[id(v)] = Tile(s.buf, v.type) if isinstance(s, Tile) else self.b.load(s)
-
-    def _origins(self, dst: list[Value], src: list[Value]) -> None:
-        for d, s in zip(dst, src):
-            self.origin[id(d)] = self.origin.get(id(s))
-
-    def op_for(self, ins: Instr) -> None:
-        b = self.b
-        lb, ub, st = (self.get(o) for o in for_bounds(ins))
-        inits = for_inits(ins)
-        body = ins.regions[0]
-        iv, carried = body.args[0], body.args[1:]
-        self._origins(carried, inits)
-        self._origins(ins.results, inits)
-        slots = self._slots(list(inits))
-        self._assign(slots, list(inits))
-        self.runtime_error(ins, b.icmp_signed("==", st, ir.Constant(st.type, 0)), "runtime",
-                           "for loop with a step of 0")
-        iv_slot = self.alloca_b.alloca(lb.type)
-        b.store(lb, iv_slot)
-        head = self.fn.append_basic_block("for")
-        body_bb = self.fn.append_basic_block("for.body")
-        after = self.fn.append_basic_block("for.end")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(iv_slot)
-        signed = element_of(ins.operands[0].type).is_signed
-        cmp = b.icmp_signed if signed else b.icmp_unsigned
-        # Python range semantics for either sign of the step
-        up = cmp(">", st, ir.Constant(st.type, 0))
-        go = b.select(up, cmp("<", i, ub), cmp(">", i, ub))
-        b.cbranch(go, body_bb, after)
-        b.position_at_end(body_bb)
-        self.env[id(iv)] = i
-        self._bind(carried, slots)
-        for x in body.instrs:
-            if b.block.is_terminated:
-                break
-            if x.op is Op.YIELD:
-                self._assign(slots, x.operands)
-                continue
-            self.instr(x)
-        if not b.block.is_terminated:
-            b.store(b.add(b.load(iv_slot), st), iv_slot)
-            b.branch(head)
-        b.position_at_end(after)
-        self._bind(ins.results, slots)
-
-    def op_if(self, ins: Instr) -> None:
-        b = self.b
-        cond = self.get(ins.operands[0])
-        slots = self._slots(list(ins.results))
-        then_bb = self.fn.append_basic_block("then")
-        else_bb = self.fn.append_basic_block("else")
-        after = self.fn.append_basic_block("endif")
-        b.cbranch(cond, then_bb, else_bb)
-        yields = []
-        for bb, region in zip((then_bb, else_bb), list(ins.regions) + [None]):
-            b.position_at_end(bb)
-            if region is not None:
-                for x in region.instrs:
-                    if b.block.is_terminated:
-                        break
-                    if x.op is Op.YIELD:
-                        self._assign(slots, x.operands)
-                        yields.append(x.operands)
-                        continue
-                    self.instr(x)
-            if not b.block.is_terminated:
-                b.branch(after)
-        b.position_at_end(after)
-        for k, r in enumerate(ins.results):
-            origins = {self.origin.get(id(y[k])) for y in yields}
-            self.origin[id(r)] = origins.pop() if len(origins) == 1 else None
-        self._bind(ins.results, slots)
 
     def op_return(self, ins: Instr) -> None:
         self.b.branch(self.next_bb)

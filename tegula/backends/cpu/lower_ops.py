@@ -1,4 +1,4 @@
-"""The CPU lowering of scan, atomics, while loops, device_assert and the
+"""The CPU lowering of scan, atomics, device_assert and the
 index-permuting shape ops (permute, join, split): a mixin of `lower.CpuLowering`, kept
 apart so each file stays about one thing.
 
@@ -224,46 +224,7 @@ class MoreOps:
             return b.bitcast(old, llvm_type(elem)) if llvm_type(elem) != ity else old
         self._access(ins, "atomic", ptr_v, None, None, do)
 
-    # ---- while / assert -----------------------------------------------------------
-    def op_while(self, ins: Instr) -> None:
-        b = self.b
-        before, after = ins.regions
-        inits = list(ins.operands)
-        self._origins(before.args, inits)
-        self._origins(after.args, inits)
-        self._origins(ins.results, inits)
-        slots = self._slots(inits)
-        self._assign(slots, inits)
-        out_slots = self._slots(list(ins.results))
-        head = self.fn.append_basic_block("while")
-        body_bb = self.fn.append_basic_block("while.body")
-        end = self.fn.append_basic_block("while.end")
-        b.branch(head)
-        b.position_at_end(head)
-        self._bind(before.args, slots)
-        for x in before.instrs:
-            if b.block.is_terminated:
-                break
-            if x.op is Op.CONDITION:
-                cond = self.get(x.operands[0])
-                self._assign(out_slots, x.operands[1:])
-                b.cbranch(cond, body_bb, end)
-                break
-            self.instr(x)
-        b.position_at_end(body_bb)
-        self._bind(after.args, out_slots)
-        for x in after.instrs:
-            if b.block.is_terminated:
-                break
-            if x.op is Op.YIELD:
-                self._assign(slots, x.operands)
-                continue
-            self.instr(x)
-        if not b.block.is_terminated:
-            b.branch(head)
-        b.position_at_end(end)
-        self._bind(ins.results, out_slots)
-
+    # ---- assert -------------------------------------------------------------------
     def op_device_assert(self, ins: Instr) -> None:
         b = self.b
         cond_v = ins.operands[0]
