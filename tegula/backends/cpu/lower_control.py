@@ -5,10 +5,12 @@ them) and bound back to the values after the branch or iteration.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import llvmlite.ir as ir
 
 from ...ir.accessors import for_bounds, for_inits
-from ...ir.core import Instr, Value
+from ...ir.core import Block, Instr, Value
 from ...ir.ops import Op
 from ...ir.types import element_of, shape_of
 from ..llvm.types import llvm_type
@@ -58,6 +60,18 @@ class ControlFlow:
         for d, s in zip(dst, src):
             self.origin[id(d)] = self.origin.get(id(s))
 
+    def _region(self, region: Block, slots: list) -> Optional[list[Value]]:
+        """Lower a region's ops; its yield assigns `slots`. Returns the yielded values
+        (None when the region ends, e.g. returns, before its yield)."""
+        for x in region.instrs:
+            if self.b.block.is_terminated:
+                return None
+            if x.op is Op.YIELD:
+                self._assign(slots, x.operands)
+                return x.operands
+            self.instr(x)
+        return None
+
     def op_for(self, ins: Instr) -> None:
         b = self.b
         lb, ub, st = (self.get(o) for o in for_bounds(ins))
@@ -87,13 +101,7 @@ class ControlFlow:
         b.position_at_end(body_bb)
         self.env[id(iv)] = i
         self._bind(carried, slots)
-        for x in body.instrs:
-            if b.block.is_terminated:
-                break
-            if x.op is Op.YIELD:
-                self._assign(slots, x.operands)
-                continue
-            self.instr(x)
+        self._region(body, slots)
         if not b.block.is_terminated:
             b.store(b.add(b.load(iv_slot), st), iv_slot)
             b.branch(head)
@@ -112,14 +120,9 @@ class ControlFlow:
         for bb, region in zip((then_bb, else_bb), list(ins.regions) + [None]):
             b.position_at_end(bb)
             if region is not None:
-                for x in region.instrs:
-                    if b.block.is_terminated:
-                        break
-                    if x.op is Op.YIELD:
-                        self._assign(slots, x.operands)
-                        yields.append(x.operands)
-                        continue
-                    self.instr(x)
+                yielded = self._region(region, slots)
+                if yielded is not None:
+                    yields.append(yielded)
             if not b.block.is_terminated:
                 b.branch(after)
         b.position_at_end(after)
@@ -155,13 +158,7 @@ class ControlFlow:
             self.instr(x)
         b.position_at_end(body_bb)
         self._bind(after.args, out_slots)
-        for x in after.instrs:
-            if b.block.is_terminated:
-                break
-            if x.op is Op.YIELD:
-                self._assign(slots, x.operands)
-                continue
-            self.instr(x)
+        self._region(after, slots)
         if not b.block.is_terminated:
             b.branch(head)
         b.position_at_end(end)
