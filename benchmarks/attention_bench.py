@@ -13,7 +13,7 @@ fraction of blocks the window skips and the speed-up it achieves over causal.
 
     python benchmarks/attention_bench.py            # the full table (autotunes: minutes)
     python benchmarks/attention_bench.py --quick    # small sizes, one config per kernel
-    python benchmarks/attention_bench.py --one-config   # full sizes, that one config
+    python benchmarks/attention_bench.py --one-config   # full sizes, narrow_configs' short list
     python benchmarks/attention_bench.py --fwd-configs 128x64s3w8 128x128s2w8   # forward per config
 """
 from __future__ import annotations
@@ -58,13 +58,16 @@ def load_library_under_triton() -> ModuleType | None:
 
 
 def narrow_configs(attention_module) -> None:
-    """--quick: keep the host configs and, for the GPU, 128 x 64 blocks (either way round)
-    with 3 stages and 8 warps, so a smoke run hardly autotunes."""
-    def keep(c):
+    """--quick and --one-config: keep the host configs and, for the GPU, 128 x 64 blocks
+    (either way round) with 3 stages and 8 warps, so a run hardly autotunes; the forward
+    also keeps 128 x 128 with 2 stages (its best at D128 on an H200), both with their
+    warp-specialized twins (four forward configs timed per case)."""
+    def keep(c, forward):
         blocks = sorted((c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]))
-        return blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
+        return (blocks[1] <= 32 or (blocks == [64, 128] and c.num_stages == 3 and c.num_warps == 8)
+                or (forward and blocks == [128, 128] and c.num_stages == 2 and c.num_warps == 8))
     for kernel in (attention_module._fwd, attention_module._dkdv, attention_module._dq):
-        kernel.configs = [c for c in kernel.configs if keep(c)]
+        kernel.configs = [c for c in kernel.configs if keep(c, kernel is attention_module._fwd)]
 
 
 def only_config(attention_module, spec: str) -> None:
@@ -317,7 +320,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one config per kernel: a smoke run")
     parser.add_argument("--one-config", action="store_true",
-                        help="the full sizes with --quick's one config per kernel (no autotuning)")
+                        help="the full sizes with --quick's short config lists (hardly any autotuning)")
     parser.add_argument("--only", default="",
                         help="only the dense cases whose label contains this, e.g. 'D64 causal' (no window rows)")
     parser.add_argument("--fwd-configs", nargs="+", default=(),

@@ -29,7 +29,8 @@
 #              ATTN_ARGS=--fwd-configs,128x64s3w8,128x64s3w8ws sweeps forward configs, `ws`
 #              warp-specialized)
 #   window     the library's sliding-window forward against its dense causal one, N8192 D128
-#              (profile_attention.py --window; WINDOW=1024): the speed-up and the ideal one
+#              (profile_attention.py --window; WINDOW=1024): the speed-up and the ideal one, per
+#              config (WINDOW_CONFIGS=128x64s3w8,128x128s2w8)
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
 #   int8       int8 matmul (B column-major: wgmma on Hopper) vs Triton vs torch._int_mm
 #              (int8_matmul_gpu.py; INT8_SIZES=4096,8192)
@@ -59,6 +60,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TEGULA_CACHE_DIR=${TEGULA_CACHE_DIR:-$(mktemp -d)}
 JOBS=${JOBS:-14}
 WSMM_SIZES=${WSMM_SIZES:-4096,8192}
+WINDOW_CONFIGS=${WINDOW_CONFIGS:-128x64s3w8}
 WSMM_CONFIGS=${WSMM_CONFIGS:-128x256x64x3x8,128x128x64x4x4}
 TESTS_PATHS=${TESTS_PATHS:-tests}  # the tests stage's paths (comma-separated: one half of the suite per GPU)
 SLOW="tests/e2e/test_attention_kernels.py tests/e2e/test_examples.py tests/e2e/test_pipelined_shapes.py"
@@ -131,8 +133,12 @@ stage() {
   attention)
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 45 ;;
   window)
-    timeout "${WINDOW_TIMEOUT:-200}" python3 benchmarks/profile_attention.py --z 2 --n 8192 --d 128 \
-      --window "${WINDOW:-1024}" 2>&1 | tee "$OUT/window.log" | grep -v Warning | tail -n 5 ;;
+    local config
+    for config in ${WINDOW_CONFIGS//,/ }; do
+      echo "config $config"
+      timeout "${WINDOW_TIMEOUT:-200}" python3 benchmarks/profile_attention.py --z 2 --n 8192 --d 128 \
+        --window "${WINDOW:-1024}" --config "$config" 2>&1 | tee -a "$OUT/window.log" | grep -v Warning | tail -n 5
+    done ;;
   int8)
     local sizes=${INT8_SIZES:-4096,8192}
     timeout "${INT8_TIMEOUT:-300}" python3 benchmarks/int8_matmul_gpu.py --sizes ${sizes//,/ } 2>&1 \

@@ -115,7 +115,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     for k and v), N a multiple of both blocks; on Hopper their loads and the output
     store are TMA copies. The Q and KV rows of a (z, h) start at row0.
 
-    WARP_SPECIALIZE (a config's, off in the tuned list: not measured yet): the dense
+    WARP_SPECIALIZE (a config's: attention_configs has warp-specialized twins): the dense
     loops ask for a producer warpgroup issuing the TMA copies (`tl.range(...,
     warp_specialize=True)`, honoured on Hopper's descriptor path), so the two consumer
     warpgroups never wait for each other's slot releases."""

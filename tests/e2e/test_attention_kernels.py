@@ -233,16 +233,50 @@ def test_descriptor_forward_runs_on_tma(on, causal, by_arrival, monkeypatch):
 
 @pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-def test_descriptor_forward_warp_specialized(on, causal):
+@pytest.mark.parametrize("config", [(64, 64, 4, 3), (128, 128, 8, 2)], ids=["64x64s3w4", "128x128s2w8"])
+def test_descriptor_forward_warp_specialized(on, causal, config):
     """WARP_SPECIALIZE (a config's): the dense loops' TMA copies are issued by a producer
     warpgroup, the kernel's own warps only compute; the same results (emulated sm_90a,
-    both the causal kernel's loops)."""
+    both the causal kernel's loops; at 128x128 the diagonal loop has one iteration)."""
     Z, H, N, D = 1, 2, 256, 32
     q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
-    o, lse, compiled = _forward_through_descriptors(q, k, v, causal, 64, 64, 4, 3, warp_specialize=True)
+    BM, BN, warps, stages = config
+    o, lse, compiled = _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=True)
     assert "warp_role" in compiled.asm["tgir"]
     torch.testing.assert_close(o.double(), reference(q.double(), k.double(), v.double(), causal=causal),
                                atol=2e-3, rtol=2e-3)
+
+
+def test_warp_specialized_d128_forward_keeps_its_pipeline():
+    """The warp-specialized D128 forward at 128x128 blocks, 2 stages, for sm_90a (compiled
+    only): the first loop's rings, allocated before the split and freed after their
+    loop, leave their bytes to the second loop's, although the consumers' staged Q sits
+    above them (else 299 KB: the compiler fell back to an unpipelined loop on mma.sync,
+    110 TFLOP/s on an H200); and the last P·V after the loops, in the consumers'
+    region, runs on wgmma with its V staged (no mma.sync, no accumulator conversion)."""
+    import tegula
+    from tegula.backends.compiler import GPUTarget
+    from tegula.backends.cuda.compiler import read_tgir
+    from tegula.backends.cuda.shared_memory import shared_bytes
+    from tegula.compiler import ASTSource
+
+    BM, BN, D = 128, 128, 128
+    sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
+           "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
+           **{name: "i32" for name in ("stride_z", "stride_h", "stride_n", "stride_d", "H", "N_CTX")}}
+    constants = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D,
+                     SM_SCALE=D ** -0.5, CAUSAL=True, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32",
+                     ON_GPU=True, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=True)
+    sig.update({name: "constexpr" for name in constants})
+    attrs = {name: 16 for name in ("lse_ptr", "stride_z", "stride_h", "stride_n", "N_CTX")}
+    # the descriptors' base, shape and strides 16-byte divisible, as the launcher finds them
+    attrs.update({f"{d}.{i}": 16 for d in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") for i in range(4)})
+    compiled = tegula.compile(ASTSource(attention_fwd_kernel, sig, constants, attrs=attrs),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 2})
+    tgir = compiled.asm["tgir"]
+    assert "warp_role" in tgir and "smem<2x128x128xf16>" in tgir
+    assert "version=2" not in tgir
+    assert shared_bytes(read_tgir(tgir, 8)[0]) <= 232448  # an H100's or H200's 227 KB
 
 
 @pytest.fixture
@@ -468,3 +502,27 @@ def test_example_08_checks_every_variant(capsys, one_gpu_config):
     assert module.main(small=True)
     out = capsys.readouterr().out
     assert out.count("-> OK") == 7 and "MISMATCH" not in out
+
+
+def test_pruning_tells_host_and_gpu_configs_apart_by_their_blocks():
+    """A caller may narrow an attention kernel's configs or put copies in with other
+    kwargs (a benchmark's WARP_SPECIALIZE=True): the pruner keeps them on the GPU by
+    their blocks, not by being objects of the tuned list."""
+    import copy
+
+    from tegula.kernels.attention_configs import DKDV_GPU, DKDV_PRUNE, FWD_GPU, FWD_HOST, FWD_PRUNE
+    prune = FWD_PRUNE["early_config_prune"]
+    call = dict(CAUSAL=True, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, HEAD_DIM=128, DESC=True)
+    ws = copy.copy(FWD_GPU[0])
+    ws.kwargs = {**ws.kwargs, "WARP_SPECIALIZE": True}
+    assert prune([ws, *FWD_HOST], {"ON_GPU": True}, **call) == [ws]
+    assert prune([ws, *FWD_HOST], {"ON_GPU": False}, **call) == FWD_HOST[:1]
+    # warp-specialized configs only where the loops specialize: the descriptor path, dense
+    twins = [c for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE")]
+    assert twins and all(c.kwargs["BLOCK_M"] == 128 and c.num_warps == 8 for c in twins)
+    assert set(twins) <= set(prune(FWD_GPU, {"ON_GPU": True}, **call))
+    assert not set(twins) & set(prune(FWD_GPU, {"ON_GPU": True}, **{**call, "DESC": False}))
+    # causal needs the outer block (BLOCK_N for dK/dV) to be a multiple of the inner one
+    kept = DKDV_PRUNE["early_config_prune"](DKDV_GPU, {"ON_GPU": True}, **call)
+    assert kept and all(c.kwargs["BLOCK_N"] % c.kwargs["BLOCK_M"] == 0 for c in kept)
+    assert len(kept) < len(DKDV_GPU)

@@ -3,10 +3,12 @@
 `allocate_shared_memory` gives every op that owns shared memory its byte range,
 written on the op as `smem(offset, size)`:
 - buffers (`local_alloc`): live from their allocation to their `local_dealloc`,
-  mostly freed in reverse order, so liveness is a stack: each starts at the end of the
-  innermost live one, `BUFFER_ALIGN`-aligned (the NVMMA swizzle is a function of
-  address bits 4-9); one freed under a later buffer keeps its bytes until that one is
-  freed;
+  placed first-fit: at the lowest `BUFFER_ALIGN`-aligned offset (the NVMMA swizzle is
+  a function of address bits 4-9) where they overlap no live buffer. Buffers are
+  mostly freed in reverse order, which makes that a stack; the holes matter where
+  they are not: a warp-specialized loop's rings are allocated before the split and
+  freed after their loop, under an operand the consumers staged for both dense loops
+  (attention's Q), and the next loop's rings fit where the first's were;
 - per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
   old values handed to the copies of its elements, a TMA store's block): live during
@@ -171,7 +173,7 @@ class _Walk:
         """The start of the scratch area: after the live buffers, `SCRATCH_ALIGN`-aligned
         (a conversion's 16-byte vectors, and its bank pattern as at offset 0, after an
         mbarrier buffer of 8-byte words)."""
-        end = self.buffers[-1][1] if self.buffers else 0
+        end = max((b[1] for b in self.buffers), default=0)
         return (end + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
 
     def block(self, block: Block) -> None:
@@ -208,28 +210,23 @@ class _Allocate(_Walk):
     def __init__(self, view: _View) -> None:
         super().__init__()
         self.view = view
-        self.freed: set[tuple[int, int]] = set()  # freed buffers still under a live one
 
     def instr(self, block: Block, ins: Instr) -> None:
         st = self.latest
         if ins.op is Op.LOCAL_ALLOC:
             t: SmemType = ins.results[0].type
-            offset = (self.scratch_base + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
-            ins.smem = (offset, buffer_bytes(t))
-            self.buffers.append((offset, offset + ins.smem[1]))
+            size = buffer_bytes(t)
+            offset = self.first_fit(size)
+            ins.smem = (offset, size)
+            self.buffers.append((offset, offset + size))
             st.recent = None
-            self.total = max(self.total, offset + ins.smem[1])
+            self.total = max(self.total, offset + size)
         elif ins.op is Op.LOCAL_DEALLOC:
             alloc = ins.operands[0].owner
-            live = [b for b in self.buffers if b[0] == alloc.smem[0]]
-            if not live:
+            live = (alloc.smem[0], alloc.smem[0] + alloc.smem[1]) if alloc.smem is not None else None
+            if live not in self.buffers:
                 raise ValueError("a shared buffer freed twice, or before its allocation")
-            # A buffer freed under a later one (a warp-specialized loop's rings, freed
-            # after their loop, under an operand staged for that loop and the next)
-            # keeps its bytes until the buffers above it are freed too.
-            self.freed.add(live[-1])
-            while self.buffers and self.buffers[-1] in self.freed:
-                self.freed.discard(self.buffers.pop())
+            self.buffers.remove(live)
             st.recent = None
         else:
             need = scratch_need(self.view, ins)
@@ -240,6 +237,16 @@ class _Allocate(_Walk):
                 ins.smem = (self.scratch_base + lo, need.size)
                 self.total = max(self.total, self.scratch_base + lo + need.size)
         self.regions(ins)
+
+    def first_fit(self, size: int) -> int:
+        """The lowest `BUFFER_ALIGN`-aligned offset where `size` bytes overlap no live
+        buffer (the scratch area moves above it if it lands on top)."""
+        offset = 0
+        for lo, hi in sorted(self.buffers):
+            if offset + size <= lo:
+                break
+            offset = max(offset, (hi + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN)
+        return offset
 
     def place(self, need: ScratchNeed) -> int:
         """Where in the scratch area (relative to its start) a use goes."""

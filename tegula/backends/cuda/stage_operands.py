@@ -5,9 +5,10 @@ in the forward; K and V in the backward's dK/dV kernel, Triton's tutorial 06) is
 otherwise held in registers for the whole loop: a B operand then keeps its dots off
 wgmma altogether (wgmma reads B from shared memory only), and register A operands
 compete with the accumulators. Triton stages such operands in shared memory on Hopper.
-So is the B operand of a dot in the kernel's body, outside any loop (the last block's
-P·V after a rotated attention loop): on wgmma, its accumulator keeps the layout the
-loop's wgmma gave it, where mma.sync would move it through shared memory twice.
+So is the B operand of a dot outside any loop (the last block's P·V after a rotated
+attention loop, in the kernel's body or in a warp-specialized kernel's consumer
+region): on wgmma, its accumulator keeps the layout the loop's wgmma gave it, where
+mma.sync would move it through shared memory twice.
 
 `stage_invariant_operands` rewrites such a load into
 
@@ -54,19 +55,22 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
         return 0
     uses = users_of(kernel.body)
     done = 0
-    for block in _blocks(kernel.body):
-        picked = _pick(block, uses, num_warps, capability, top_level=block is kernel.body)
+    for block, once in _blocks(kernel.body):
+        picked = _pick(block, uses, num_warps, capability, top_level=once)
         for load in picked:
             _stage(block, load, uses)
         done += len(picked)
     return done
 
 
-def _blocks(block: Block) -> list[Block]:
-    out = [block]
+def _blocks(block: Block, once: bool = True) -> list[tuple[Block, bool]]:
+    """Every block under `block` (itself included), with whether it runs at most once
+    per program: not inside a loop (the kernel's body, a branch of an `if` there, such
+    as a warp-specialized kernel's consumer region)."""
+    out = [(block, once)]
     for ins in block.instrs:
         for region in ins.regions:
-            out += _blocks(region)
+            out += _blocks(region, once and ins.op is Op.IF)
     return out
 
 
@@ -81,9 +85,9 @@ def _top_level_owner(block: Block, ins: Instr) -> Optional[Instr]:
 def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]],
                    top_level: bool) -> Optional[list[tuple[Instr, int]]]:
     """(dot, operand index) for every user of the load, when all are dots that follow it
-    in `block` reading it as A or B inside loops, or as B in `block` itself when that is
-    the kernel's body (staged in a loop body, the buffer would be rewritten each
-    iteration while slower warps may still read it); else None."""
+    in `block` reading it as A or B inside loops, or as B in `block` itself when that
+    runs once per program (`top_level`: staged in a loop body, the buffer would be
+    rewritten each iteration while slower warps may still read it); else None."""
     res = load.results[0]
     roles = []
     for u in uses.get(res, []):
