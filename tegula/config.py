@@ -105,6 +105,10 @@ _knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool_or_
       "iteration, so warpgroups may drift apart (1: every such loop; 0: none; unset or "
       "auto: loops of two or more warpgroups that compute on their dots' results within "
       "the iteration, as attention's softmax does).")
+_knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
+      "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
+      "results within the iteration (attention) take turns issuing their dots, so one's softmax "
+      "runs under the other's dots (FlashAttention-3's ping-pong; 0: they issue as they come).")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")

@@ -286,6 +286,24 @@ class WarpRoleAttrs:
     consumer_registers: int = 0
 
 
+@dataclass(frozen=True)
+class WarpgroupTurnAttrs:
+    """warpgroup_turn: the consumer warpgroups of a warp-specialized loop take turns
+    issuing their dots (FlashAttention-3's ping-pong), through the named barriers
+    `barrier` .. `barrier + groups - 1`, warpgroup g waiting at `barrier + g` for the
+    turn the previous one passes it. `step`: "begin" (before the loop, the last
+    warpgroup passes the first turn), "wait" (before the iteration's first dot), "pass"
+    (after its last dot is issued), "end" (after the loop, the first warpgroup takes the
+    turn passed after the last iteration, so every barrier ends balanced)."""
+
+    step: str
+    barrier: int
+    groups: int
+
+
+TURN_STEPS = ("begin", "wait", "pass", "end")
+
+
 DESCRIPTOR_REDUCE_KINDS = ("add", "min", "max", "and", "or", "xor")
 
 

@@ -157,6 +157,7 @@ class Op(enum.Enum):
     MBARRIER_INVAL = "mbarrier_inval"
     MBARRIER_ARRIVE = "mbarrier_arrive"
     WARP_ROLE = "warp_role"
+    WARPGROUP_TURN = "warpgroup_turn"
     BARRIER = "barrier"
     # encodings (the backend stage `tgir` only)
     CONVERT_LAYOUT = "convert_layout"
@@ -460,6 +461,9 @@ OP_INFO: dict[Op, OpInfo] = {
     # bars, slot` is one arrival per warp executing it (a consumer releasing a slot)
     Op.MBARRIER_ARRIVE: OpInfo(Kind.SHARED, 2, results=0, pure=False, result=_none),
     Op.WARP_ROLE: OpInfo(Kind.SOURCE, 0, attrs=A.WarpRoleAttrs, pure=False, result=_scalar_i1),
+    # warpgroup_turn {step, barrier, groups}: the consumer warpgroups' turns at issuing
+    # their dots (ping-pong; A.WarpgroupTurnAttrs)
+    Op.WARPGROUP_TURN: OpInfo(Kind.SHARED, 0, results=0, attrs=A.WarpgroupTurnAttrs, pure=False, result=_none),
     # convert_layout x: the same tile in the encoding its result type names (the
     # backend chooses how: a register renaming, a recomputation or a trip through
     # shared memory); no rule can infer that encoding, the result type states it

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from . import verifier_block_pointers as block_pointers
-from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DESCRIPTOR_REDUCE_KINDS
+from .attrs import ATOMIC_KINDS, ATOMIC_SCOPES, ATOMIC_SEMS, DESCRIPTOR_REDUCE_KINDS, TURN_STEPS
 from .core import UNKNOWN_LOC, Block, Instr, Kernel, Value
 from .ops import BLOCK_POINTER_OPS, COMPARISONS, DESCRIPTOR_OPS, OP_INFO, TGIR_ONLY, VARIADIC, Kind, Op, type_class
 from .printer import ValueNamer, kernel_arg_name, render_lines
@@ -224,6 +224,13 @@ class _Verifier:
             self.fail(f"'local_alloc' makes a shared-memory buffer of slots (rank >= 2), not a {rts[0]}", ins)
         if op is Op.LOCAL_DEALLOC and not isinstance(ts[0], SmemType):
             self.fail(f"'local_dealloc' frees a shared-memory buffer, not a {ts[0]}", ins)
+        if op is Op.WARPGROUP_TURN:
+            a = ins.attrs
+            # barrier 0 is the CTA's and 1 the consumers' (warp_partitions); 16 in all
+            if a.step not in TURN_STEPS or a.groups < 2 or not 2 <= a.barrier <= 16 - a.groups:
+                self.fail(f"'warpgroup_turn' needs a step of {', '.join(TURN_STEPS)}, two warpgroups or more "
+                          f"and named barriers 2..15, got {a}", ins)
+            return
         if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.MBARRIER_ARRIVE, Op.TMA_LOAD):
             self.tma(ins, ts)
             return

@@ -236,31 +236,27 @@ def test_descriptor_forward_runs_on_tma(on, causal, by_arrival, monkeypatch):
 @pytest.mark.parametrize("config", [(64, 64, 4, 3), (128, 128, 8, 2)], ids=["64x64s3w4", "128x128s2w8"])
 def test_descriptor_forward_warp_specialized(on, causal, config):
     """WARP_SPECIALIZE (a config's): the dense loops' TMA copies are issued by a producer
-    warpgroup, the kernel's own warps only compute; the same results (emulated sm_90a,
-    both the causal kernel's loops; at 128x128 the diagonal loop has one iteration)."""
+    warpgroup, the kernel's own warps only compute, and two consumer warpgroups take
+    turns at their dots; the same results (emulated sm_90a, both the causal kernel's
+    loops; at 128x128 the diagonal loop has one iteration)."""
     Z, H, N, D = 1, 2, 256, 32
     q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
     BM, BN, warps, stages = config
     o, lse, compiled = _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=True)
-    assert "warp_role" in compiled.asm["tgir"]
+    tgir = compiled.asm["tgir"]
+    assert "warp_role" in tgir
+    # two consumer warpgroups take turns at their dots (ping-pong): begin, wait, pass, end
+    assert tgir.count("warpgroup_turn") == (4 if warps == 8 else 0)
     torch.testing.assert_close(o.double(), reference(q.double(), k.double(), v.double(), causal=causal),
                                atol=2e-3, rtol=2e-3)
 
 
-def test_warp_specialized_d128_forward_keeps_its_pipeline():
-    """The warp-specialized D128 forward at 128x128 blocks, 2 stages, for sm_90a (compiled
-    only): the first loop's rings, allocated before the split and freed after their
-    loop, leave their bytes to the second loop's, although the consumers' staged Q sits
-    above them (else 299 KB: the compiler fell back to an unpipelined loop on mma.sync,
-    110 TFLOP/s on an H200); and the last P·V after the loops, in the consumers'
-    region, runs on wgmma with its V staged (no mma.sync, no accumulator conversion)."""
+def _compile_d128_warp_specialized(BM=128, BN=128, D=128, stages=2):
+    """The forward's descriptor path, warp-specialized, compiled for sm_90a (8 warps)."""
     import tegula
     from tegula.backends.compiler import GPUTarget
-    from tegula.backends.cuda.compiler import read_tgir
-    from tegula.backends.cuda.shared_memory import shared_bytes
     from tegula.compiler import ASTSource
 
-    BM, BN, D = 128, 128, 128
     sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
            "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
            **{name: "i32" for name in ("stride_z", "stride_h", "stride_n", "stride_d", "H", "N_CTX")}}
@@ -271,12 +267,53 @@ def test_warp_specialized_d128_forward_keeps_its_pipeline():
     attrs = {name: 16 for name in ("lse_ptr", "stride_z", "stride_h", "stride_n", "N_CTX")}
     # the descriptors' base, shape and strides 16-byte divisible, as the launcher finds them
     attrs.update({f"{d}.{i}": 16 for d in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") for i in range(4)})
-    compiled = tegula.compile(ASTSource(attention_fwd_kernel, sig, constants, attrs=attrs),
-                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 2})
-    tgir = compiled.asm["tgir"]
+    return tegula.compile(ASTSource(attention_fwd_kernel, sig, constants, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": stages})
+
+
+def test_warp_specialized_d128_forward_keeps_its_pipeline():
+    """The warp-specialized D128 forward at 128x128 blocks, 2 stages, for sm_90a (compiled
+    only): the first loop's rings, allocated before the split and freed after their
+    loop, leave their bytes to the second loop's, although the consumers' staged Q sits
+    above them (else 299 KB: the compiler fell back to an unpipelined loop on mma.sync,
+    110 TFLOP/s on an H200); and the last P·V after the loops, in the consumers'
+    region, runs on wgmma with its V staged (no mma.sync, no accumulator conversion)."""
+    from tegula.backends.cuda.compiler import read_tgir
+    from tegula.backends.cuda.shared_memory import shared_bytes
+
+    tgir = _compile_d128_warp_specialized().asm["tgir"]
     assert "warp_role" in tgir and "smem<2x128x128xf16>" in tgir
     assert "version=2" not in tgir
     assert shared_bytes(read_tgir(tgir, 8)[0]) <= 232448  # an H100's or H200's 227 KB
+
+
+def test_warpgroup_turns_of_the_d128_forward(monkeypatch):
+    """The two consumer warpgroups of the warp-specialized forward take turns at their
+    dots (2 stages: the dots are waited for where the softmax reads them, so the loop
+    computes on them): a turn passed before the loop, one waited for before the first
+    dot and passed after the last, one taken after the loop, on named barriers 2 and 3;
+    in the PTX, `bar.sync` / `bar.arrive` with the warpgroup's barrier in a register.
+    The tgir text reads back (an override), and a turn the verifier cannot take (one
+    warpgroup) is refused. TEGULA_WARPGROUP_PINGPONG=0 leaves them out."""
+    import re
+
+    from tegula.backends.cuda.compiler import read_tgir
+    from tegula.ir.verifier import VerificationError
+
+    compiled = _compile_d128_warp_specialized()
+    tgir, ptx = compiled.asm["tgir"], compiled.asm["ptx"]
+    steps = re.findall(r"warpgroup_turn \{step = '(\w+)', barrier = 2, groups = 2\}", tgir)
+    assert steps == ["begin", "wait", "pass", "end"]
+    body = tgir[tgir.index("step = 'wait'"):tgir.index("step = 'pass'")]
+    assert body.count(" = dot ") == 2  # S = Q·K^T and the previous block's P·V, between the two
+    assert re.search(r"bar\.sync\s+%r\d+, 256;", ptx) and re.search(r"bar\.arrive\s+%r\d+, 256;", ptx)
+    from tegula.ir.ops import Op
+    read_back = [ins.attrs.step for ins in read_tgir(tgir, 8)[0].walk() if ins.op is Op.WARPGROUP_TURN]
+    assert read_back == ["begin", "wait", "pass", "end"]
+    with pytest.raises(VerificationError, match="warpgroup_turn"):
+        read_tgir(tgir.replace("groups = 2", "groups = 1"), 8)
+    monkeypatch.setenv("TEGULA_WARPGROUP_PINGPONG", "0")
+    assert "warpgroup_turn" not in _compile_d128_warp_specialized().asm["tgir"]
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ class AsyncDots:
 
 def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[Instr, Instr],
                uses: dict[Value, list[Instr]], num_warps: int, capability: int,
-               wait_at_use: bool = True) -> AsyncDots:
+               wait_at_use: bool = True, carry: bool = True) -> AsyncDots:
     """The loop's wgmma dots that run while other code of the body does.
 
     Carried: wgmma dots with a pipelined B whose result only feeds the next iteration's
@@ -99,7 +99,9 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     O += P_{j-1}·V_{j-1}, then the softmax of S_j) runs the softmax under the second
     dot. Attention's backward keeps dV's dot running under dP's, and dK's under the
     next iteration's loads and first dot, as Triton schedules them. Without
-    `wait_at_use` a late dot is waited for right after it.
+    `wait_at_use` a late dot is waited for right after it. Without `carry` (a loop of
+    two stages, whose copies cannot run S-2 iterations ahead) no dot is carried: each
+    is late.
 
     An A operand in registers computed in the loop must not be redefined while its dot
     may still run. A late dot is waited for in its own iteration, before the A value's
@@ -114,7 +116,7 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     at = {d: order.index(d) for d in wgmma}
     top = {sub: ins for ins in order for sub in ins.walk()}
     # in body order (as everything below), so the waits come out the same every compile
-    chained = [d for d, choice in wgmma.items() if not choice.promote and _chained(d, body, uses)]
+    chained = [d for d, choice in wgmma.items() if carry and not choice.promote and _chained(d, body, uses)]
 
     def first_use(d: Instr) -> Optional[int]:
         users = [top.get(u, term) for u in uses.get(d.results[0], [])]

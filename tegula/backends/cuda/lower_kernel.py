@@ -38,6 +38,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_shared,
     lower_tma,
     lower_wgmma,
+    warpgroup_turns,
 )
 from .checked import CheckedMode
 from .layout_plan import LayoutPlan

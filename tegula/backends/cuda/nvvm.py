@@ -32,6 +32,10 @@ FULL_MASK = ir.Constant(I32, -1)
 _FP8_PTX = {"f8e4m3": "e4m3x2", "f8e5m2": "e5m2x2"}
 
 
+def _i32(v: "int | ir.Value") -> ir.Value:
+    return ir.Constant(I32, v) if isinstance(v, int) else v
+
+
 def access_words(nbytes: int) -> tuple[ir.Type, int]:
     """(LLVM word type, word count) a global access of `nbytes` bytes moves as: 32-bit
     words from 4 bytes up, else one 16-bit register (which a 1-byte access fills with
@@ -53,7 +57,8 @@ class NVPTXDevice(TmaInstructions):
                     "cvt_f32_to_fp8", "cvt_f32x2_to_fp8", "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf",
                     "assertfail", "griddepcontrol",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
-                    "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier", "setmaxnreg",
+                    "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier",
+                    "named_barrier_arrive", "setmaxnreg",
                     "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read", "access_alignment")
 
     def extra_params(self) -> list[ir.Type]:
@@ -71,12 +76,18 @@ class NVPTXDevice(TmaInstructions):
         """`bar.warp.sync -1`: the lanes of this warp reach this point together."""
         call(b, "llvm.nvvm.bar.warp.sync", VOID, [FULL_MASK])
 
-    def named_barrier(self, b: ir.IRBuilder, index: int, threads: int) -> None:
+    def named_barrier(self, b: ir.IRBuilder, index: "int | ir.Value", threads: int) -> None:
         """`bar.sync index, threads`: the `threads` threads (whole warps) of one warp
-        partition wait for each other, as `barrier` does for the CTA. The intrinsic, as
-        for `barrier`, is convergent: LLVM never copies it into divergent paths (it did
-        with an inline-asm `bar.sync`, which hung the partition)."""
-        call(b, "llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [ir.Constant(I32, index), ir.Constant(I32, threads)])
+        partition wait for each other, as `barrier` does for the CTA (`index` a constant
+        or a warp-uniform register). The intrinsic, as for `barrier`, is convergent: LLVM
+        never copies it into divergent paths (it did with an inline-asm `bar.sync`, which
+        hung the partition)."""
+        call(b, "llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [_i32(index), ir.Constant(I32, threads)])
+
+    def named_barrier_arrive(self, b: ir.IRBuilder, index: "int | ir.Value", threads: int) -> None:
+        """`bar.arrive index, threads`: this warp counts towards the `threads` of named
+        barrier `index` without waiting for it (the warps that `bar.sync` there wait)."""
+        call(b, "llvm.nvvm.barrier.cta.arrive.aligned.count", VOID, [_i32(index), ir.Constant(I32, threads)])
 
     def setmaxnreg(self, b: ir.IRBuilder, action: str, count: int) -> None:
         """`setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): this warpgroup's

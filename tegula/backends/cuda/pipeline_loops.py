@@ -86,6 +86,7 @@ from .pipeline_memo import memo_inits, memo_step, state_types
 from .pipeline_plan import LoopPlan, plan_loop
 from .pipeline_split import split_transposed_uses, undo
 from .warp_specialize import split_roles, wants_specialization
+from .warpgroup_turns import take_turns
 
 
 def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: int) -> int:
@@ -133,7 +134,15 @@ def _releases_by_arrival(plan: LoopPlan, num_warps: int) -> bool:
     asked = knobs.tma_release_by_arrival
     if asked is not None:
         return bool(asked)
-    return num_warps >= 8 and bool(plan.late_waits)
+    return num_warps >= 8 and _computes_on_dots(plan)
+
+
+def _computes_on_dots(plan: LoopPlan) -> bool:
+    """Whether the loop's body reads one of its wgmma dots' results itself (a late wait
+    before an op of the body, not only before the yield: attention's softmax reads S;
+    a two-stage matmul's accumulating dot is only carried on)."""
+    end = len(plan.loop.regions[0].instrs) - 1
+    return any(late.at < end for late in plan.late_waits.values())
 
 
 def _loops_inner_first(block: Block) -> list[Instr]:
@@ -174,6 +183,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
     inits = for_inits(loop)
     iv_type = iv.type
     at = parent.instrs.index(loop)
+    pingpong = plan.consumer_warps and _computes_on_dots(plan)  # of the body as it was planned
     b = Builder()
     b.loc = loop.loc
     pre = Block()
@@ -374,8 +384,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
         b.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
     _replace_uses(kernel, results)
-    if plan.consumer_warps:
-        split_roles(kernel, bufs, empty, plan.consumer_warps)
+    if plan.consumer_warps and split_roles(kernel, bufs, empty, plan.consumer_warps) and pingpong:
+        take_turns(_block_of(kernel.body, new_loop), new_loop, plan.consumer_warps)
 
 
 def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],

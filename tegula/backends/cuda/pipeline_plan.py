@@ -169,10 +169,12 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
                      bounds=_copy_bounds(kernel, loads))
     bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
     plan.memo = find_memo(loop, order, loads + hints, bound_values)
-    if stages >= 3:
-        found = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability,
-                           wait_at_use=knobs.wgmma_wait_at_use)
-        plan.async_dots, plan.late_waits = found.carried, found.late
+    # a dot in flight across the back edge needs its copies S-2 iterations ahead (its
+    # slot is not rewritten while it runs), so only from 3 stages on; dots waited for
+    # within their iteration (late) at 2 stages too
+    found = async_dots(kernel, loop, load_set, transposes, uses, num_warps, capability,
+                       wait_at_use=knobs.wgmma_wait_at_use, carry=stages >= 3)
+    plan.async_dots, plan.late_waits = found.carried, found.late
     return plan
 
 

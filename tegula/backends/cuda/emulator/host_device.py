@@ -102,25 +102,47 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
     def warp_sync(self, b: ir.IRBuilder) -> None:
         self.sync(b, "warp")
 
-    def named_barrier(self, b: ir.IRBuilder, index: int, threads: int) -> None:
+    def named_barrier(self, b: ir.IRBuilder, index: "int | ir.Value", threads: int) -> None:
         """`bar.sync index, threads`: the last of `threads` arrivals resets the count and
         bumps the generation the others spin on (the generation is read before this
         thread's arrival, so it is the one this round ends)."""
-        count = b.gep(self.named, [ir.Constant(I32, 2 * index)], source_etype=I32)
-        generation = b.gep(self.named, [ir.Constant(I32, 2 * index + 1)], source_etype=I32)
+        count, generation = self._named(b, index)
         seen = b.load_atomic(generation, "seq_cst", 4, typ=I32)
-        arrived = b.atomic_rmw("add", count, ir.Constant(I32, 1), "seq_cst")
-        last, wait, done = (b.append_basic_block(n) for n in ("named_last", "named_wait", "named_done"))
-        b.cbranch(b.icmp_unsigned("==", arrived, ir.Constant(I32, threads - 1)), last, wait)
-        b.position_at_end(last)
-        b.atomic_rmw("xchg", count, ir.Constant(I32, 0), "seq_cst")
-        b.atomic_rmw("add", generation, ir.Constant(I32, 1), "seq_cst")
-        b.branch(done)
+        last = self._arrive(b, count, generation, threads)
+        wait, done = (b.append_basic_block(n) for n in ("named_wait", "named_done"))
+        b.cbranch(last, done, wait)
         b.position_at_end(wait)
         b.call(declare(b.module, "sched_yield", I32, []), [])
         now = b.load_atomic(generation, "seq_cst", 4, typ=I32)
         b.cbranch(b.icmp_unsigned("!=", now, seen), done, wait)
         b.position_at_end(done)
+
+    def named_barrier_arrive(self, b: ir.IRBuilder, index: "int | ir.Value", threads: int) -> None:
+        """`bar.arrive index, threads`: an arrival that does not wait (the last one ends
+        the round as `named_barrier`'s does)."""
+        count, generation = self._named(b, index)
+        self._arrive(b, count, generation, threads)
+
+    def _named(self, b: ir.IRBuilder, index: "int | ir.Value") -> tuple[ir.Value, ir.Value]:
+        """The (count, generation) words of named barrier `index`."""
+        two = b.mul(index, ir.Constant(I32, 2)) if isinstance(index, ir.Value) else ir.Constant(I32, 2 * index)
+        count = b.gep(self.named, [two], source_etype=I32)
+        generation = b.gep(self.named, [b.add(two, ir.Constant(I32, 1))], source_etype=I32)
+        return count, generation
+
+    def _arrive(self, b: ir.IRBuilder, count: ir.Value, generation: ir.Value, threads: int) -> ir.Value:
+        """Count one arrival; the last of `threads` resets the count and bumps the
+        generation. Returns whether this one was the last."""
+        arrived = b.atomic_rmw("add", count, ir.Constant(I32, 1), "seq_cst")
+        is_last = b.icmp_unsigned("==", arrived, ir.Constant(I32, threads - 1))
+        last, after = (b.append_basic_block(n) for n in ("named_last", "named_counted"))
+        b.cbranch(is_last, last, after)
+        b.position_at_end(last)
+        b.atomic_rmw("xchg", count, ir.Constant(I32, 0), "seq_cst")
+        b.atomic_rmw("add", generation, ir.Constant(I32, 1), "seq_cst")
+        b.branch(after)
+        b.position_at_end(after)
+        return is_last
 
     def setmaxnreg(self, b: ir.IRBuilder, action: str, count: int) -> None:
         return None  # a host thread's registers are its own
