@@ -72,6 +72,10 @@ class _Plan:
             out["SCORE_GRAD"] = None if s is None or s.grad == "identity" else s.grad
         return out
 
+    def one_span(self) -> bool:
+        """Whether the forward's Q blocks each walk at most one span of the block mask."""
+        return self.block_mask is not None and self.block_mask.most_spans(self.Z, self.H, False) <= 1
+
     def sparse_args(self, transposed: bool) -> tuple:
         """The BlockMask's spans as the kernels take them (flex.BlockMask.kernel_args)."""
         if self.block_mask is None:
@@ -112,7 +116,7 @@ def _forward(q, k, v, plan: _Plan):
     if desc:
         tensors = _row_descriptors(*tensors)
     _fwd[grid](*tensors, lse, *q.stride(), H, N, plan.sparse_args(False),
-               **plan.constexprs(backward=False), DESC=desc)
+               **plan.constexprs(backward=False), DESC=desc, ONE_SPAN=plan.one_span())
     return o, lse
 
 

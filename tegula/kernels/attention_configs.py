@@ -10,7 +10,7 @@ BlockMask needs the kernel's blocks to divide its blocks, and head dim 256 keeps
 shared-memory rings small.
 
 The forward's list also holds warp-specialized twins of its 128-row 8-warp configs (for
-Hopper's descriptor path; pruned elsewhere). Its GPU configs carry a pre-hook that gives
+Hopper's descriptor path, dense or one span per Q block; pruned elsewhere). Its GPU configs carry a pre-hook that gives
 its tensor descriptors (the DESC path, attention.py) the config's blocks, as Triton's
 tutorial 06 does.
 """
@@ -64,8 +64,8 @@ DKDV_HOST, DKDV_GPU = _configs(_HOST, _GPU, swap=True)
 
 def _fits(c, a, outer: str, inner: str) -> bool:
     kw = c.kwargs
-    if kw.get("WARP_SPECIALIZE") and (not a.get("DESC") or a["SPARSE"]):
-        return False  # only the descriptor path's dense loops specialize: a twin would repeat its config
+    if kw.get("WARP_SPECIALIZE") and (not a.get("DESC") or (a["SPARSE"] and not a.get("ONE_SPAN"))):
+        return False  # only the descriptor path's dense-style loops specialize: a twin would repeat its config
     if a["CAUSAL"] and not a["SPARSE"] and kw[outer] % kw[inner]:
         return False
     if a["SPARSE"] and (a["SPARSE_Q"] % kw["BLOCK_M"] or a["SPARSE_KV"] % kw["BLOCK_N"]):

@@ -14,7 +14,10 @@ Which KV blocks a program visits:
 - SPARSE (a BlockMask): its Q block's visited blocks, walked as spans of consecutive
   blocks (flex.py), each one loop whose addresses depend only on its counter (so it is
   pipelined): the span's full blocks unmasked, its partial ones with the mask_mod (and
-  causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks.
+  causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks. Where no Q block has
+  more than one span (ONE_SPAN: sliding windows, prefix masks), the span is walked as
+  the dense loops are: masked blocks, then the full ones (rotated, warp-specialized
+  where the config asks), then masked ones.
 """
 import tegula as triton
 import tegula.language as tl
@@ -104,7 +107,8 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE: tl.constexpr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False,
+                         ONE_SPAN: tl.constexpr = False):
     """`sparse` is () when not SPARSE, else a BlockMask's spans per Q block
     (`BlockMask.kernel_args`, read by attention_common's `sparse_span_*`): ranges of
     consecutive KV blocks with their full blocks in one run inside. Walking one is a
@@ -115,8 +119,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     for k and v), N a multiple of both blocks; on Hopper their loads and the output
     store are TMA copies. The Q and KV rows of a (z, h) start at row0.
 
-    WARP_SPECIALIZE (a config's: attention_configs has warp-specialized twins): the dense
-    loops ask for a producer warpgroup issuing the TMA copies (`tl.range(...,
+    ONE_SPAN (SPARSE only): no Q block walks more than one span (a sliding window, a
+    prefix or causal mask): the span is then walked as the dense loops walk theirs.
+
+    WARP_SPECIALIZE (a config's: attention_configs has warp-specialized twins): the
+    unmasked loop asks for a producer warpgroup issuing the TMA copies (`tl.range(...,
     warp_specialize=True)`, honoured on Hopper's descriptor path), so the two consumer
     warpgroups never wait for each other's slot releases."""
     block_m = tl.program_id(0)
@@ -154,7 +161,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     # block's after the loops. A block-sparse span is a short loop: not rotated.
     p = tl.zeros((BLOCK_M, BLOCK_N), dtype=q.dtype)
     prev_n = 0
-    if SPARSE:
+    if SPARSE and not ONE_SPAN:
         # one pipelined loop per span: its full blocks unmasked, the blocks around them masked
         q_blk = start_m // SPARSE_Q
         for r in range(sparse_span_count(sparse, off_b, off_h, q_blk)):
@@ -166,29 +173,51 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                                                      True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
                                                      (start_n < full_lo) | (start_n >= full_hi), False)
     else:
-        if CAUSAL:
+        # Keys [lo, hi) are visited, those in [full_lo, full_hi) by every row (no mask);
+        # each bound a multiple of BLOCK_N past lo, so the three loops step on one grid.
+        if SPARSE:
+            q_blk = start_m // SPARSE_Q
+            lo, full_lo, full_hi, hi = sparse_span_bounds(sparse, off_b, off_h, q_blk, 0, SPARSE_KV)
+            # a Q block that visits nothing has no span (its entry 0 is not one)
+            walks = sparse_span_count(sparse, off_b, off_h, q_blk) > 0
+            lo = tl.where(walks, lo, 0)
+            full_lo = tl.where(walks, full_lo, 0)
+            full_hi = tl.where(walks, full_hi, 0)
+            hi = tl.where(walks, hi, 0)
+            for start_n in tl.range(lo, full_lo, BLOCK_N):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
+                                                     stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
+                                                     N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
+                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, True, True)
+            # the loop's last block (or block 0 with p still 0), computed rather than read
+            # from the loop, which runs it ahead
+            prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, 0)
+        elif CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
-            unmasked_end = start_m
-            masked_end = tl.minimum(start_m + BLOCK_M, N_CTX)
+            full_lo = 0
+            full_hi = start_m
+            hi = tl.minimum(start_m + BLOCK_M, N_CTX)
         else:
-            unmasked_end = N_CTX - N_CTX % BLOCK_N
-            masked_end = N_CTX
-        for start_n in tl.range(0, unmasked_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            full_lo = 0
+            full_hi = N_CTX - N_CTX % BLOCK_N
+            hi = N_CTX
+        for start_n in tl.range(full_lo, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
                                                  DESC, row0, IN_RANGE, True, True)
-        # unmasked_end is a multiple of BLOCK_N: the first loop's last block (or block 0
-        # with p still 0), computed rather than read from the loop, which runs it ahead
-        prev_n = tl.maximum(unmasked_end - BLOCK_N, 0)
-        for start_n in tl.range(unmasked_end, masked_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        # (the bounds say which block came last: a loop's own prev_n is run ahead)
+        if SPARSE:
+            prev_n = tl.where(full_hi > full_lo, full_hi - BLOCK_N, tl.where(full_lo > lo, full_lo - BLOCK_N, 0))
+        else:
+            prev_n = tl.maximum(full_hi - BLOCK_N, 0)
+        before_tail = prev_n
+        for start_n in tl.range(full_hi, hi, BLOCK_N):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
                                                  DESC, row0, IN_RANGE, True, True)
-        prev_n = tl.where(masked_end > unmasked_end,
-                          unmasked_end + (masked_end - 1 - unmasked_end) // BLOCK_N * BLOCK_N,
-                          tl.maximum(unmasked_end - BLOCK_N, 0))
+        prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
         v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, True, DESC, row0, IN_RANGE)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every

@@ -84,6 +84,7 @@ class BlockMask:
     mask_mod: Optional[MaskMod] = None
     causal: bool = False
     _kernel_args: dict = field(default_factory=dict, repr=False)  # per (Z, H, transposed)
+    _most_spans: dict = field(default_factory=dict, repr=False)   # per (Z, H, transposed)
 
     @classmethod
     def from_block_states(cls, states, n_ctx: int, q_block: int, kv_block: int,
@@ -145,6 +146,14 @@ class BlockMask:
             self._kernel_args[key] = (*spans, count.stride(0), count.stride(1),
                                       first.stride(0), first.stride(1), first.stride(2))
         return self._kernel_args[key]
+
+    def most_spans(self, Z: int, H: int, transposed: bool) -> int:
+        """The most spans any block walks (`kernel_args`; read once, then cached): a mask
+        of at most one per block lets the forward walk it as its dense loops."""
+        key = (Z, H, transposed)
+        if key not in self._most_spans:
+            self._most_spans[key] = int(self.kernel_args(Z, H, transposed)[0].max())
+        return self._most_spans[key]
 
 
 def _spans(states):

@@ -182,8 +182,9 @@ def test_inputs_tma_cannot_take_use_the_pointer_path(on):
         torch.testing.assert_close(got.double(), want, atol=2e-3, rtol=2e-3)
 
 
-def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False):
-    """The forward kernel's descriptor path launched directly with one config."""
+def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False, block_mask=None):
+    """The forward kernel's descriptor path launched directly with one config (with a
+    block mask of at most one span per Q block: the ONE_SPAN walk)."""
     import importlib
 
     library = importlib.import_module("tegula.kernels.attention")
@@ -197,10 +198,17 @@ def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_sp
     nargs = dict(q_ptr=descs[0], k_ptr=descs[1], v_ptr=descs[2], out_ptr=descs[3], DESC=True, BLOCK_M=BM,
                  BLOCK_N=BN, HEAD_DIM=D)
     descriptor_blocks(nargs)
+    sparse, mask_fn, mask_args, blocks = (), None, (), (1, 1)
+    if block_mask is not None:
+        assert block_mask.most_spans(Z, H, False) <= 1
+        sparse, blocks = block_mask.kernel_args(Z, H, False), (block_mask.q_block, block_mask.kv_block)
+        mask_fn, mask_args = block_mask.mask_mod.fn, tuple(block_mask.mask_mod.args)
+        causal = block_mask.causal
     compiled = attention_fwd_kernel[(N // BM, Z * H)](
-        *descs, lse, *q.stride(), H, N, (), None, (), None, (), HEAD_DIM=D, SM_SCALE=D ** -0.5, CAUSAL=causal,
-        SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32", ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM,
-        BLOCK_N=BN, WARP_SPECIALIZE=warp_specialize, num_warps=warps, num_stages=stages)
+        *descs, lse, *q.stride(), H, N, sparse, None, (), mask_fn, mask_args, HEAD_DIM=D, SM_SCALE=D ** -0.5,
+        CAUSAL=causal, SPARSE=block_mask is not None, SPARSE_Q=blocks[0], SPARSE_KV=blocks[1], PRECISION="tf32",
+        ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=warp_specialize,
+        ONE_SPAN=block_mask is not None, num_warps=warps, num_stages=stages)
     return o, lse, compiled
 
 
@@ -249,6 +257,26 @@ def test_descriptor_forward_warp_specialized(on, causal, config):
     assert tgir.count("warpgroup_turn") == (4 if warps == 8 else 0)
     torch.testing.assert_close(o.double(), reference(q.double(), k.double(), v.double(), causal=causal),
                                atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
+@pytest.mark.parametrize("window", [100, 256], ids=["window100", "window256"])
+def test_sliding_window_walks_its_span_as_the_dense_loops(on, window):
+    """A sliding window has one span per Q block: the forward walks it as its dense loops
+    (masked blocks, the full ones on a warp-specialized loop with warpgroup turns, masked
+    ones), all three pipelined on TMA; the same results as the dense reference (emulated
+    sm_90a, 128x128 blocks over 128-blocks of the mask, 8 warps, 2 stages; a window of
+    100 leaves Q blocks with no full block)."""
+    Z, H, N, D = 1, 2, 512, 32
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    mask = create_block_mask(mods.sliding_window(window), 1, 1, N, "cpu", q_block=128, kv_block=128)
+    o, lse, compiled = _forward_through_descriptors(q, k, v, False, 128, 128, 8, 2, warp_specialize=True,
+                                                    block_mask=mask)
+    tgir = compiled.asm["tgir"]
+    assert "warp_role" in tgir and tgir.count("warpgroup_turn") == 4
+    assert tgir.count("mbarrier_init") >= 3 * 2  # a full mbarrier per ring (K and V) of each loop
+    want = reference(q.double(), k.double(), v.double(), mask_mod=mods.sliding_window(window))
+    torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
 
 
 def _compile_d128_warp_specialized(BM=128, BN=128, D=128, stages=2):
@@ -314,6 +342,27 @@ def test_warpgroup_turns_of_the_d128_forward(monkeypatch):
         read_tgir(tgir.replace("groups = 2", "groups = 1"), 8)
     monkeypatch.setenv("TEGULA_WARPGROUP_PINGPONG", "0")
     assert "warpgroup_turn" not in _compile_d128_warp_specialized().asm["tgir"]
+
+
+def test_turns_around_a_barrier_are_dropped():
+    """A loop whose consumers must all meet between a turn's wait and its pass (here a
+    barrier put there by hand) would deadlock: the warpgroup holding the turn waits at
+    the barrier for the one waiting for the turn (seen in the emulator on an earlier
+    version of the forward, whose last loop moved a tile through shared memory there).
+    `drop_blocked_turns` removes that loop's four turns; the kernel as compiled keeps
+    them."""
+    from tegula.backends.cuda.compiler import read_tgir
+    from tegula.backends.cuda.warpgroup_turns import drop_blocked_turns
+    from tegula.ir.ops import Op
+
+    tgir = _compile_d128_warp_specialized().asm["tgir"]
+    assert drop_blocked_turns(read_tgir(tgir, 8)[0]) == 0
+    lines = tgir.splitlines()
+    at = next(i for i, line in enumerate(lines) if "step = 'wait'" in line)
+    blocked = "\n".join(lines[:at + 1] + [lines[at].split("warpgroup_turn")[0] + "barrier"] + lines[at + 1:])
+    kernel = read_tgir(blocked, 8)[0]
+    assert drop_blocked_turns(kernel) == 1
+    assert not any(ins.op is Op.WARPGROUP_TURN for ins in kernel.walk())
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ from .pipeline_loops import pipeline_loops
 from .pipeline_plan import shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
+from .warpgroup_turns import drop_blocked_turns
 from .tma import tma_enabled, tma_loads, tma_stores
 from .warp_partitions import maxnreg_of
 
@@ -138,8 +139,11 @@ def _allocate_shared_memory(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 
 def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
-    """CTA barriers between shared-memory accesses of different ops."""
-    return insert_barriers(kernel)
+    """CTA barriers between shared-memory accesses of different ops; then no warpgroup
+    turn may hold one inside (`warpgroup_turns.drop_blocked_turns`)."""
+    insert_barriers(kernel)
+    drop_blocked_turns(kernel)
+    return kernel
 
 
 register_pass("cuda.lower_block_pointers", _lower_block_pointers)

@@ -26,7 +26,10 @@ loop, the last arrives once per iteration and once before it.
 
 Only loops whose dots the iteration itself computes on (their results read within it:
 `LoopPlan.late_waits`) take turns; a matmul's dots only accumulate, nothing runs beside
-them. `knobs.warpgroup_pingpong` turns it off.
+them. Between a turn's wait and its pass no op may make the consumers meet (a barrier,
+an op with scratch in shared memory): the warpgroup holding the turn would wait there
+for the one waiting for the turn. `drop_blocked_turns` (after the barriers are placed)
+removes a loop's turns where that happens. `knobs.warpgroup_pingpong` turns it off.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ import llvmlite.ir as ir
 
 from ...config import knobs
 from ...ir import attrs as A
-from ...ir.core import Block, Instr
+from ...ir.core import Block, Instr, Kernel
 from ...ir.ops import Op
 from ..llvm.types import I32
 from .registry import handles
@@ -67,6 +70,53 @@ def take_turns(parent: Block, loop: Instr, consumer_warps: int) -> bool:
     at = parent.instrs.index(loop)
     parent.instrs[at:at + 1] = [turn("begin"), loop, turn("end")]
     return True
+
+
+# ops that make every consumer thread meet (a barrier, or one in the op's own lowering:
+# scratch in shared memory is written, then read after a barrier)
+_MEETS = (Op.BARRIER, Op.DEBUG_BARRIER, Op.LOCAL_ALLOC, Op.LOCAL_DEALLOC, Op.ASYNC_WAIT)
+
+
+def drop_blocked_turns(kernel: Kernel) -> int:
+    """Remove the turns of every loop where the consumers must all meet between a turn's
+    wait and its pass (runs after `insert_barriers`): the warpgroup holding the turn
+    would wait there for one that waits for the turn, a deadlock. Such a loop runs as
+    it would without turns. Returns how many loops lost theirs."""
+    dropped = 0
+    for block in _blocks(kernel.body):
+        turns = [ins for ins in block.instrs if ins.op is Op.WARPGROUP_TURN]
+        waits = [i for i, ins in enumerate(block.instrs) if ins in turns and ins.attrs.step == "wait"]
+        for at in waits:
+            end = next(i for i in range(at, len(block.instrs))
+                       if block.instrs[i].op is Op.WARPGROUP_TURN and block.instrs[i].attrs.step == "pass")
+            if any(sub.op in _MEETS or sub.smem is not None
+                   for ins in block.instrs[at + 1:end] for sub in ins.walk()):
+                dropped += 1
+                _remove_turns(kernel, block)
+    return dropped
+
+
+def _remove_turns(kernel: Kernel, body: Block) -> None:
+    """Drop the turns inside `body` (a loop's) and those around its loop."""
+    body.instrs = [ins for ins in body.instrs if ins.op is not Op.WARPGROUP_TURN]
+    for block in _blocks(kernel.body):
+        for i, ins in enumerate(block.instrs):
+            if ins.op is Op.FOR and ins.regions[0] is body:
+                # the nearest begin before the loop and end after it (other ops may have
+                # been placed in between since)
+                steps = [(j, x.attrs.step) for j, x in enumerate(block.instrs) if x.op is Op.WARPGROUP_TURN]
+                begin = max((j for j, step in steps if step == "begin" and j < i), default=None)
+                end = min((j for j, step in steps if step == "end" and j > i), default=None)
+                block.instrs = [x for j, x in enumerate(block.instrs) if j not in (begin, end)]
+                return
+
+
+def _blocks(block: Block) -> list[Block]:
+    out = [block]
+    for ins in block.instrs:
+        for region in ins.regions:
+            out += _blocks(region)
+    return out
 
 
 @handles(Op.WARPGROUP_TURN)
