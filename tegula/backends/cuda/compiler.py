@@ -44,9 +44,9 @@ from .pipeline_loops import pipeline_loops
 from .pipeline_plan import shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
-from .warpgroup_turns import drop_blocked_turns
 from .tma import tma_enabled, tma_loads, tma_stores
 from .warp_partitions import maxnreg_of
+from .warpgroup_turns import drop_blocked_turns
 
 Emit = Callable[[str, Any], Any]
 
