@@ -87,6 +87,19 @@ def _torch_entries(objects: Iterable[Any]) -> Iterator[HostArray]:
                                                 f"{list(obj.shape)} at {hex(low)} (found by address)")
 
 
+def own_tensor_holding(obj: Any, address: int) -> Optional[HostArray]:
+    """The CPU tensor among `obj`'s attributes (one level) whose storage holds
+    `address`: a wrapper object's own memory (FlagGems' StridedBuffer keeps its base
+    tensor), found without a search."""
+    attrs = getattr(obj, "__dict__", None)
+    if not attrs:
+        return None
+    for entry in _torch_entries(attrs.values()):
+        if entry.low <= address < entry.low + entry.nbytes:
+            return entry
+    return None
+
+
 def _stack_numpy_entries() -> Iterator[HostArray]:
     seen: set[int] = set()
 

@@ -157,6 +157,30 @@ def torch_to_numpy(t: Any) -> Any:
     return t.numpy()
 
 
+class _Anchored:
+    """`__array_interface__` of a byte view of [low, low + nbytes) whose element [0, 0]
+    is at `address` (keeps `owner`, the memory's holder, alive)."""
+
+    def __init__(self, address: int, low: int, nbytes: int, writeable: bool, owner: Any):
+        self.owner = owner
+        # row 0 runs from the pointer to the end, row 1 from the start: together the
+        # whole array, with the pointer at [0, 0] (negative row stride before it)
+        n = low + nbytes - address
+        self.__array_interface__ = {"shape": (2, n), "typestr": "|u1", "data": (address, not writeable),
+                                    "strides": (low - address, 1), "version": 3}
+
+
+def anchored_view(address: int, low: int, nbytes: int, writeable: bool, owner: Any) -> Any:
+    """A uint8 numpy view spanning the bytes [low, low + nbytes), anchored at `address`
+    inside them: what the host backends take for a pointer into the middle of an array
+    (they bound its accesses by the bytes the view spans)."""
+    import numpy as np
+
+    if not low <= address <= low + nbytes:
+        raise ValueError(f"address {address:#x} is outside [{low:#x}, {low + nbytes:#x})")
+    return np.asarray(_Anchored(address, low, nbytes, writeable, owner))
+
+
 class HostArgs:
     """Converts launch values for a host backend; `written` are the positions (in the
     values given to `convert`) of arguments the kernel stores to."""
@@ -210,9 +234,29 @@ class HostArgs:
             return int(v)
         if isinstance(v, float):
             return float(v)
+        if callable(getattr(v, "data_ptr", None)):
+            return self._pointer_object(i, v)
         raise KernelArgumentError(
             f"argument '{self.names[i]}' of kernel '{self.kernel_name}' ({type(v).__name__}) "
             "cannot be passed to the interpreter")
+
+    def _pointer_object(self, i: int, v: Any) -> Any:
+        """An object that is only a `data_ptr()` (and a dtype) as Triton takes it
+        (FlagGems' StridedBuffer: a tensor's memory seen with other strides, negative
+        ones included): the live host array holding that address (a CPU tensor among
+        the object's attributes, else one found by address), viewed from the pointer —
+        the kernel's accesses are checked against that whole array, before the pointer
+        too."""
+        from ..backends.host_arrays import find_host_array, own_tensor_holding
+
+        address = int(v.data_ptr())
+        entry = own_tensor_holding(v, address) or find_host_array(address)
+        if entry is None:
+            raise KernelArgumentError(
+                f"argument '{self.names[i]}' of kernel '{self.kernel_name}' ({type(v).__name__}): its "
+                f"data_ptr() {address:#x} is in no live host array (a CPU tensor or numpy array), so a "
+                "host backend cannot run the kernel on it")
+        return anchored_view(address, entry.low, entry.nbytes, entry.writeable, entry.owner)
 
     def _copy_torch(self, i: int, t: Any, writebacks: list[Writeback]) -> Any:
         host = t.detach().cpu()

@@ -177,6 +177,8 @@ class Autotuner(KernelInterface):
             self.early_config_prune = prune_configs_by.get("early_config_prune", self.early_config_prune)
         self.fn = fn
         self.base_fn = _base_function(fn)
+        # a plain attribute: subclasses of Triton's Autotuner assign it (FlagGems' LibTuner)
+        self.__name__ = self.base_fn.__name__
         self._do_bench = do_bench
         self.num_warmups = warmup
         self.num_reps = rep
@@ -192,10 +194,6 @@ class Autotuner(KernelInterface):
         # launch); recomputed if the user assigns a new list to `kernel.configs`.
         self._tuned_for: Optional[list[Config]] = None
         self._tuned_names: frozenset[str] = frozenset()
-
-    @property
-    def __name__(self) -> str:  # type: ignore[override]
-        return self.base_fn.__name__
 
     @cached_property
     def do_bench(self) -> Callable[..., Any]:

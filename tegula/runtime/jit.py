@@ -16,6 +16,7 @@ import re
 import sys
 import textwrap
 import threading
+import warnings
 from functools import partial
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
@@ -104,7 +105,7 @@ class KernelParam:
         return f"KernelParam({self.describe()})"
 
 
-def _index_set(values: Optional[Iterable[Union[int, str]]], names: list[str], what: str) -> set[str]:
+def _index_set(values: Optional[Iterable[Union[int, str]]], names: list[str], what: str, fn_name: str) -> set[str]:
     out = set()
     for v in values or ():
         if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(names):
@@ -112,7 +113,10 @@ def _index_set(values: Optional[Iterable[Union[int, str]]], names: list[str], wh
         elif isinstance(v, str) and v in names:
             out.add(v)
         else:
-            raise KernelArgumentError(f"{what} names no parameter {v!r} (parameters: {', '.join(names)})")
+            # Triton ignores such entries (a membership test), and libraries ship them
+            # (FlagGems' placeholder kernels): a warning, not an error.
+            warnings.warn(f"{what} of kernel '{fn_name}' names no parameter {v!r} (parameters: "
+                          f"{', '.join(names) or 'none'}); it is ignored", stacklevel=4)
     return out
 
 
@@ -153,8 +157,8 @@ class JITFunction(KernelInterface):
         self.version = version
         self.signature = inspect.signature(fn)
         names = list(self.signature.parameters)
-        dns = _index_set(do_not_specialize, names, "do_not_specialize")
-        dnsa = _index_set(do_not_specialize_on_alignment, names, "do_not_specialize_on_alignment")
+        dns = _index_set(do_not_specialize, names, "do_not_specialize", fn.__name__)
+        dnsa = _index_set(do_not_specialize_on_alignment, names, "do_not_specialize_on_alignment", fn.__name__)
         self.do_not_specialize = list(do_not_specialize or [])
         self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment or [])
         self.params = [KernelParam(i, p, p.name in dns, p.name in dnsa)

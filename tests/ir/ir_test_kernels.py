@@ -91,6 +91,7 @@ def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Va
     empty.owner.smem = (2176, 16)
     b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=4))
     b.op1(Op.WARP_ROLE, attrs=A.WarpRoleAttrs(4, 40, 232))
+    b.create(Op.WARPGROUP_TURN, [], A.WarpgroupTurnAttrs("wait", 2, 2))
     b.create(Op.MBARRIER_ARRIVE, [empty, slot])
     b.create(Op.MBARRIER_INVAL, [empty])
     b.create(Op.LOCAL_DEALLOC, [empty])

@@ -306,6 +306,31 @@ def test_hooks_installed_by_a_subclass_run_as_in_triton():
     np.testing.assert_array_equal(x, np.arange(4.0) + 1)
 
 
+def test_a_subclass_may_set_its_name():
+    """FlagGems' LibTuner subclasses Triton's Autotuner with the positional arguments of
+    Triton's `__init__` and assigns `self.__name__` (Triton's has no such property):
+    it is a plain attribute here too, the kernel's name by default."""
+    from tegula.runtime.autotuner import Autotuner
+
+    class Named(Autotuner):
+        def __init__(self, fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook=None,
+                     post_hook=None, prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False):
+            super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook, post_hook,
+                             prune_configs_by, warmup, rep, use_cuda_graph)
+            assert self.__name__ == self.base_fn.__name__
+            self.__name__ = "renamed_" + self.base_fn.__name__
+
+    def body(named, meta):
+        named["x"] += 1
+
+    jit = FakeJIT(body, ["x", "n"], written=())
+    kernel = Named(jit, jit.arg_names, CONFIGS[:1], ["n"], None, None)
+    assert kernel.__name__ == "renamed_" + kernel.base_fn.__name__
+    x = np.arange(4.0)
+    kernel[(1,)](x, 4)
+    np.testing.assert_array_equal(x, np.arange(4.0) + 1)
+
+
 def test_hooks_see_all_arguments_and_meta():
     seen = []
     kernel, jit, bench = tuned_add(pre_hook=lambda a, reset_only=False: seen.append(sorted(a)))

@@ -280,12 +280,7 @@ class CpuProgram:
                     continue
                 if isinstance(v, np.ndarray):
                     slots[i] = v.__array_interface__["data"][0]
-                    if v.flags.c_contiguous:
-                        sizes[2 * i + 1] = v.nbytes
-                    elif v.size:
-                        # a view with negative strides reaches below its first element
-                        sizes[2 * i] = sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides))
-                        sizes[2 * i + 1] = sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize
+                    sizes[2 * i], sizes[2 * i + 1] = _byte_span(v)
                     known.add(i)
                 else:
                     slots[i] = int(v)
@@ -408,13 +403,27 @@ class CpuProgram:
         name = self.arg_names[arg] if arg < len(self.arg_names) else f"#{arg}"
         buf = args[arg]
         size = site.elem_bytes
-        count = buf.nbytes // size if isinstance(buf, np.ndarray) else 0
-        shown = ", ".join(str(int(o) // size) for o in offsets)
+        # offsets come relative to the argument's pointer; the buffer may start below it
+        low, high = _byte_span(buf) if isinstance(buf, np.ndarray) else (0, 0)
+        count = (high - low) // size
+        shown = ", ".join(str((int(o) - low) // size) for o in offsets)
         shown = "[" + shown + (", ..." if n_bad > ERR_LIST else "") + "]"
         msg = (f"out-of-bounds {site.kind} through pointer argument '{name}': "
                f"{n_bad} of {n_active} accessed {site.type_name} elements lie outside the buffer of "
                f"{count} elements; element offsets from the buffer start: {shown}{where}")
         return OutOfBoundsError(msg, loc=loc, pid=pid)
+
+
+def _byte_span(v: np.ndarray) -> tuple[int, int]:
+    """The bytes an array's elements cover, [low, high) relative to its element
+    [0, ..., 0]: below it too for negative strides (a flipped view, or a pointer into
+    the middle of a tensor's memory, `runtime.args.anchored_view`)."""
+    if v.flags.c_contiguous:
+        return 0, v.nbytes
+    if not v.size:
+        return 0, 0
+    return (sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)),
+            sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize)
 
 
 def make_backend() -> CpuBackend:

@@ -159,6 +159,13 @@ def mbarrier(ins: Instr, c: Compiler) -> None:
     return None
 
 
+@rule(Op.WARPGROUP_TURN)
+def warpgroup_turn(ins: Instr, c: Compiler) -> None:
+    """Turns order the warpgroups' dot issue (a schedule, no values): one sequential
+    program has a single order already."""
+    return None
+
+
 @rule(Op.WARP_ROLE)
 def warp_role(ins: Instr, c: Compiler) -> Step:
     """Warp partitions run concurrently, handing ring slots over through mbarriers; one

@@ -1,0 +1,78 @@
+"""Objects that are only a `data_ptr()` and a dtype, as Triton takes pointer arguments
+(FlagGems' StridedBuffer: a tensor's memory seen with other strides, an offset, negative
+strides for `flip`), on the host backends: the kernel reads and writes the memory of the
+tensor holding that address, bounds-checked against all of it."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tegula as triton  # noqa: E402
+import tegula.language as tl  # noqa: E402
+from tegula.errors import KernelArgumentError, TegulaError  # noqa: E402
+
+
+class StridedView:
+    """A FlagGems-style buffer: base tensor, element offset and strides of its own."""
+
+    def __init__(self, base, offset, shape, strides):
+        self._base = base
+        self.dtype = base.dtype
+        self.shape, self._strides, self.offset = shape, strides, offset
+        self.device = base.device
+
+    def data_ptr(self):
+        return self._base.data_ptr() + self.offset * self._base.element_size()
+
+    def stride(self):
+        return self._strides
+
+
+@triton.jit
+def _copy_strided(src_ptr, dst_ptr, n, stride_src, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs * stride_src, mask=mask) * 2, mask=mask)
+
+
+@pytest.fixture(params=["interpreter", "cpu"])
+def host_backend(request, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TEGULA_INTERPRET", "1" if request.param == "interpreter" else "0")
+    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1" if request.param == "cpu" else "0")
+    _copy_strided.clear_cache()
+    return request.param
+
+
+def test_a_flipped_view_is_read_backwards(host_backend):
+    """flip as FlagGems writes it: the pointer at the base's last element, stride -1 (the
+    reads go below the pointer, inside the base); the output is a view at an offset."""
+    base = torch.randn(37)
+    out_base = torch.zeros(40)
+    src = StridedView(base, 36, (37,), (-1,))
+    dst = StridedView(out_base, 3, (37,), (1,))
+    _copy_strided[(1,)](src, dst, 37, -1, BLOCK=64)
+    torch.testing.assert_close(out_base[3:], base.flip(0) * 2)
+    assert torch.count_nonzero(out_base[:3]) == 0
+
+
+def test_reading_past_the_base_is_reported(host_backend):
+    """The accesses are checked against the base tensor: a stride that walks past its
+    end is an out-of-bounds error naming the argument, not a read of other memory; the
+    offsets it shows count from the base's first element, as for any argument."""
+    base = torch.randn(16)
+    with pytest.raises(TegulaError, match=r"'src_ptr': 8 of 16 accessed f32 elements lie outside the buffer of 16 "
+                                          r"elements; element offsets from the buffer start: \[16, 17,"):
+        _copy_strided[(1,)](StridedView(base, 8, (16,), (1,)), torch.zeros(16), 16, 1, BLOCK=16)
+
+
+def test_an_address_in_no_host_array_is_refused(host_backend):
+    class Dangling:
+        dtype = torch.float32
+
+        def data_ptr(self):
+            return 16
+
+    with pytest.raises(KernelArgumentError, match="in no live host array"):
+        _copy_strided[(1,)](Dangling(), torch.zeros(4), 4, 1, BLOCK=4)
