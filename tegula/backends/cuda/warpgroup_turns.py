@@ -87,8 +87,9 @@ def drop_blocked_turns(kernel: Kernel) -> int:
         turns = [ins for ins in block.instrs if ins.op is Op.WARPGROUP_TURN]
         waits = [i for i, ins in enumerate(block.instrs) if ins in turns and ins.attrs.step == "wait"]
         for at in waits:
-            end = next(i for i in range(at, len(block.instrs))
-                       if block.instrs[i].op is Op.WARPGROUP_TURN and block.instrs[i].attrs.step == "pass")
+            end = next((i for i in range(at, len(block.instrs))
+                        if block.instrs[i].op is Op.WARPGROUP_TURN and block.instrs[i].attrs.step == "pass"),
+                       len(block.instrs))  # a wait with no pass (hand-written tgir): to the block's end
             if any(sub.op in _MEETS or sub.smem is not None
                    for ins in block.instrs[at + 1:end] for sub in ins.walk()):
                 dropped += 1
