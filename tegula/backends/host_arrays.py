@@ -60,6 +60,11 @@ def _numpy_entry(a: np.ndarray) -> Optional[HostArray]:
                      f"numpy array {a.dtype}{list(a.shape)} at {hex(low)} (found by address)")
 
 
+def torch_storage_range(t: Any) -> Optional[tuple[int, int]]:
+    """(real address, bytes) of a CPU tensor's storage; None where it has no host memory."""
+    return _torch_range(t)
+
+
 def _torch_range(t: Any) -> Optional[tuple[int, int]]:
     try:
         if t.device.type != "cpu" or t.is_sparse:

@@ -14,7 +14,7 @@ import operator
 from typing import Any
 
 from .diagnostics import FrontendError, unsupported
-from .values import constexpr, contains_tensor, describe, is_tensor, is_value_tuple, to_value, unwrap
+from .values import constexpr, contains_tensor, describe, is_constexpr, is_tensor, is_value_tuple, to_value, unwrap
 
 # Binary operator → (method on the left operand, reflected method on the right, Python operator).
 _BINARY: dict[type, tuple[str, str, Any, str]] = {
@@ -151,6 +151,11 @@ class ExpressionsMixin:
                 if hasattr(type(obj), node.attr):
                     raise
                 raise FrontendError(f"tensor ({describe(obj)}) has no attribute '{node.attr}'") from None
+        if node.attr == "value" and (is_constexpr(obj) or not hasattr(obj, "value")):
+            # Triton holds every non-tensor value of a @jit function as a tl.constexpr,
+            # whose `.value` is the value itself: `dtype.value` of a dtype argument
+            # (FlagGems' get_dtype_max), `BLOCK.value` of a constexpr
+            return obj
         target = unwrap(obj) if type(obj) is not tuple else obj
         try:
             return to_value(getattr(target, node.attr))

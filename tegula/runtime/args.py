@@ -181,6 +181,36 @@ def anchored_view(address: int, low: int, nbytes: int, writeable: bool, owner: A
     return np.asarray(_Anchored(address, low, nbytes, writeable, owner))
 
 
+def _whole_allocation(arr: Any, tensor: Any) -> Any:
+    """`arr` (a CPU tensor's numpy view), or where the tensor is a view that covers
+    less than its storage, a byte view of the whole storage anchored at the tensor's
+    first element: a pointer argument is an address in an allocation, as on a GPU, so
+    a kernel may reach elements of the storage outside the view (FlagGems' gather
+    passes a view restrided to the index's shape and steps along the gathered dimension
+    with its own stride); accesses outside the storage are still reported."""
+    from ..backends.host_arrays import torch_storage_range
+
+    span = _byte_range(arr)
+    storage = torch_storage_range(tensor)
+    if storage is None or span is None:
+        return arr
+    address = int(arr.__array_interface__["data"][0])
+    low, nbytes = storage
+    if low <= address + span[0] and address + span[1] <= low + nbytes and (span[1] - span[0]) < nbytes:
+        return anchored_view(address, low, nbytes, bool(arr.flags.writeable), tensor)
+    return arr
+
+
+def _byte_range(arr: Any) -> Optional[tuple[int, int]]:
+    """The bytes a numpy array's elements cover, relative to its element [0, ..., 0]."""
+    if arr.size == 0:
+        return None
+    if arr.flags.c_contiguous:
+        return 0, arr.nbytes
+    return (sum(min(0, (d - 1) * st) for d, st in zip(arr.shape, arr.strides)),
+            sum(max(0, (d - 1) * st) for d, st in zip(arr.shape, arr.strides)) + arr.itemsize)
+
+
 class HostArgs:
     """Converts launch values for a host backend; `written` are the positions (in the
     values given to `convert`) of arguments the kernel stores to."""
@@ -216,7 +246,7 @@ class HostArgs:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(v, torch.Tensor):
             if v.device.type == "cpu":
-                return torch_to_numpy(v)
+                return _whole_allocation(torch_to_numpy(v), v)
             return self._copy_torch(i, v, writebacks)
         if np is not None and isinstance(v, np.ndarray):
             return v

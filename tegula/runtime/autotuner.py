@@ -419,7 +419,7 @@ class Autotuner(KernelInterface):
                     timings.append(list(_INF3))
                     continue
                 try:
-                    timings.append(self._bench(args, config, kwargs, snapshot))
+                    timings.append(self._bench_config(args, config, kwargs, snapshot))
                 except _SKIPPED_ERRORS as e:  # compiled lazily by a wrapper without warmup
                     failures[i] = _reason(e)
                     timings.append(list(_INF3))
@@ -451,7 +451,22 @@ class Autotuner(KernelInterface):
                         self.bench_time - self.compile_time)
         return best_index, timings, failures
 
-    def _bench(self, args: tuple, config: Config, kwargs: dict[str, Any], snapshot: ArgSnapshot) -> Any:
+    def _bench(self, *args: Any, config: Config, **meta: Any) -> Any:
+        """Triton's signature: the [median, 20%, 80%] run times of `config` on these
+        arguments (infinite for a config that cannot run: out of resources, ...).
+        Subclasses call it from their own tuning loops (FlagGems' LibTuner); the
+        `restore_value` arguments are restored after each run, as in Triton."""
+        if self.nargs is None:
+            self.nargs = dict(zip(self.arg_names, args))
+        snapshot = ArgSnapshot.take({**self.nargs, **meta}, self.restore_value)
+        try:
+            return self._bench_config(args, config, meta, snapshot)
+        except _SKIPPED_ERRORS:
+            return list(_INF3)  # as Triton's: a config that cannot run times as infinite
+        finally:
+            snapshot.restore()
+
+    def _bench_config(self, args: tuple, config: Config, kwargs: dict[str, Any], snapshot: ArgSnapshot) -> Any:
         current = dict(kwargs, **config.all_kwargs())
         full_nargs = {**self.nargs, **current}
 

@@ -76,3 +76,17 @@ def test_an_address_in_no_host_array_is_refused(host_backend):
 
     with pytest.raises(KernelArgumentError, match="in no live host array"):
         _copy_strided[(1,)](Dangling(), torch.zeros(4), 4, 1, BLOCK=4)
+
+
+def test_a_view_reaches_the_rest_of_its_storage(host_backend):
+    """A tensor argument is an address in an allocation, as on a GPU: a view restrided
+    to the index's shape (FlagGems' gather: stride 0 along the gathered dimension, the
+    kernel stepping with the real stride) reads elements of its storage outside the
+    view; outside the storage is still an out-of-bounds error."""
+    base = torch.randn(6, 5)
+    view = base.as_strided((6, 1), (5, 0))  # column 0 only, as the kernel receives it
+    out = torch.zeros(6)
+    _copy_strided[(1,)](view[:, 0], out, 5, 6, BLOCK=8)  # stride 6: the diagonal of base
+    torch.testing.assert_close(out[:5], torch.diagonal(base)[:5] * 2)
+    with pytest.raises(TegulaError, match="out-of-bounds load through pointer argument 'src_ptr'"):
+        _copy_strided[(1,)](view[:, 0], torch.zeros(8), 8, 6, BLOCK=8)  # element 42 of 30

@@ -26,9 +26,16 @@ def test_cpu_tensors_are_zero_copy_views():
     (view,), _ = _convert(t)
     view[3] = 5.0
     assert t[3].item() == 5.0
-    strided = torch.zeros(4, 6)[:, 1::2]
+    # a view covering less than its storage: the kernel gets the whole allocation,
+    # anchored at the view's first element (as a GPU pointer reaches all of it)
+    base = torch.zeros(4, 6)
+    strided = base[:, 1::2]
     (v2,), _ = _convert(strided)
-    assert v2.shape == (4, 3) and v2.strides == (24, 8)
+    assert v2.__array_interface__["data"][0] == strided.data_ptr()
+    low = v2.__array_interface__["data"][0] + v2.strides[0]
+    assert low == base.data_ptr() and v2.shape[1] == base.nbytes - 4  # from the pointer to the end
+    v2[0, 0] = 1  # byte 0 of element [0, 1]
+    assert base[0, 1].item() != 0
 
 
 @pytest.mark.parametrize("dtype, view", [("bfloat16", np.int16), ("float8_e4m3fn", np.uint8),
