@@ -4,9 +4,10 @@ Each pointer argument's array becomes a `Buffer`: a flat uint8 view of the bytes
 array spans (lowest to highest address, whatever its strides), aliasing the caller's
 memory so stores land in the caller's array. (A CPU tensor view narrower than its
 storage arrives as a byte view of the whole storage anchored at the view's first
-element, `runtime.args`: a kernel may reach all of the allocation, as on a GPU.) A pointer value is a `Ptr`: the buffer it
-points into and a byte offset from that buffer's first byte. Tiles of pointers keep one
-int64 offset array and, in the common case, one `Buffer` for the whole tile; a tile
+element, `runtime.args`: a kernel may reach all of the allocation, as on a GPU.)
+A pointer value is a `Ptr`: the buffer it points into and a byte offset from that
+buffer's first byte. Tiles of pointers keep one int64 offset array and, in the common
+case, one `Buffer` for the whole tile; a tile
 whose elements point into different buffers (after a `select` or `int_to_ptr`) keeps
 an int32 array of buffer indices instead (-1: no buffer).
 
