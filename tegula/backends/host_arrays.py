@@ -60,6 +60,18 @@ def _numpy_entry(a: np.ndarray) -> Optional[HostArray]:
                      f"numpy array {a.dtype}{list(a.shape)} at {hex(low)} (found by address)")
 
 
+def byte_span(a: np.ndarray) -> tuple[int, int]:
+    """The bytes an array's elements cover, [low, high) relative to its element
+    [0, ..., 0]: below it too for negative strides (a flipped view, or a pointer into
+    the middle of an allocation, `runtime.args.anchored_view`); (0, 0) when empty."""
+    if a.flags.c_contiguous:
+        return 0, a.nbytes
+    if not a.size:
+        return 0, 0
+    return (sum(min(0, (d - 1) * st) for d, st in zip(a.shape, a.strides)),
+            sum(max(0, (d - 1) * st) for d, st in zip(a.shape, a.strides)) + a.itemsize)
+
+
 def torch_storage_range(t: Any) -> Optional[tuple[int, int]]:
     """(real address, bytes) of a CPU tensor's storage; None where it has no host memory."""
     return _torch_range(t)

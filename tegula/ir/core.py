@@ -119,6 +119,13 @@ class Block:
         for ins in self.instrs:
             yield from ins.walk()
 
+    def blocks(self) -> Iterator["Block"]:
+        """This block and every block nested in its instructions' regions, pre-order."""
+        yield self
+        for ins in self.instrs:
+            for region in ins.regions:
+                yield from region.blocks()
+
 
 @dataclass
 class ArgAttrs:

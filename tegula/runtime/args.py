@@ -188,27 +188,19 @@ def _whole_allocation(arr: Any, tensor: Any) -> Any:
     a kernel may reach elements of the storage outside the view (FlagGems' gather
     passes a view restrided to the index's shape and steps along the gathered dimension
     with its own stride); accesses outside the storage are still reported."""
-    from ..backends.host_arrays import torch_storage_range
+    from ..backends.host_arrays import byte_span, torch_storage_range
 
-    span = _byte_range(arr)
+    if tensor._base is None and tensor.storage_offset() == 0 and arr.flags.c_contiguous:
+        return arr  # the common case, on every launch: a whole tensor is its allocation
+    span = byte_span(arr)
     storage = torch_storage_range(tensor)
-    if storage is None or span is None:
+    if storage is None or span == (0, 0):
         return arr
     address = int(arr.__array_interface__["data"][0])
     low, nbytes = storage
     if low <= address + span[0] and address + span[1] <= low + nbytes and (span[1] - span[0]) < nbytes:
         return anchored_view(address, low, nbytes, bool(arr.flags.writeable), tensor)
     return arr
-
-
-def _byte_range(arr: Any) -> Optional[tuple[int, int]]:
-    """The bytes a numpy array's elements cover, relative to its element [0, ..., 0]."""
-    if arr.size == 0:
-        return None
-    if arr.flags.c_contiguous:
-        return 0, arr.nbytes
-    return (sum(min(0, (d - 1) * st) for d, st in zip(arr.shape, arr.strides)),
-            sum(max(0, (d - 1) * st) for d, st in zip(arr.shape, arr.strides)) + arr.itemsize)
 
 
 class HostArgs:

@@ -456,7 +456,8 @@ class Autotuner(KernelInterface):
         arguments (infinite for a config that cannot run: out of resources, ...).
         Subclasses call it from their own tuning loops (FlagGems' LibTuner); the
         `restore_value` arguments are restored after each run, as in Triton."""
-        if self.nargs is None:
+        own_nargs = self.nargs is None  # called outside `run`, which sets them
+        if own_nargs:
             self.nargs = dict(zip(self.arg_names, args))
         snapshot = ArgSnapshot.take({**self.nargs, **meta}, self.restore_value)
         try:
@@ -465,6 +466,8 @@ class Autotuner(KernelInterface):
             return list(_INF3)  # as Triton's: a config that cannot run times as infinite
         finally:
             snapshot.restore()
+            if own_nargs:
+                self.nargs = None
 
     def _bench_config(self, args: tuple, config: Config, kwargs: dict[str, Any], snapshot: ArgSnapshot) -> Any:
         current = dict(kwargs, **config.all_kwargs())

@@ -30,6 +30,7 @@ from ...passes import pointer_table_arguments
 from ...passes.block_pointers_to_pointers import lower_block_pointers
 from ...passes.descriptors_to_pointers import lower_descriptors
 from ..compiler import GPUTarget
+from ..host_arrays import byte_span
 from ..llvm import host_jit
 from .grid_pool import grid_pool
 from .host_ranges import host_ranges
@@ -280,7 +281,7 @@ class CpuProgram:
                     continue
                 if isinstance(v, np.ndarray):
                     slots[i] = v.__array_interface__["data"][0]
-                    sizes[2 * i], sizes[2 * i + 1] = _byte_span(v)
+                    sizes[2 * i], sizes[2 * i + 1] = byte_span(v)
                     known.add(i)
                 else:
                     slots[i] = int(v)
@@ -404,7 +405,7 @@ class CpuProgram:
         buf = args[arg]
         size = site.elem_bytes
         # offsets come relative to the argument's pointer; the buffer may start below it
-        low, high = _byte_span(buf) if isinstance(buf, np.ndarray) else (0, 0)
+        low, high = byte_span(buf) if isinstance(buf, np.ndarray) else (0, 0)
         count = (high - low) // size
         shown = ", ".join(str((int(o) - low) // size) for o in offsets)
         shown = "[" + shown + (", ..." if n_bad > ERR_LIST else "") + "]"
@@ -412,18 +413,6 @@ class CpuProgram:
                f"{n_bad} of {n_active} accessed {site.type_name} elements lie outside the buffer of "
                f"{count} elements; element offsets from the buffer start: {shown}{where}")
         return OutOfBoundsError(msg, loc=loc, pid=pid)
-
-
-def _byte_span(v: np.ndarray) -> tuple[int, int]:
-    """The bytes an array's elements cover, [low, high) relative to its element
-    [0, ..., 0]: below it too for negative strides (a flipped view, or a pointer into
-    the middle of a tensor's memory, `runtime.args.anchored_view`)."""
-    if v.flags.c_contiguous:
-        return 0, v.nbytes
-    if not v.size:
-        return 0, 0
-    return (sum(min(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)),
-            sum(max(0, (d - 1) * st) for d, st in zip(v.shape, v.strides)) + v.itemsize)
 
 
 def make_backend() -> CpuBackend:

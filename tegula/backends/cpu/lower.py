@@ -55,14 +55,6 @@ _CHEAP = frozenset({Op.NEG, Op.NOT, Op.ABS, Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.O
 _FUSED_OPS = 24
 
 
-def _blocks(body: Block):
-    """`body` and every block nested in it."""
-    yield body
-    for ins in body.instrs:
-        for region in ins.regions:
-            yield from _blocks(region)
-
-
 def _single_uses(body: Block) -> dict[int, bool]:
     """id(value) -> True for the results (and block arguments) used exactly once, by an
     instruction of the block that defines them (not from a nested loop body, which
@@ -108,7 +100,7 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, ControlFlow, MaskFacts,
         scope = self.module.add_metadata([ir.MetaDataString(self.module, "tegula.cpu.inputs"), domain])
         self.input_scope = self.module.add_metadata([scope])
         self.single_use = _single_uses(kernel.body)
-        self.parent_block = {id(ins): id(blk) for blk in _blocks(kernel.body) for ins in blk.instrs}
+        self.parent_block = {id(ins): id(blk) for blk in kernel.body.blocks() for ins in blk.instrs}
         self.mask_scans: dict[tuple, ir.Value] = {}
         # expensive multi-use elementwise results not stored yet (see `Lazy.pending`)
         self.pending: dict[int, Value] = {}

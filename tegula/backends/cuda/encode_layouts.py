@@ -70,7 +70,7 @@ class _Encoder:
 
     def value_types(self, kernel: Kernel) -> None:
         self.slices(kernel)
-        for block in _blocks(kernel.body):
+        for block in kernel.body.blocks():
             for a in block.args:
                 self.retype(a)
         for ins in kernel.walk():
@@ -100,13 +100,6 @@ class _Encoder:
         scopes.pop()
 
 
-def _blocks(block: Block):
-    yield block
-    for ins in block.instrs:
-        for region in ins.regions:
-            yield from _blocks(region)
-
-
 def encode_layouts(kernel: Kernel, plan: LayoutPlan) -> Kernel:
     """Write `plan` into `kernel` (in place): encodings in the tile types, explicit
     `convert_layout` ops. Returns the kernel."""
@@ -120,7 +113,7 @@ def plan_from_types(kernel: Kernel, num_warps: int) -> LayoutPlan:
     """The lowering's view of a `tgir` kernel (see the module docstring)."""
     plan = LayoutPlan(num_warps)
     plan.axis = axis_info(kernel)
-    for block in _blocks(kernel.body):
+    for block in kernel.body.blocks():
         for a in block.args:
             lay = layout_of(a.type)
             if lay is not None:

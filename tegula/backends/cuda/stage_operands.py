@@ -56,7 +56,7 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
     uses = users_of(kernel.body)
     done = 0
     for block, once in _blocks(kernel.body):
-        picked = _pick(block, uses, num_warps, capability, top_level=once)
+        picked = _pick(block, uses, num_warps, capability, once)
         for load in picked:
             _stage(block, load, uses)
         done += len(picked)
@@ -83,10 +83,10 @@ def _top_level_owner(block: Block, ins: Instr) -> Optional[Instr]:
 
 
 def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]],
-                   top_level: bool) -> Optional[list[tuple[Instr, int]]]:
+                   once: bool) -> Optional[list[tuple[Instr, int]]]:
     """(dot, operand index) for every user of the load, when all are dots that follow it
     in `block` reading it as A or B inside loops, or as B in `block` itself when that
-    runs once per program (`top_level`: staged in a loop body, the buffer would be
+    runs once per program (`once`: staged in a loop body, the buffer would be
     rewritten each iteration while slower warps may still read it); else None."""
     res = load.results[0]
     roles = []
@@ -95,7 +95,7 @@ def _operand_roles(load: Instr, block: Block, uses: dict[Value, list[Instr]],
             return None
         ks = [k for k in (0, 1) if u.operands[k] is res]
         top = _top_level_owner(block, u)
-        if len(ks) != 1 or top is None or (top is u and (ks[0] != 1 or not top_level)) \
+        if len(ks) != 1 or top is None or (top is u and (ks[0] != 1 or not once)) \
                 or (top is not u and top.op is not Op.FOR):
             return None
         if block.instrs.index(top) < block.instrs.index(load):
@@ -132,12 +132,12 @@ def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int) -> bool:
 
 
 def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int,
-          top_level: bool) -> list[Instr]:
+          once: bool) -> list[Instr]:
     staged_b, a_candidates = [], []
     for ins in block.instrs:
         if not _qualifies(ins):
             continue
-        roles = _operand_roles(ins, block, uses, top_level)
+        roles = _operand_roles(ins, block, uses, once)
         if roles is None:
             continue
         if not all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles):

@@ -83,24 +83,22 @@ def drop_blocked_turns(kernel: Kernel) -> int:
     would wait there for one that waits for the turn, a deadlock. Such a loop runs as
     it would without turns. Returns how many loops lost theirs."""
     dropped = 0
-    for block in _blocks(kernel.body):
-        turns = [ins for ins in block.instrs if ins.op is Op.WARPGROUP_TURN]
-        waits = [i for i, ins in enumerate(block.instrs) if ins in turns and ins.attrs.step == "wait"]
-        for at in waits:
-            end = next((i for i in range(at, len(block.instrs))
-                        if block.instrs[i].op is Op.WARPGROUP_TURN and block.instrs[i].attrs.step == "pass"),
-                       len(block.instrs))  # a wait with no pass (hand-written tgir): to the block's end
-            if any(sub.op in _MEETS or sub.smem is not None
-                   for ins in block.instrs[at + 1:end] for sub in ins.walk()):
-                dropped += 1
-                _remove_turns(kernel, block)
+    for block in list(kernel.body.blocks()):
+        steps = {ins.attrs.step: i for i, ins in enumerate(block.instrs) if ins.op is Op.WARPGROUP_TURN}
+        if "wait" not in steps:
+            continue
+        # a wait with no pass (hand-written tgir): checked to the block's end
+        between = block.instrs[steps["wait"] + 1:steps.get("pass", len(block.instrs))]
+        if any(sub.op in _MEETS or sub.smem is not None for ins in between for sub in ins.walk()):
+            dropped += 1
+            _remove_turns(kernel, block)
     return dropped
 
 
 def _remove_turns(kernel: Kernel, body: Block) -> None:
     """Drop the turns inside `body` (a loop's) and those around its loop."""
     body.instrs = [ins for ins in body.instrs if ins.op is not Op.WARPGROUP_TURN]
-    for block in _blocks(kernel.body):
+    for block in kernel.body.blocks():
         for i, ins in enumerate(block.instrs):
             if ins.op is Op.FOR and ins.regions[0] is body:
                 # the nearest begin before the loop and end after it (other ops may have
@@ -110,14 +108,6 @@ def _remove_turns(kernel: Kernel, body: Block) -> None:
                 end = min((j for j, step in steps if step == "end" and j > i), default=None)
                 block.instrs = [x for j, x in enumerate(block.instrs) if j not in (begin, end)]
                 return
-
-
-def _blocks(block: Block) -> list[Block]:
-    out = [block]
-    for ins in block.instrs:
-        for region in ins.regions:
-            out += _blocks(region)
-    return out
 
 
 @handles(Op.WARPGROUP_TURN)

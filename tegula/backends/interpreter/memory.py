@@ -28,6 +28,7 @@ from typing import Any, Union
 import numpy as np
 
 from ...errors import KernelArgumentError
+from ..host_arrays import byte_span
 
 _WINDOW_BITS = 40
 _HALF_WINDOW = 1 << (_WINDOW_BITS - 1)
@@ -154,11 +155,7 @@ class Memory:
             low = 0
             mem = arr.reshape(-1, order="A").view(np.uint8)
         else:
-            item = arr.itemsize
-            low = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides) if s < 0)
-            high = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides) if s > 0) + item
-            if arr.size == 0:
-                low = high = 0
+            low, high = byte_span(arr)
             mem = np.asarray(_RawBytes(address + low, high - low, not writeable, arr))
         buf = Buffer(len(self.buffers), name, mem, address + low, -low, writeable)
         self.buffers.append(buf)
