@@ -94,6 +94,23 @@ def only_config(attention_module, spec: str) -> None:
         kernel.cache.clear()  # a tuned choice of the previous spec must not be reused
 
 
+def config_label(config) -> str:
+    """A tuned forward config as `only_config` spells it (`128x128s2w8ws`)."""
+    if config is None:
+        return "?"
+    kw = config.kwargs
+    return (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}s{config.num_stages}w{config.num_warps}"
+            f"{'ws' if kw.get('WARP_SPECIALIZE') else ''}")
+
+
+def print_tuning(kernel) -> None:
+    """The forward's autotuning of the case just run: each config's time (ms)."""
+    def ms(t):
+        return t[0] if isinstance(t, (list, tuple)) else t
+    timings = sorted(kernel.configs_timings.items(), key=lambda item: ms(item[1]))
+    print("    fwd tuned: " + ", ".join(f"{config_label(c)} {ms(t):.3f}" for c, t in timings), flush=True)
+
+
 def copy_config(config, **kwargs):
     """`config` (an autotuning Config of whichever compiler) with more kwargs."""
     import copy
@@ -250,7 +267,9 @@ def main(quick: bool = False, one_config: bool = False, only: str = "", fwd_conf
                     "sdpa": sdpa(causal)}
             err = (runs["tegula"](q, k, v) - runs["sdpa"](q, k, v)).abs().max().item()
             times = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs.items()}
-            rows.append((label, flops(Z, H, n_dense, D, causal), times, f"max|out - sdpa| {err:.1e}"))
+            print_tuning(tegula_attention_module._fwd)
+            rows.append((label, flops(Z, H, n_dense, D, causal), times,
+                         f"max|out - sdpa| {err:.1e}; fwd {config_label(tegula_attention_module._fwd.best_config)}"))
     if only:  # --only narrows the run to dense cases: no window rows
         print_table(rows)
         return 0
@@ -275,6 +294,8 @@ def main(quick: bool = False, one_config: bool = False, only: str = "", fwd_conf
         except Exception as e:  # report, and keep the other columns
             print(f"    Triton could not build the block mask: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     times_w = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs_w.items()}
+    print_tuning(tegula_attention_module._fwd)
+    config_w = config_label(tegula_attention_module._fwd.best_config)
     label_c = f"Z{Zw} H{H} N{n_window} D{D} causal"
     print(f"{label_c} ...", flush=True)
     runs_c = {"tegula": lambda q, k, v: tegula_attention_module.attention(q, k, v, causal=True),
@@ -282,11 +303,13 @@ def main(quick: bool = False, one_config: bool = False, only: str = "", fwd_conf
                          lambda q, k, v: triton_lib.attention.attention(q, k, v, causal=True)),
               "sdpa": sdpa(True)}
     times_c = {name: (time_fwd_bwd(run, q, k, v, bench) if run else (None, None)) for name, run in runs_c.items()}
+    print_tuning(tegula_attention_module._fwd)
+    config_c = config_label(tegula_attention_module._fwd.best_config)
     # window FLOPs: what the window's pairs cost, q - window < kv <= q
     pairs = sum(min(i + 1, window) for i in range(n_window)) / (n_window * n_window)
-    rows.append((label_c, flops(Zw, H, n_window, D, True), times_c, ""))
+    rows.append((label_c, flops(Zw, H, n_window, D, True), times_c, f"fwd {config_c}"))
     rows.append((label_w, flops(Zw, H, n_window, D, False, visited=pairs), times_w,
-                 f"visits {visited:.1%} of blocks (skips {1 - visited:.1%}; causal visits ~50%)"))
+                 f"visits {visited:.1%} of blocks (skips {1 - visited:.1%}; causal visits ~50%); fwd {config_w}"))
 
     print_table(rows)
     for p, pass_name in enumerate(("fwd", "bwd")):

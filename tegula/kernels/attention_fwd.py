@@ -16,8 +16,8 @@ Which KV blocks a program visits:
   pipelined): the span's full blocks unmasked, its partial ones with the mask_mod (and
   causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks. Where no Q block has
   more than one span (ONE_SPAN: sliding windows, prefix masks), the span is walked as
-  the dense loops are: masked blocks, then the full ones (rotated, warp-specialized
-  where the config asks), then masked ones.
+  the dense loops are: the full blocks (rotated, warp-specialized where the config
+  asks), then the masked ones before them, then those after.
 """
 import tegula as triton
 import tegula.language as tl
@@ -184,14 +184,6 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
             full_lo = tl.where(walks, full_lo, 0)
             full_hi = tl.where(walks, full_hi, 0)
             hi = tl.where(walks, hi, 0)
-            for start_n in tl.range(lo, full_lo, BLOCK_N):
-                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
-                                                     stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
-                                                     N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
-                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, True, True)
-            # the loop's last block (or block 0 with p still 0), computed rather than read
-            # from the loop, which runs it ahead
-            prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, 0)
         elif CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
             full_lo = 0
@@ -206,9 +198,21 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                                                  start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
                                                  DESC, row0, IN_RANGE, True, True)
-        # (the bounds say which block came last: a loop's own prev_n is run ahead)
+        # (the bounds say which block came last: a loop's own prev_n is run ahead; with
+        # no full block, p is still 0 and block 0 is as good as any)
         if SPARSE:
-            prev_n = tl.where(full_hi > full_lo, full_hi - BLOCK_N, tl.where(full_lo > lo, full_lo - BLOCK_N, 0))
+            after_full = tl.where(full_hi > full_lo, full_hi - BLOCK_N, 0)
+            prev_n = after_full
+            # The span's leading masked blocks after its full ones: a warp-specialized
+            # loop's rings are live from the kernel's start (its producer fills them at
+            # once), so a loop before it would need rings of its own beside them (300 KB
+            # at 128x128 D128: no pipelining), one after it takes their bytes.
+            for start_n in tl.range(lo, full_lo, BLOCK_N):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
+                                                     stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
+                                                     N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
+                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, True, True)
+            prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
         else:
             prev_n = tl.maximum(full_hi - BLOCK_N, 0)
         before_tail = prev_n
