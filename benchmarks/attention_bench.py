@@ -72,7 +72,10 @@ def narrow_configs(attention_module) -> None:
 
 def only_config(attention_module, spec: str) -> None:
     """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list),
-    with `ws` after it (`128x64s3w8ws`) the same config with WARP_SPECIALIZE=True."""
+    with `ws` after it (`128x64s3w8ws`) the same config with WARP_SPECIALIZE=True, with
+    `ol` after that (`128x64s3w8wsol`, `128x64s3w8ol`) with ONE_LOOP=True."""
+    one_loop = spec.endswith("ol")
+    spec = spec.removesuffix("ol")
     specialized = spec.endswith("ws")
     blocks, rest = spec.removesuffix("ws").split("s")
     bm, bn = (int(x) for x in blocks.split("x"))
@@ -86,8 +89,9 @@ def only_config(attention_module, spec: str) -> None:
               or max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
     if len(picked) <= 2:
         raise ValueError(f"{spec}: not one of the forward kernel's GPU configs")
-    if specialized:
-        picked = [copy_config(c, WARP_SPECIALIZE=True) if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) > 32 else c
+    flags = {**({"WARP_SPECIALIZE": True} if specialized else {}), **({"ONE_LOOP": True} if one_loop else {})}
+    if flags:
+        picked = [copy_config(c, **flags) if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) > 32 else c
                   for c in picked]
     kernel.configs = picked
     if hasattr(kernel, "cache"):
@@ -100,7 +104,7 @@ def config_label(config) -> str:
         return "?"
     kw = config.kwargs
     return (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}s{config.num_stages}w{config.num_warps}"
-            f"{'ws' if kw.get('WARP_SPECIALIZE') else ''}")
+            f"{'ws' if kw.get('WARP_SPECIALIZE') else ''}{'ol' if kw.get('ONE_LOOP') else ''}")
 
 
 def print_tuning(kernel) -> None:

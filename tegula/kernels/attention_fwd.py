@@ -108,7 +108,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False,
-                         ONE_SPAN: tl.constexpr = False):
+                         ONE_SPAN: tl.constexpr = False, ONE_LOOP: tl.constexpr = False):
     """`sparse` is () when not SPARSE, else a BlockMask's spans per Q block
     (`BlockMask.kernel_args`, read by attention_common's `sparse_span_*`): ranges of
     consecutive KV blocks with their full blocks in one run inside. Walking one is a
@@ -186,42 +186,56 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
             hi = tl.where(walks, hi, 0)
         elif CAUSAL:
             # Keys left of this Q block are visible to all of its rows: no mask there.
+            lo = 0
             full_lo = 0
             full_hi = start_m
             hi = tl.minimum(start_m + BLOCK_M, N_CTX)
         else:
+            lo = 0
             full_lo = 0
             full_hi = N_CTX - N_CTX % BLOCK_N
             hi = N_CTX
-        for start_n in tl.range(full_lo, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-            acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                                 start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                                 score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
-                                                 DESC, row0, IN_RANGE, True, True)
-        # (the bounds say which block came last: a loop's own prev_n is run ahead; with
-        # no full block, p is still 0 and block 0 is as good as any)
-        if SPARSE:
-            after_full = tl.where(full_hi > full_lo, full_hi - BLOCK_N, 0)
-            prev_n = after_full
-            # The span's leading masked blocks after its full ones: a warp-specialized
-            # loop's rings are live from the kernel's start (its producer fills them at
-            # once), so a loop before it would need rings of its own beside them (300 KB
-            # at 128x128 D128: no pipelining), one after it takes their bytes.
-            for start_n in tl.range(lo, full_lo, BLOCK_N):
+        if ONE_LOOP:
+            # One loop over every visited block, the masked ones told apart at run time:
+            # a single pipeline, its copies running ahead across the masked blocks,
+            # instead of one per run of blocks, each starting on an exposed copy latency.
+            for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
                 acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
                                                      stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
                                                      N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
-                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, True, True)
-            prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
+                                                     True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE,
+                                                     (start_n < full_lo) | (start_n >= full_hi), True)
+            prev_n = tl.where(hi > lo, lo + (hi - 1 - lo) // BLOCK_N * BLOCK_N, 0)
         else:
-            prev_n = tl.maximum(full_hi - BLOCK_N, 0)
-        before_tail = prev_n
-        for start_n in tl.range(full_hi, hi, BLOCK_N):
-            acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                                 start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
-                                                 score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
-                                                 DESC, row0, IN_RANGE, True, True)
-        prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
+            for start_n in tl.range(full_lo, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                     start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                                     score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
+                                                     DESC, row0, IN_RANGE, True, True)
+            # (the bounds say which block came last: a loop's own prev_n is run ahead; with
+            # no full block, p is still 0 and block 0 is as good as any)
+            if SPARSE:
+                after_full = tl.where(full_hi > full_lo, full_hi - BLOCK_N, 0)
+                prev_n = after_full
+                # The span's leading masked blocks after its full ones: a warp-specialized
+                # loop's rings are live from the kernel's start (its producer fills them at
+                # once), so a loop before it would need rings of its own beside them (300 KB
+                # at 128x128 D128: no pipelining), one after it takes their bytes.
+                for start_n in tl.range(lo, full_lo, BLOCK_N):
+                    acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
+                                                         stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
+                                                         N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
+                                                         True, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, True, True)
+                prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
+            else:
+                prev_n = tl.maximum(full_hi - BLOCK_N, 0)
+            before_tail = prev_n
+            for start_n in tl.range(full_hi, hi, BLOCK_N):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                     start_n, offs_m, offs_d, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD,
+                                                     score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
+                                                     DESC, row0, IN_RANGE, True, True)
+            prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
         v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, True, DESC, row0, IN_RANGE)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every

@@ -15,7 +15,8 @@ from tegula.kernels import create_block_mask, mods  # noqa: E402
 from tegula.kernels.attention_fwd import attention_fwd_kernel  # noqa: E402  (the `on` fixture clears its cache)
 
 
-def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False, block_mask=None):
+def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False, block_mask=None,
+                                 one_loop=False):
     """The forward kernel's descriptor path launched directly with one config (with a
     block mask of at most one span per Q block: the ONE_SPAN walk)."""
     import importlib
@@ -41,7 +42,7 @@ def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_sp
         *descs, lse, *q.stride(), H, N, sparse, None, (), mask_fn, mask_args, HEAD_DIM=D, SM_SCALE=D ** -0.5,
         CAUSAL=causal, SPARSE=block_mask is not None, SPARSE_Q=blocks[0], SPARSE_KV=blocks[1], PRECISION="tf32",
         ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=warp_specialize,
-        ONE_SPAN=block_mask is not None, num_warps=warps, num_stages=stages)
+        ONE_SPAN=block_mask is not None, ONE_LOOP=one_loop, num_warps=warps, num_stages=stages)
     return o, lse, compiled
 
 
@@ -196,3 +197,24 @@ def test_turns_around_a_barrier_are_dropped():
     kernel = read_tgir(blocked, 8)[0]
     assert drop_blocked_turns(kernel) == 1
     assert not any(ins.op is Op.WARPGROUP_TURN for ins in kernel.walk())
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
+@pytest.mark.parametrize("case", ["dense", "causal", "window200"])
+def test_one_loop_walks_masked_and_full_blocks_on_one_pipeline(on, case):
+    """ONE_LOOP (a config's): every visited block on one warp-specialized loop, the
+    masked ones (the causal diagonal, a window's edges) told apart at run time: one
+    pipelined loop in the consumers (plus the producer's), its warpgroup turns, and the
+    same results (emulated sm_90a, 128x128 blocks, 8 warps, 2 stages)."""
+    Z, H, N, D = 1, 2, 512 if case.startswith("window") else 384, 32
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    mask_mod, block_mask = None, None
+    if case.startswith("window"):
+        mask_mod = mods.sliding_window(int(case.removeprefix("window")))
+        block_mask = create_block_mask(mask_mod, 1, 1, N, "cpu", q_block=128, kv_block=128)
+    o, lse, compiled = _forward_through_descriptors(q, k, v, case == "causal", 128, 128, 8, 2,
+                                                    warp_specialize=True, block_mask=block_mask, one_loop=True)
+    tgir = compiled.asm["tgir"]
+    assert tgir.count(" = for ") == 2 and tgir.count("warpgroup_turn") == 4
+    want = reference(q.double(), k.double(), v.double(), causal=case == "causal", mask_mod=mask_mod)
+    torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
