@@ -54,7 +54,12 @@ FWD_HOST, FWD_GPU = _configs(_HOST, _GPU, pre_hook=descriptor_blocks)
 # constexpr). Measured on an H200 (session 16, Z4 H32 N4096): D128 128x128/2/8 541.7-552.2
 # TFLOP/s against 524.3 unspecialized, causal 475.7-489.4 against 459.1; D64 at 128x64/3/8
 # it loses (365-373 against 428), so the autotuner, not a rule, decides.
-FWD_GPU += [triton.Config({**c.kwargs, "WARP_SPECIALIZE": True}, num_stages=c.num_stages, num_warps=c.num_warps,
+# The twins walk a causal or block-sparse span on one loop (ONE_LOOP): on the H200
+# (session 17) the sliding window at 128x128/2/8 390.0 TFLOP/s against 359.6 (its three
+# loops each began on an exposed copy latency), D128 causal 495.0 against 480.4; the
+# unspecialized 128x64/3/8 lost with it (D64 causal 370.6 against 384.4), so only they.
+FWD_GPU += [triton.Config({**c.kwargs, "WARP_SPECIALIZE": True, "ONE_LOOP": True}, num_stages=c.num_stages,
+                          num_warps=c.num_warps,
                           pre_hook=c.pre_hook)
             for c in FWD_GPU if c.kwargs["BLOCK_M"] == 128 and c.kwargs["BLOCK_N"] >= 64 and c.num_warps == 8]
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)

@@ -17,7 +17,9 @@ Which KV blocks a program visits:
   causal, if set); BLOCK_M and BLOCK_N divide the mask's blocks. Where no Q block has
   more than one span (ONE_SPAN: sliding windows, prefix masks), the span is walked as
   the dense loops are: the full blocks (rotated, warp-specialized where the config
-  asks), then the masked ones before them, then those after.
+  asks), then the masked ones before them, then those after; or, with ONE_LOOP (the
+  warp-specialized configs'), causal and ONE_SPAN kernels walk all their blocks on one
+  loop, masking where a run-time flag says.
 """
 import tegula as triton
 import tegula.language as tl
@@ -125,7 +127,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     WARP_SPECIALIZE (a config's: attention_configs has warp-specialized twins): the
     unmasked loop asks for a producer warpgroup issuing the TMA copies (`tl.range(...,
     warp_specialize=True)`, honoured on Hopper's descriptor path), so the two consumer
-    warpgroups never wait for each other's slot releases."""
+    warpgroups never wait for each other's slot releases.
+
+    ONE_LOOP (a config's; causal or SPARSE with ONE_SPAN): every visited block on one
+    loop, the masked ones told apart at run time, rather than the full blocks' loop
+    between loops of masked ones."""
     block_m = tl.program_id(0)
     if CAUSAL and not SPARSE:
         # Causal Q blocks cost more the later they sit (they see more keys): start the
@@ -195,10 +201,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
             full_lo = 0
             full_hi = N_CTX - N_CTX % BLOCK_N
             hi = N_CTX
-        if ONE_LOOP:
+        if ONE_LOOP and (CAUSAL or SPARSE):
             # One loop over every visited block, the masked ones told apart at run time:
             # a single pipeline, its copies running ahead across the masked blocks,
             # instead of one per run of blocks, each starting on an exposed copy latency.
+            # (A dense kernel's only masked block is a partial last one: its own loop.)
             for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
                 acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n,
                                                      stride_d, start_n, offs_m, offs_d, SM_SCALE, off_b, off_h,
