@@ -215,18 +215,29 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     if asm["tgir"] != printed:
         # an override of the GPU stage: compile what the text says
         kernel_tgir, plan = read_tgir(asm["tgir"], num_warps)
-    lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=checked, fp_fusion=fp_fusion)
-    module = lw.build()
+
+    def lower(rematerialized_descriptors: bool) -> tuple[KernelLowering, str, str]:
+        """The kernel's lowering, its optimized LLVM IR and PTX."""
+        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=checked, fp_fusion=fp_fusion,
+                            rematerialized_descriptors=rematerialized_descriptors)
+        module = lw.build()
+        codegen.add_module_flags(module)
+        llir = codegen.optimize(str(module), cap, kernel_tgir.name)
+        return lw, llir, codegen.emit_ptx(llir, cap)
+
+    lw, llir, ptx_text = lower(False)
     kernel = kernel_tgir
-    codegen.add_module_flags(module)
-    asm["llir"] = emit("llir", codegen.optimize(str(module), cap, kernel.name))
-    ptx_text = codegen.emit_ptx(asm["llir"], cap)
+    asm["llir"] = emit("llir", llir)
+    if asm["llir"] != llir:  # an override of the LLVM IR: its PTX
+        ptx_text = codegen.emit_ptx(asm["llir"], cap)
     # a warp-specialized kernel re-sizing its partitions' registers starts every thread
     # with its share of the register file (setmaxnreg moves registers within that)
     maxnreg = maxnreg_of(kernel_tgir, num_warps) or maxnreg
     if maxnreg:  # in the PTX itself, so a driver JIT-compiling it honours it too
         ptx_text = ptxas.with_register_cap(ptx_text, int(maxnreg))
+    overridden = asm["llir"] != llir
     asm["ptx"] = emit("ptx", ptx_text)
+    overridden = overridden or asm["ptx"] != ptx_text
     arch = codegen.ptx_arch(cap)
     metadata: dict[str, Any] = {
         "name": kernel.name, "num_warps": lw.total_warps,  # with a producer partition's warps
@@ -243,6 +254,17 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     exe = ptxas.find_ptxas()
     if exe is not None:
         cubin, info, _log = ptxas.assemble(asm["ptx"], arch, ptxas=exe)
+        if info["n_spills"] and lw.staged_descriptors and not overridden:
+            # spilling, with descriptors of staged operands: try them rematerialized
+            # (`lower_wgmma.base_descriptor`), keep whichever spills fewer bytes
+            lw2, llir2, ptx2 = lower(True)
+            if maxnreg:
+                ptx2 = ptxas.with_register_cap(ptx2, int(maxnreg))
+            cubin2, info2, _log = ptxas.assemble(ptx2, arch, ptxas=exe)
+            if info2["n_spills"] + info2["spill_loads"] < info["n_spills"] + info["spill_loads"]:
+                lw, cubin, info = lw2, cubin2, info2
+                asm["llir"], asm["ptx"] = emit("llir", llir2), emit("ptx", ptx2)
+                metadata["rematerialized_descriptors"] = True
         if maxnreg is None and knobs.occupancy_registers:
             cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * lw.total_warps,
                                          shared_bytes(kernel_tgir), cap, metadata)

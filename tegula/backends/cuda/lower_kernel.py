@@ -60,8 +60,14 @@ class Tile:
 class KernelLowering:
     def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,
                  debug: bool = False, checked: bool = False, device: Optional[NVPTXDevice] = None,
-                 target: Optional[ScalarTarget] = None, fp_fusion: bool = True):
+                 target: Optional[ScalarTarget] = None, fp_fusion: bool = True,
+                 rematerialized_descriptors: bool = False):
         self.kernel = kernel
+        # wgmma descriptors of operands staged once built so that ptxas recomputes
+        # them rather than keeping (or spilling) them (`lower_wgmma.base_descriptor`);
+        # `staged_descriptors`: whether the kernel has any, i.e. whether the choice matters
+        self.rematerialized_descriptors = rematerialized_descriptors
+        self.staged_descriptors = False
         self.dev = device or NVPTXDevice()
         self.plan = plan
         self.num_warps = plan.num_warps

@@ -137,24 +137,42 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     a_group = group_part(a_map, (m, kk), g_m, gm, True, 64) if a_map is not None else None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
-    def base_descriptor(base: ir.Value, bits: int) -> ir.Value:
-        """A slot's descriptor (start address >> 4 and the constant fields), computed
-        once per dot: a sub-tile's descriptor is then this plus its offset >> 4, one
-        64-bit add of a constant (where the thread's warpgroup does not move it), not
-        a recomputation of the shared address per sub-tile, which kept the issue slots
-        of a one-warp-per-scheduler loop busy. Exact: slots are 1024-byte aligned (16
-        would do), every sub-tile starts on a 16-byte boundary, and shared addresses
-        stay below 2^18 bytes, so the 14-bit start field never carries into the next."""
+    def base_descriptor(buf, base: ir.Value, bits: int) -> tuple[ir.Value, int]:
+        """A slot's start address >> 4 (64-bit) and its descriptor's constant fields,
+        computed once per dot: a sub-tile's descriptor is then the start plus one
+        constant (the fields and the sub-tile's offset >> 4, where the thread's
+        warpgroup does not move it), not a recomputation of the shared address per
+        sub-tile, which kept the issue slots of a one-warp-per-scheduler loop busy.
+        Exact: slots are 1024-byte aligned (16 would do), every sub-tile starts on a
+        16-byte boundary, and shared addresses stay below 2^18 bytes, so the 14-bit
+        start field never carries into the next.
+
+        A buffer of one slot (an operand staged once, not a ring) has loop-invariant
+        descriptors, computed before the loops. Knowing the start's low bits zero (the
+        alignment), LLVM turns the adds into `or`s, and ptxas keeps the results in
+        registers: cheapest, unless registers run short. With
+        `lw.rematerialized_descriptors` the start passes through an opaque `mov`, the
+        descriptors stay `add.s64 d, start, C` in the PTX (as Triton's do), and ptxas
+        recomputes them in uniform registers where they are used: tutorial 06's D128
+        backward, which spills, then reloads none of them in its loops (13 `LDL.64`
+        per iteration of each main loop before; spills 2340 -> 2148 bytes, Triton
+        1948), while the attention forward, which does not spill, would run 22-38 more
+        uniform instructions per iteration. The compiler chooses by ptxas's spills."""
         addr = lw.dev.shared_address(b, base)
         start = b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF))
-        return b.or_(b.zext(start, I64), ir.Constant(I64, bits))
+        if buf.end - buf.offset <= buf.slot_bytes:
+            lw.staged_descriptors = True
+            if lw.rematerialized_descriptors:
+                start = lw.dev.opaque_i32(b, start)
+        return b.zext(start, I64), bits
 
-    def descriptor(base_desc: ir.Value, elem_off: ir.Value) -> ir.Value:
+    def descriptor(base_desc: tuple[ir.Value, int], elem_off: ir.Value) -> ir.Value:
+        start, bits = base_desc
         step = b.lshr(b.mul(elem_off, ir.Constant(I32, size)), ir.Constant(I32, 4))
-        return b.add(base_desc, b.zext(step, I64))
+        return b.add(start, b.add(b.zext(step, I64), ir.Constant(I64, bits)))
 
-    b_desc = base_descriptor(b_base, b_bits)
-    a_desc = base_descriptor(a_base, a_bits) if a_base is not None else None
+    b_desc = base_descriptor(b_buf, b_base, b_bits)
+    a_desc = base_descriptor(a_buf, a_base, a_bits) if a_base is not None else None
 
     chunk = choice.n_instr // 2
     # A zero accumulator (a fresh `tl.dot(a, b)`) is not materialized: the first K step

@@ -116,6 +116,11 @@ class NVPTXDevice(TmaInstructions):
         eight bytes {c, a} (0-3 from a, 4-7 from c)."""
         return inline_asm(b, I32, [a, c, selector], "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r")
 
+    def opaque_i32(self, b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+        """`v` through a `mov`: the same value, of whose bits LLVM knows nothing (so it
+        does not turn a later `add` into an `or`, see `lower_wgmma.base_descriptor`)."""
+        return inline_asm(b, I32, [v], "mov.b32 $0, $1;", "=r,r")
+
     def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
         module = b.module
         g = module.globals.get(SHARED_SYMBOL)

@@ -186,6 +186,10 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
             src = b.and_(amount, ir.Constant(I32, 31))
         return self.collective(b, "warp", [v], lambda: [self.peek(b, b.add(self.warp_base, src))])[0]
 
+    def opaque_i32(self, b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+        """The value itself (the GPU's `mov` only hides its bits from LLVM)."""
+        return v
+
     def prmt(self, b: ir.IRBuilder, a: ir.Value, c: ir.Value, selector: ir.Value) -> ir.Value:
         """`prmt.b32` (default mode): each result byte is the byte of {c, a} its
         selector nibble names (its bit 3, sign replication, is not used here)."""
