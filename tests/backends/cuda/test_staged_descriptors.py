@@ -1,8 +1,9 @@
 """The wgmma descriptors of an operand staged once in shared memory (loaded before the
 loop, read by every iteration's dot): built so that LLVM folds them into `or`s, which
-ptxas keeps in registers, unless that kernel spills; then the compiler lowers it again
-with the descriptors rematerializable (`add.s64` from an opaque start, as Triton's PTX
-has them) and keeps whichever spills fewer bytes (`lower_wgmma.base_descriptor`).
+ptxas keeps in registers, unless that kernel reloads spilled values more than it stores
+them (invariants reloaded in loops); then the compiler lowers it again with the
+descriptors rematerializable (`add.s64` from an opaque start, as Triton's PTX has them)
+and keeps whichever spills fewer bytes (`lower_wgmma.base_descriptor`).
 Tutorial 06's D128 backward: 13 spilled descriptors reloaded per iteration of each
 main loop the first way, none the second."""
 from __future__ import annotations
@@ -52,16 +53,17 @@ def test_a_kernel_that_does_not_spill_keeps_the_folded_descriptors():
 @pytest.mark.parametrize("second_spills, chosen", [(40, True), (400, False)], ids=["fewer", "more"])
 def test_a_spilling_kernel_takes_the_rematerialized_descriptors_if_they_spill_less(monkeypatch, second_spills,
                                                                                    chosen):
-    """ptxas stubbed: the first assembly reports 200 bytes of spills each way, the
-    second (the PTX with the opaque start) `second_spills`."""
+    """ptxas stubbed: the first assembly reports 200 bytes of spill stores and 240 of
+    loads (reloads of invariants), the second (the PTX with the opaque start)
+    `second_spills` stores and 40 more loads."""
     kernel = _kernel()
     seen: list[str] = []
 
     def assemble(ptx, arch, ptxas=None):
         seen.append(ptx)
-        spills = 200 if len(seen) == 1 else second_spills
-        return b"cubin%d" % len(seen), {"n_regs": 255, "n_spills": spills, "spill_loads": spills,
-                                        "static_shared": 0, "stack": spills}, ""
+        stores = 200 if len(seen) == 1 else second_spills
+        return b"cubin%d" % len(seen), {"n_regs": 255, "n_spills": stores, "spill_loads": stores + 40,
+                                        "static_shared": 0, "stack": stores}, ""
 
     monkeypatch.setattr(ptxas_module, "find_ptxas", lambda: "/stub/ptxas")
     monkeypatch.setattr(ptxas_module, "ptxas_version", lambda path: "stub")
@@ -77,3 +79,20 @@ def test_a_spilling_kernel_takes_the_rematerialized_descriptors_if_they_spill_le
     assert asm["ptx"] == (second if chosen else first)
     assert asm["cubin"] == (b"cubin2" if chosen else b"cubin1")
     assert md["n_spills"] == (second_spills if chosen else 200)
+
+
+def test_spills_stored_more_than_reloaded_are_not_retried(monkeypatch):
+    """Spill stores exceeding loads (no invariant reloaded in a loop, as the spilling
+    configs of tutorial 06's forward): one assembly, no retry."""
+    kernel = _kernel()
+    seen: list[str] = []
+
+    def assemble(ptx, arch, ptxas=None):
+        seen.append(ptx)
+        return b"cubin", {"n_regs": 255, "n_spills": 1056, "spill_loads": 768, "static_shared": 0, "stack": 1056}, ""
+
+    monkeypatch.setattr(ptxas_module, "find_ptxas", lambda: "/stub/ptxas")
+    monkeypatch.setattr(ptxas_module, "ptxas_version", lambda path: "stub")
+    monkeypatch.setattr(ptxas_module, "assemble", assemble)
+    asm, md = compile_kernel(kernel, {"num_warps": 4, "num_stages": 3}, 90)
+    assert len(seen) == 1 and "rematerialized_descriptors" not in md
