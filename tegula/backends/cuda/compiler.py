@@ -269,6 +269,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                 lw, cubin, info = lw2, cubin2, info2
                 asm["llir"], asm["ptx"] = emit("llir", llir2), emit("ptx", ptx2)
                 metadata["rematerialized_descriptors"] = True
+        if maxnreg is None and info["n_spills"]:
+            cubin, info = _whole_register_share(asm, arch, exe, cubin, info, 32 * lw.total_warps, metadata)
         if maxnreg is None and knobs.occupancy_registers:
             cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * lw.total_warps,
                                          shared_bytes(kernel_tgir), cap, metadata)
@@ -279,6 +281,26 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     metadata["pass_timings"] = pass_timings
     metadata["compile_time"] = time.perf_counter() - t0
     return asm, metadata
+
+
+def _whole_register_share(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int,
+                          metadata: dict) -> tuple[bytes, dict]:
+    """ptxas again, allowed the CTA's whole share of the register file, when it spilled
+    using less (it may aim at two CTAs per SM where the kernel needs the registers); the
+    result (and its PTX, which carries the cap) is kept if it spills fewer bytes."""
+    share = occupancy.register_file_share(threads)
+    if info["n_regs"] >= share:
+        return cubin, info
+    capped_ptx = ptxas.with_register_cap(asm["ptx"], share)
+    try:
+        capped, capped_info, _log = ptxas.assemble(capped_ptx, arch, ptxas=exe)
+    except CompilationError:
+        return cubin, info
+    if capped_info["n_spills"] + capped_info["spill_loads"] >= info["n_spills"] + info["spill_loads"]:
+        return cubin, info
+    asm["ptx"] = capped_ptx
+    metadata["spill_maxnreg"] = share  # visible in the metadata: why the PTX has a cap
+    return capped, capped_info
 
 
 def _occupancy_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int, shared: int,

@@ -7,7 +7,8 @@ of 8), shared memory (the kernel's bytes plus the 1 KB each CTA reserves) and th
 attention forward with 8 warps at 130 registers ran one CTA per SM where 128 would have
 given two, at 0.64x Triton on the H100. `register_target` finds such a case; the
 compiler then re-runs ptxas with that register cap and keeps the result only when it
-did not spill (compiler.py).
+did not spill (compiler.py). The other way round, `register_file_share` is what one CTA
+may use when ptxas spilled below it (compiler.py re-runs ptxas with that cap).
 """
 from __future__ import annotations
 
@@ -57,3 +58,12 @@ def register_target(regs: int, threads: int, shared: int, capability: int) -> Op
     if target <= 0 or target >= regs or regs - target > regs * _MAX_REGISTER_CUT:
         return None
     return target
+
+
+def register_file_share(threads: int) -> int:
+    """The most registers per thread one CTA of `threads` threads may use (a multiple of
+    8, at most 255): what a kernel that spills should be allowed before it spills.
+    ptxas left alone may stop well short: attention's D128 dK/dV kernel with 8 warps on
+    mma.sync used 128 registers and spilled 5728 bytes; given `.maxnreg 255`, 255 and
+    2656."""
+    return min(REGISTERS_PER_SM // threads // 8 * 8, MAX_REGISTERS_PER_THREAD)

@@ -84,3 +84,39 @@ def test_a_cap_ptxas_refuses_keeps_the_uncapped_cubin(monkeypatch):
     monkeypatch.setattr(occupancy, "register_target", lambda regs, *a: regs - 8)
     asm, md = compile_kernel(case.kernel, {"num_warps": 8}, 90)
     assert "occupancy_maxnreg" not in md and ".maxnreg" not in asm["ptx"] and md["n_regs"] > 0
+
+
+def test_register_file_share_of_a_cta():
+    assert occupancy.register_file_share(256) == 255   # 8 warps: the per-thread maximum
+    assert occupancy.register_file_share(384) == 168   # 12 warps
+    assert occupancy.register_file_share(512) == 128
+
+
+@pytest.mark.parametrize("first_regs, second_spills, kept",
+                         [(128, 2656, True), (128, 9000, False), (255, 0, False)],
+                         ids=["fewer-spills", "more-spills", "already-whole"])
+def test_a_kernel_spilling_short_of_its_register_share_gets_it(monkeypatch, first_regs, second_spills, kept):
+    """ptxas stubbed: left alone it used `first_regs` registers and spilled 5728 bytes
+    (attention's D128 dK/dV kernel, 8 warps, used 128); given `.maxnreg 255` it spills
+    `second_spills`. The capped cubin and PTX are kept only if they spill less, and not
+    tried at all when ptxas already used the CTA's whole share."""
+    from tegula.backends.cuda import ptxas
+
+    case = next(c for c in ck.all_cases() if c.name == "softmax_4096_w8")
+    seen: list[str] = []
+
+    def assemble(ptx, arch, **kw):
+        seen.append(ptx)
+        capped = ".maxnreg" in ptx
+        regs, spills = (255, second_spills) if capped else (first_regs, 5728)
+        return b"capped" if capped else b"free", {"n_regs": regs, "n_spills": spills, "spill_loads": spills,
+                                                  "static_shared": 0, "stack": spills}, ""
+
+    monkeypatch.setattr(ptxas, "find_ptxas", lambda: "/stub/ptxas")
+    monkeypatch.setattr(ptxas, "ptxas_version", lambda path: "stub")
+    monkeypatch.setattr(ptxas, "assemble", assemble)
+    asm, md = compile_kernel(case.kernel, {"num_warps": 8}, 90)
+    assert len(seen) == (1 if first_regs == 255 else 2)
+    assert (asm["cubin"] == b"capped") is kept and (".maxnreg 255" in asm["ptx"]) is kept
+    assert md.get("spill_maxnreg") == (255 if kept else None)
+    assert md["n_spills"] == (second_spills if kept else 5728)
