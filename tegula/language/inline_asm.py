@@ -15,7 +15,10 @@ that repeats the work of a pure assembly, and is refused for one with side effec
 which would run them once per output.
 
 Only NVIDIA GPUs run it: the interpreter, the CPU backend and the host emulator refuse
-a kernel that reaches this op with an error naming the kernel line.
+a kernel that reaches this op with an error naming the kernel line — except the
+one-instruction f32 approximations (`tanh.approx.f32 $0, $1;`, `ex2.approx.f32`, ...),
+which the interpreter and the CPU backend run as the function approximated
+(`ir/ptx_equivalents.py`).
 """
 from __future__ import annotations
 

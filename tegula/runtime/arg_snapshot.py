@@ -6,9 +6,17 @@ changed by every one of those runs. The autotuner snapshots the arguments the co
 reports as written (`metadata.written_args`), plus the user's `restore_value` names, and
 restores them, so tuning never corrupts data. Works for numpy arrays, torch tensors
 (CPU or CUDA), CuPy arrays, and anything with `copy()` and item assignment.
+
+Only the user's `restore_value` arguments are written back as Triton does it (torch's
+`copy_`, which counts as an in-place change for autograd). The arguments tegula saves of
+its own accord are written back without a trace: Triton never touches them, and when the
+written set is unknown (configs with a `pre_hook` compile only when first timed) they
+include read-only inputs that autograd saved for backward, which a version bump would
+make fail with "modified by an inplace operation".
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Optional
 
 
@@ -30,9 +38,14 @@ def _copy(value: Any) -> Any:
     raise TypeError(f"cannot snapshot an argument of type {type(value).__name__}")
 
 
-def _write_back(dst: Any, src: Any) -> None:
+def _write_back(dst: Any, src: Any, tracked: bool = True) -> None:
     if hasattr(dst, "copy_"):
-        dst.copy_(src)
+        torch = sys.modules.get("torch")
+        if not tracked and torch is not None and isinstance(dst, torch.Tensor):
+            # `.data` shares the storage but not the version counter autograd checks
+            dst.data.copy_(src)
+        else:
+            dst.copy_(src)
         return
     try:
         import numpy as np
@@ -61,18 +74,23 @@ class ArgSnapshot:
     """Saved copies of some named arguments; `restore()` writes them back in place."""
 
     def __init__(self) -> None:
-        self._saved: dict[str, tuple[Any, Any]] = {}
+        self._saved: dict[str, tuple[Any, Any, bool]] = {}
         self.skipped: list[str] = []  # written arguments we could not copy (reported)
 
     @classmethod
-    def take(cls, named_args: dict[str, Any], names: Iterable[str]) -> "ArgSnapshot":
+    def take(cls, named_args: dict[str, Any], names: Iterable[str],
+             tracked: Iterable[str] = ()) -> "ArgSnapshot":
+        """Copies of the `names` arguments; those also in `tracked` (the user's
+        `restore_value`) are written back as a visible in-place copy, the others without
+        a trace (module docstring)."""
         snap = cls()
+        tracked = set(tracked)
         for name in dict.fromkeys(names):  # ordered, without duplicates
             value = named_args.get(name)
             if not is_array_like(value):
                 continue
             try:
-                snap._saved[name] = (value, _copy(value))
+                snap._saved[name] = (value, _copy(value), name in tracked)
             except TypeError:
                 snap.skipped.append(name)
         return snap
@@ -85,7 +103,8 @@ class ArgSnapshot:
         for name in (self._saved if names is None else names):
             entry = self._saved.get(name)
             if entry is not None:
-                _write_back(*entry)
+                dst, saved, tracked = entry
+                _write_back(dst, saved, tracked)
 
     def __contains__(self, name: str) -> bool:
         return name in self._saved

@@ -408,7 +408,7 @@ class Autotuner(KernelInterface):
         # Unknown written set (a backend that does not report it): save every buffer.
         to_save = ([n for n, v in named.items() if is_array_like(v)] if written is None
                    else [n for n in named if n in written])
-        snapshot = ArgSnapshot.take(named, [*to_save, *self.restore_value])
+        snapshot = ArgSnapshot.take(named, [*to_save, *self.restore_value], tracked=self.restore_value)
         if snapshot.skipped:
             warnings.warn(f"autotuning '{self.__name__}': cannot snapshot {snapshot.skipped}; "
                           "tuning may leave them modified", stacklevel=4)
@@ -459,7 +459,7 @@ class Autotuner(KernelInterface):
         own_nargs = self.nargs is None  # called outside `run`, which sets them
         if own_nargs:
             self.nargs = dict(zip(self.arg_names, args))
-        snapshot = ArgSnapshot.take({**self.nargs, **meta}, self.restore_value)
+        snapshot = ArgSnapshot.take({**self.nargs, **meta}, self.restore_value, tracked=self.restore_value)
         try:
             return self._bench_config(args, config, meta, snapshot)
         except _SKIPPED_ERRORS:

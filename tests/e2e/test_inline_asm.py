@@ -2,8 +2,10 @@
 `pack` elements per execution, sub-32-bit elements packed into 32-bit registers,
 several outputs. The PTX assembles for sm_80 and sm_90a (ptxas, no GPU needed); the
 results are checked on a GPU; the interpreter, the CPU backend and the host emulator,
-which cannot run PTX, refuse it with an error at the call's line; a constraint string
-that does not match the packing is an error naming both counts."""
+which cannot run PTX, refuse it with an error at the call's line — except the one-instruction
+f32 approximations (`tanh.approx.f32 $0, $1;`, ...), which the interpreter and the CPU
+backend run as the function approximated; a constraint string that does not match the
+packing is an error naming both counts."""
 from __future__ import annotations
 
 import numpy as np
@@ -178,6 +180,46 @@ def test_hosts_that_cannot_run_ptx_refuse_it_at_the_call(host, monkeypatch):
         softplus.clear_cache()
     msg = str(e.value)
     assert "inline_asm_elementwise" in msg and "NVIDIA GPU" in msg and "test_inline_asm.py" in msg
+
+
+@triton.jit
+def approx_f32(x_ptr, y_ptr, n, ASM: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.inline_asm_elementwise(ASM, constraints="=f,f", args=[x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(y_ptr + offs, y, mask=m)
+
+
+_APPROX = {  # mamba-3's fast math (mamba_ssm/ops/triton/mamba3/utils.py) and kin
+    "cos.approx.f32 $0, $1;": np.cos,
+    "sin.approx.f32 $0, $1;": np.sin,
+    "tanh.approx.f32 $0, $1;": np.tanh,
+    "ex2.approx.ftz.f32 $0, $1;": np.exp2,
+    "lg2.approx.f32 $0, $1;": np.log2,
+    "rcp.approx.ftz.f32 $0, $1;": np.reciprocal,
+    "sqrt.approx.f32 $0,$1": np.sqrt,
+    "rsqrt.approx.f32 $0, $1;": lambda v: 1 / np.sqrt(v),
+}
+
+
+@pytest.mark.parametrize("host", ["interpreter", "cpu"])
+@pytest.mark.parametrize("asm", list(_APPROX))
+def test_hosts_run_one_instruction_approximations_as_the_function(host, asm, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TEGULA_INTERPRET", "1" if host == "interpreter" else "0")
+    monkeypatch.setenv("TEGULA_CPU_BACKEND", "1")
+    approx_f32.clear_cache()
+    rng = np.random.default_rng()
+    x = rng.uniform(0.1, 3.0, 200).astype(np.float32) * rng.choice([-1, 1], 200).astype(np.float32)
+    if "lg2" in asm or "sqrt" in asm:
+        x = np.abs(x)
+    y = np.empty_like(x)
+    try:
+        approx_f32[(2,)](x, y, 200, ASM=asm, BLOCK=128)
+    finally:
+        approx_f32.clear_cache()
+    np.testing.assert_allclose(y, _APPROX[asm](x.astype(np.float64)), rtol=2e-6, atol=1e-7)
 
 
 def test_several_outputs_with_side_effects_are_refused():

@@ -395,8 +395,8 @@ def test_only_written_args_are_snapshotted(monkeypatch):
     taken = []
     original = arg_snapshot.ArgSnapshot.take.__func__
 
-    def spy(cls, named, names):
-        snap = original(cls, named, names)
+    def spy(cls, named, names, tracked=()):
+        snap = original(cls, named, names, tracked)
         taken.append(snap.names)
         return snap
 

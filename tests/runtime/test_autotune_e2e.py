@@ -84,6 +84,27 @@ def test_inplace_accumulate_tuned_without_restore_value_equals_one_run(library):
     assert len(kernel.configs_timings) == 4
 
 
+@pytest.mark.parametrize("hooked", [False, True])
+def test_tuning_leaves_the_autograd_version_of_read_only_tensors_alone(hooked):
+    # A read-only input saved by autograd must not look modified in place after tuning:
+    # Triton never writes the arguments it did not store to, so backward() still works.
+    # With a pre_hook on every config (mamba's init_to_zero) nothing is compiled ahead,
+    # the written set is unknown and every buffer is snapshotted; restoring them must not
+    # bump torch's version counters.
+    torch = pytest.importorskip("torch")
+    hook = (lambda nargs: None) if hooked else None
+    kernel = tegula.autotune([tegula.Config({"BLOCK": b}, pre_hook=hook) for b in (16, 32)], key=["n"],
+                             do_bench=counting_bench())(copy_kernel)
+    src = torch.randn(40, requires_grad=True)
+    loss = (src * src).sum()  # saves src for backward
+    dst = torch.empty(40)
+    kernel[lambda m: (tegula.cdiv(40, m["BLOCK"]),)](src.detach(), dst, 40)
+    assert src._version == 0
+    loss.backward()
+    torch.testing.assert_close(src.grad, 2 * src.detach())
+    torch.testing.assert_close(dst, src.detach())
+
+
 def test_new_key_retunes_repeated_key_does_not():
     bench = counting_bench()
     kernel = tegula.autotune(configs(16, 32), key=["n"], do_bench=bench)(add_inplace_kernel)

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 import llvmlite.ir as ir
 
 from ...ir.ops import OP_INFO, Op, type_class
+from ...ir.ptx_equivalents import equivalent_of
 from ...ir.types import F32, ScalarType, Type, element_of
 from . import casts
 from .host_libm import host_libm_name
@@ -184,8 +185,12 @@ def lower_op(b: ir.IRBuilder, target: ScalarTarget, op: Op, attrs: Any,
     if op is Op.EXTERN_ELEMENTWISE:
         return target.extern(b, attrs.symbol, list(args), llvm_type(res))
     if op is Op.INLINE_ASM:
-        # the CUDA backend lowers it itself, `pack` elements at a time (lower_inline_asm.py)
-        raise NotImplementedError(_ASM_ONLY_ON_GPU)
+        # the CUDA backend lowers it itself, `pack` elements at a time (lower_inline_asm.py);
+        # on the host only a one-instruction approximation runs, as its libdevice function
+        symbol = equivalent_of(attrs, arg_types, result_type)
+        if symbol is None:
+            raise NotImplementedError(_ASM_ONLY_ON_GPU)
+        return target.extern(b, symbol, list(args), llvm_type(res))
 
     t = element_of(arg_types[0])
     cls = type_class(arg_types[0])
