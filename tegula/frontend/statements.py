@@ -3,7 +3,8 @@
 Assignment follows Triton: a plain assignment of a compile-time number makes it a
 (scalar) tensor, so `acc = 0` can be loop-carried and arithmetic on it is the
 kernel's, not Python's; `X: tl.constexpr = 4` and `X = tl.constexpr(4)` keep a
-compile-time value. Dtypes, None, strings, functions and modules stay what they are.
+compile-time value (an annotated tensor stays a tensor: Triton's wrapper unwraps).
+Dtypes, None, strings, functions and modules stay what they are.
 """
 from __future__ import annotations
 
@@ -43,9 +44,12 @@ class StatementsMixin:
                 raise FrontendError("only a plain name can be annotated tl.constexpr")
             value = self.visit(node.value)
             if contains_tensor(value):
-                raise FrontendError(
-                    f"'{node.target.id}' is annotated tl.constexpr but its value is a tensor "
-                    f"({describe(value)}), which is only known when the kernel runs")
+                # Triton wraps the tensor in a constexpr that every tensor operation
+                # unwraps, so the annotation changes nothing: `N: tl.constexpr = B * n`
+                # with a runtime `n` runs there (FlagGems' radix sort). Bind the tensor;
+                # a use that needs a compile-time value reports it where it is used.
+                self.assign(node.target, value, False)
+                return
             self.scope.set(node.target.id, constexpr(value), self.src.loc(node.target))
             return
         self.assign(node.target, self.visit(node.value), False)

@@ -14,10 +14,11 @@ of that one IR value, so block pointers flow through loops and branches
 sum_d (offsets[d] + arange(block_shape[d])) * strides[d]` (64-bit) and the mask
 `0 <= index < shape[d]` of the checked dimensions — what this module emitted before
 block pointers were ops. All of Triton's checks stay here, so errors point at the
-user's line.
+user's line. As in Triton, `p.advance(offsets)` and `p.store(value, ...)` are methods.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Iterator, Optional
 
 from .. import ir
@@ -57,6 +58,19 @@ class block_ptr(Aggregate):
 
     def __repr__(self) -> str:
         return f"<tl.block_ptr {self.pointer_type} block {list(self.block_shape)}>"
+
+    # Triton's block pointer is a tl.tensor, so its tensor member functions apply:
+    # `p.advance(offsets)` and `p.store(value, ...)` (FlagGems' flash attention uses
+    # `tl.load(gQ.advance(...))`).
+    def advance(self, offsets: Any) -> "block_ptr":
+        """Same as `tl.advance(self, offsets)`."""
+        return advance.impl(self.value._sem, self, offsets)
+
+    def store(self, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
+              eviction_policy: str = "") -> None:
+        """Same as `tl.store(self, value, ...)`."""
+        store = importlib.import_module("tegula.language.core_builtins").store  # imports this module
+        return store.impl(self.value._sem, self, value, mask, boundary_check, cache_modifier, eviction_policy)
 
 
 def _int_list(sem, values: Any, what: str, dtype: T.dtype, rank: Optional[int]) -> tuple:

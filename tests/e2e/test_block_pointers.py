@@ -1,8 +1,8 @@
 """tl.make_block_ptr / tl.advance and loads and stores through block pointers, end to
 end on every backend (the `on` fixture): a matmul whose block pointers are loop-carried
 and advanced, boundary checks on sizes that are not multiples of the block, padding
-with zero and NaN, strided (transposed) views, a block pointer merged by an `if`, and
-Triton's errors."""
+with zero and NaN, strided (transposed) views, a block pointer merged by an `if`, the
+`.advance` / `.store` methods, and Triton's errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -83,6 +83,22 @@ def test_block_pointers_merge_through_branches(on):
     out = on(np.zeros(64, np.int32))
     branch_kernel[(2,)](on(x), out, SWAP=False)
     np.testing.assert_array_equal(on.back(out), np.concatenate([x * 2, x * 2 + 1]))
+
+
+@tegula.jit
+def member_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Triton's block pointer is a tensor: `.advance` and `.store` are its methods
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    q = tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    v = tl.load(p.advance([tl.program_id(0) * BLOCK]), boundary_check=(0,))
+    q.advance((tl.program_id(0) * BLOCK,)).store(v + 1, boundary_check=(0,))
+
+
+def test_advance_and_store_are_block_pointer_methods(on):
+    x = np.arange(40, dtype=np.float32)
+    out = on(np.zeros(40, np.float32))
+    member_kernel[(3,)](on(x), out, 40, BLOCK=16)
+    np.testing.assert_array_equal(on.back(out), x + 1)
 
 
 @tegula.jit

@@ -98,6 +98,28 @@ def test_constexpr_locals_stay_compile_time():
     assert "arange {start = 0, end = 8}" in ir
 
 
+@jit
+def annotated_tensor(x_ptr, n, TILE: tl.constexpr):
+    SPAN: tl.constexpr = TILE * n  # a runtime value: Triton binds it (FlagGems' sort)
+    start = SPAN * tl.program_id(0)
+    tl.store(x_ptr + start + tl.arange(0, TILE), start)
+
+
+@jit
+def annotated_tensor_as_shape(x_ptr, n):
+    SPAN: tl.constexpr = n * 2
+    tl.store(x_ptr + tl.arange(0, SPAN), 1)
+
+
+def test_constexpr_annotation_of_a_tensor_binds_the_tensor():
+    ir = compile_ir(annotated_tensor, {"x_ptr": "*i32", "n": "i32"}, {"TILE": 4})
+    assert "mul %0, %n : i32" in ir and "program_id" in ir
+    # where a compile-time value is needed, the error is at the use
+    with pytest.raises(CompilationError) as info:
+        build(annotated_tensor_as_shape, {"x_ptr": "*i32", "n": "i32"})
+    assert info.value.loc.line == line_of(annotated_tensor_as_shape, "tl.arange(0, SPAN)")
+
+
 def test_dead_code_after_return_is_not_generated():
     ir = compile_ir(dead_code, {"x_ptr": "*i32"}, {"EARLY": True})
     assert "store" not in ir
