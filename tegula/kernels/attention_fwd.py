@@ -102,64 +102,58 @@ def _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, s
 
 
 @triton.jit
-def _fwd_blocks_in_runs(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo,
-                         full_hi, hi, sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr,
-                         score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr,
-                         SPARSE: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr, DESC: tl.constexpr,
-                         kv_row0, IN_RANGE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    """The keys [lo, hi) as runs of blocks, one loop each (rotated steps, see
-    `_fwd_step`), the blocks of [full_lo, full_hi) unmasked (every bound a multiple of
-    BLOCK_N past lo): the full blocks first (warp-specialized where asked), then the
-    masked ones before them (SPARSE only: a dense span starts full), then those after.
-    The full blocks come first because a warp-specialized loop's rings are live from
-    the kernel's start (its producer fills them at once): a loop before it would need
-    rings of its own beside them (300 KB at 128x128 D128: no pipelining), one after it
-    takes their bytes. Returns the state after the last block's step and that block's
-    start (prev_n), computed from the bounds: a loop's own prev_n is run ahead."""
-    for start_n in tl.range(full_lo, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                             start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
-                                             score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
-                                             DESC, kv_row0, IN_RANGE, True, True)
-    # (with no full block, p is still 0 and block 0 is as good as any)
-    if SPARSE:
-        after_full = tl.where(full_hi > full_lo, full_hi - BLOCK_N, 0)
-        prev_n = after_full
-        for start_n in tl.range(lo, full_lo, BLOCK_N):
+def _fwd_blocks(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo, full_hi,
+                hi, sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr, score_args,
+                MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr, SPARSE: tl.constexpr, BLOCK_N: tl.constexpr,
+                PRECISION: tl.constexpr, DESC: tl.constexpr, kv_row0, IN_RANGE: tl.constexpr,
+                WARP_SPECIALIZE: tl.constexpr, ONE_LOOP: tl.constexpr):
+    """The rotated steps (`_fwd_step`) over the keys [lo, hi), the blocks of [full_lo,
+    full_hi) unmasked (every bound a multiple of BLOCK_N past lo). Returns the state
+    after the last block's step and that block's start (prev_n), computed from the
+    bounds: a loop's own prev_n is run ahead by the pipeliner.
+
+    ONE_LOOP: all on one loop, the blocks outside [full_lo, full_hi) masked where a
+    run-time flag says: a single pipeline, its copies running ahead across the masked
+    blocks, instead of one loop per run of blocks, each starting on an exposed copy
+    latency. Else one loop per run: the full blocks first (warp-specialized where
+    asked), then the masked ones before them (SPARSE only: a dense span starts full),
+    then those after. The full blocks come first because a warp-specialized loop's rings
+    are live from the kernel's start (its producer fills them at once): a loop before it
+    would need rings of its own beside them (300 KB at 128x128 D128: no pipelining), one
+    after it takes their bytes."""
+    if ONE_LOOP:
+        for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                 start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                                 score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
+                                                 DESC, kv_row0, IN_RANGE, (start_n < full_lo) | (start_n >= full_hi),
+                                                 True)
+        prev_n = tl.where(hi > lo, lo + (hi - 1 - lo) // BLOCK_N * BLOCK_N, 0)
+    else:
+        for start_n in tl.range(full_lo, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                 start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                                 score_args, MASK_MOD, mask_args, CAUSAL, False, BLOCK_N, PRECISION,
+                                                 DESC, kv_row0, IN_RANGE, True, True)
+        # (with no full block, p is still 0 and block 0 is as good as any)
+        if SPARSE:
+            after_full = tl.where(full_hi > full_lo, full_hi - BLOCK_N, 0)
+            prev_n = after_full
+            for start_n in tl.range(lo, full_lo, BLOCK_N):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                     start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
+                                                     score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
+                                                     DESC, kv_row0, IN_RANGE, True, True)
+            prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
+        else:
+            prev_n = tl.maximum(full_hi - BLOCK_N, 0)
+        before_tail = prev_n
+        for start_n in tl.range(full_hi, hi, BLOCK_N):
             acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
                                                  start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
                                                  score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
                                                  DESC, kv_row0, IN_RANGE, True, True)
-        prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
-    else:
-        prev_n = tl.maximum(full_hi - BLOCK_N, 0)
-    before_tail = prev_n
-    for start_n in tl.range(full_hi, hi, BLOCK_N):
-        acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                             start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
-                                             score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
-                                             DESC, kv_row0, IN_RANGE, True, True)
-    prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
-    return acc, l_i, m_i, p, prev_n
-
-
-@triton.jit
-def _fwd_blocks_one_loop(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo,
-                         full_hi, hi, sm_scale: tl.constexpr, off_b, off_h, N_CTX, SCORE_MOD: tl.constexpr,
-                         score_args, MASK_MOD: tl.constexpr, mask_args, CAUSAL: tl.constexpr,
-                         SPARSE: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr, DESC: tl.constexpr,
-                         kv_row0, IN_RANGE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    """The keys [lo, hi) on one loop (ONE_LOOP), the blocks outside [full_lo, full_hi)
-    masked where a run-time flag says: a single pipeline, its copies running ahead
-    across the masked blocks, instead of one loop per run of blocks, each starting on
-    an exposed copy latency. Returns as `_fwd_blocks_in_runs`."""
-    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                             start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
-                                             score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
-                                             DESC, kv_row0, IN_RANGE, (start_n < full_lo) | (start_n >= full_hi),
-                                             True)
-    prev_n = tl.where(hi > lo, lo + (hi - 1 - lo) // BLOCK_N * BLOCK_N, 0)
+        prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
     return acc, l_i, m_i, p, prev_n
 
 
@@ -263,17 +257,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
             full_lo = 0
             full_hi = N_CTX - N_CTX % BLOCK_N
             hi = N_CTX
-        if ONE_LOOP and (CAUSAL or SPARSE):
-            # (a dense kernel's only masked block is a partial last one: its own loop)
-            acc, l_i, m_i, p, prev_n = _fwd_blocks_one_loop(
-                acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo,
-                full_hi, hi, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
-                SPARSE, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, WARP_SPECIALIZE)
-        else:
-            acc, l_i, m_i, p, prev_n = _fwd_blocks_in_runs(
-                acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo,
-                full_hi, hi, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL,
-                SPARSE, BLOCK_N, PRECISION, DESC, row0, IN_RANGE, WARP_SPECIALIZE)
+        # (a dense kernel's only masked block is a partial last one: its own loop)
+        acc, l_i, m_i, p, prev_n = _fwd_blocks(
+            acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, offs_m, offs_d, lo, full_lo, full_hi,
+            hi, SM_SCALE, off_b, off_h, N_CTX, SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL, SPARSE, BLOCK_N,
+            PRECISION, DESC, row0, IN_RANGE, WARP_SPECIALIZE, ONE_LOOP and (CAUSAL or SPARSE))
         v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, True, DESC, row0, IN_RANGE)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
