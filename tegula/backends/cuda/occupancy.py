@@ -63,7 +63,8 @@ def register_target(regs: int, threads: int, shared: int, capability: int) -> Op
 def register_file_share(threads: int) -> int:
     """The most registers per thread one CTA of `threads` threads may use (a multiple of
     8, at most 255): what a kernel that spills should be allowed before it spills.
-    ptxas left alone may stop well short: attention's D128 dK/dV kernel with 8 warps on
-    mma.sync used 128 registers and spilled 5728 bytes; given `.maxnreg 255`, 255 and
-    2656."""
+    ptxas left alone may stop well short: attention's D128 dK/dV kernel with 8 warps,
+    compiled with a run-time stride along the head dimension (not specialized to 1, so
+    its copies are per element and its dots on mma.sync), used 128 registers and
+    spilled 5728 bytes; given `.maxnreg 255`, 255 and 2656."""
     return min(REGISTERS_PER_SM // threads // 8 * 8, MAX_REGISTERS_PER_THREAD)
