@@ -18,7 +18,6 @@ user's line. As in Triton, `p.advance(offsets)` and `p.store(value, ...)` are me
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Iterator, Optional
 
 from .. import ir
@@ -27,7 +26,7 @@ from . import dtypes as T
 from .aggregate import Aggregate
 from .constexpr import unwrap_constexpr as U
 from .core import builtin
-from .tensor import tensor
+from .tensor import delegate, tensor
 
 
 class block_ptr(Aggregate):
@@ -62,15 +61,12 @@ class block_ptr(Aggregate):
     # Triton's block pointer is a tl.tensor, so its tensor member functions apply:
     # `p.advance(offsets)` and `p.store(value, ...)` (FlagGems' flash attention uses
     # `tl.load(gQ.advance(...))`).
-    def advance(self, offsets: Any) -> "block_ptr":
-        """Same as `tl.advance(self, offsets)`."""
-        return advance.impl(self.value._sem, self, offsets)
+    @property
+    def _sem(self):
+        return self.value._sem
 
-    def store(self, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
-              eviction_policy: str = "") -> None:
-        """Same as `tl.store(self, value, ...)`."""
-        store = importlib.import_module("tegula.language.core_builtins").store  # imports this module
-        return store.impl(self.value._sem, self, value, mask, boundary_check, cache_modifier, eviction_policy)
+    advance = delegate("block_pointers", "advance")
+    store = delegate("core_builtins", "store")
 
 
 def _int_list(sem, values: Any, what: str, dtype: T.dtype, rank: Optional[int]) -> tuple:

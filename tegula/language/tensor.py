@@ -16,16 +16,17 @@ from .constexpr import constexpr, unwrap_constexpr
 from .dtypes import dtype
 
 
-def _delegate(module: str, name: str):
-    """A method forwarding to builtin `name` of `tegula.language.<module>` with self first.
-    The import is lazy because the builtin modules import this one."""
+def delegate(module: str, name: str):
+    """A method forwarding to builtin `name` of `tegula.language.<module>` with self first
+    (any class whose instances have a `_sem`: tensors, block pointers). The import is
+    lazy because the builtin modules import this one."""
 
     def method(self, *args, **kwargs):
         fn = getattr(importlib.import_module(f"tegula.language.{module}"), name)
         return fn.impl(self._sem, self, *args, **kwargs)
 
     method.__name__ = name
-    method.__qualname__ = f"tensor.{name}"
+    method.__qualname__ = name
     method.__doc__ = f"Same as `tl.{name}(self, ...)`."
     return method
 
@@ -134,7 +135,7 @@ class tensor(base_value):
         return self._sem.invert(self)
 
     def __abs__(self):
-        return _delegate("math", "abs")(self)
+        return delegate("math", "abs")(self)
 
     # ------------------------------------------------------------------ bitwise
     def __and__(self, other):
@@ -218,65 +219,65 @@ class tensor(base_value):
     # ------------------------------------------------------------------ conversion
     def to(self, dtype: Any, fp_downcast_rounding=None, bitcast: bool = False) -> "tensor":
         """Cast to `dtype` (value conversion, or reinterpretation of the bits with bitcast=True)."""
-        return _delegate("core_builtins", "cast")(self, dtype, fp_downcast_rounding, bitcast)
+        return delegate("core_builtins", "cast")(self, dtype, fp_downcast_rounding, bitcast)
 
-    cast = _delegate("core_builtins", "cast")
+    cast = delegate("core_builtins", "cast")
 
     # ------------------------------------------------------------------ shape
-    broadcast_to = _delegate("core_builtins", "broadcast_to")
-    reshape = _delegate("core_builtins", "reshape")
-    view = _delegate("core_builtins", "view")
-    permute = _delegate("core_builtins", "permute")
-    trans = _delegate("core_builtins", "trans")
-    expand_dims = _delegate("core_builtins", "expand_dims")
-    split = _delegate("core_builtins", "split")
-    item = _delegate("core_builtins", "item")
-    store = _delegate("core_builtins", "store")
-    atomic_add = _delegate("atomics", "atomic_add")
-    atomic_and = _delegate("atomics", "atomic_and")
-    atomic_or = _delegate("atomics", "atomic_or")
-    atomic_xor = _delegate("atomics", "atomic_xor")
-    atomic_xchg = _delegate("atomics", "atomic_xchg")
-    atomic_max = _delegate("atomics", "atomic_max")
-    atomic_min = _delegate("atomics", "atomic_min")
-    atomic_cas = _delegate("atomics", "atomic_cas")
-    ravel = _delegate("standard", "ravel")
+    broadcast_to = delegate("core_builtins", "broadcast_to")
+    reshape = delegate("core_builtins", "reshape")
+    view = delegate("core_builtins", "view")
+    permute = delegate("core_builtins", "permute")
+    trans = delegate("core_builtins", "trans")
+    expand_dims = delegate("core_builtins", "expand_dims")
+    split = delegate("core_builtins", "split")
+    item = delegate("core_builtins", "item")
+    store = delegate("core_builtins", "store")
+    atomic_add = delegate("atomics", "atomic_add")
+    atomic_and = delegate("atomics", "atomic_and")
+    atomic_or = delegate("atomics", "atomic_or")
+    atomic_xor = delegate("atomics", "atomic_xor")
+    atomic_xchg = delegate("atomics", "atomic_xchg")
+    atomic_max = delegate("atomics", "atomic_max")
+    atomic_min = delegate("atomics", "atomic_min")
+    atomic_cas = delegate("atomics", "atomic_cas")
+    ravel = delegate("standard", "ravel")
 
     # ------------------------------------------------------------------ math
-    exp = _delegate("math", "exp")
-    exp2 = _delegate("math", "exp2")
-    log = _delegate("math", "log")
-    log2 = _delegate("math", "log2")
-    cos = _delegate("math", "cos")
-    sin = _delegate("math", "sin")
-    sqrt = _delegate("math", "sqrt")
-    sqrt_rn = _delegate("math", "sqrt_rn")
-    rsqrt = _delegate("math", "rsqrt")
-    abs = _delegate("math", "abs")
-    erf = _delegate("math", "erf")
-    floor = _delegate("math", "floor")
-    ceil = _delegate("math", "ceil")
-    cdiv = _delegate("standard", "cdiv")
-    sigmoid = _delegate("standard", "sigmoid")
-    softmax = _delegate("standard", "softmax")
+    exp = delegate("math", "exp")
+    exp2 = delegate("math", "exp2")
+    log = delegate("math", "log")
+    log2 = delegate("math", "log2")
+    cos = delegate("math", "cos")
+    sin = delegate("math", "sin")
+    sqrt = delegate("math", "sqrt")
+    sqrt_rn = delegate("math", "sqrt_rn")
+    rsqrt = delegate("math", "rsqrt")
+    abs = delegate("math", "abs")
+    erf = delegate("math", "erf")
+    floor = delegate("math", "floor")
+    ceil = delegate("math", "ceil")
+    cdiv = delegate("standard", "cdiv")
+    sigmoid = delegate("standard", "sigmoid")
+    softmax = delegate("standard", "softmax")
 
     # ------------------------------------------------------------------ reductions and scans
-    reduce = _delegate("reductions", "reduce")
-    associative_scan = _delegate("reductions", "associative_scan")
-    sum = _delegate("reductions", "sum")
-    max = _delegate("reductions", "max")
-    min = _delegate("reductions", "min")
-    argmax = _delegate("reductions", "argmax")
-    argmin = _delegate("reductions", "argmin")
-    xor_sum = _delegate("reductions", "xor_sum")
-    reduce_or = _delegate("reductions", "reduce_or")
-    cumsum = _delegate("reductions", "cumsum")
-    cumprod = _delegate("reductions", "cumprod")
-    sort = _delegate("sorting", "sort")
-    flip = _delegate("sorting", "flip")
-    topk = _delegate("sorting", "topk")
-    gather = _delegate("indexing", "gather")
-    histogram = _delegate("indexing", "histogram")
+    reduce = delegate("reductions", "reduce")
+    associative_scan = delegate("reductions", "associative_scan")
+    sum = delegate("reductions", "sum")
+    max = delegate("reductions", "max")
+    min = delegate("reductions", "min")
+    argmax = delegate("reductions", "argmax")
+    argmin = delegate("reductions", "argmin")
+    xor_sum = delegate("reductions", "xor_sum")
+    reduce_or = delegate("reductions", "reduce_or")
+    cumsum = delegate("reductions", "cumsum")
+    cumprod = delegate("reductions", "cumprod")
+    sort = delegate("sorting", "sort")
+    flip = delegate("sorting", "flip")
+    topk = delegate("sorting", "topk")
+    gather = delegate("indexing", "gather")
+    histogram = delegate("indexing", "histogram")
 
 
 def is_tensor(x: Any) -> bool:

@@ -228,14 +228,14 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     lw, llir, ptx_text = lower(False)
     kernel = kernel_tgir
     asm["llir"] = emit("llir", llir)
-    if asm["llir"] != llir:  # an override of the LLVM IR: its PTX
+    overridden = asm["llir"] != llir  # an override of a stage: compiled as given, no retry
+    if overridden:
         ptx_text = codegen.emit_ptx(asm["llir"], cap)
     # a warp-specialized kernel re-sizing its partitions' registers starts every thread
     # with its share of the register file (setmaxnreg moves registers within that)
     maxnreg = maxnreg_of(kernel_tgir, num_warps) or maxnreg
     if maxnreg:  # in the PTX itself, so a driver JIT-compiling it honours it too
         ptx_text = ptxas.with_register_cap(ptx_text, int(maxnreg))
-    overridden = asm["llir"] != llir
     asm["ptx"] = emit("ptx", ptx_text)
     overridden = overridden or asm["ptx"] != ptx_text
     arch = codegen.ptx_arch(cap)
