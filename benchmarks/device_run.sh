@@ -31,6 +31,9 @@
 #   window     the library's sliding-window forward against its dense causal one, N8192 D128
 #              (profile_attention.py --window; WINDOW=1024): the speed-up and the ideal one, per
 #              config (WINDOW_CONFIGS=128x64s3w8,128x128s2w8)
+#   scaling    the forward's time against N at a fixed number of programs, tegula (one pinned
+#              config) vs SDPA, with the fitted fixed part per program (attention_scaling.py;
+#              SCALING_CASES="128:128x128s2w8ws 128c:128x128s2w8wsol", D then c for causal)
 #   autotune   the autotuned matmul example vs cuBLAS (AUTOTUNE_N, default 4096)
 #   int8       int8 matmul (B column-major: wgmma on Hopper) vs Triton vs torch._int_mm
 #              (int8_matmul_gpu.py; INT8_SIZES=4096,8192)
@@ -143,6 +146,13 @@ stage() {
     local sizes=${INT8_SIZES:-4096,8192}
     timeout "${INT8_TIMEOUT:-300}" python3 benchmarks/int8_matmul_gpu.py --sizes ${sizes//,/ } 2>&1 \
       | tee "$OUT/int8.log" | tail -n 8 ;;
+  scaling)
+    local case
+    for case in ${SCALING_CASES:-128:128x128s2w8ws 128c:128x128s2w8wsol 64:128x64s3w8 64c:128x64s3w8}; do
+      local d=${case%%:*} causal=""; [ "${d%c}" != "$d" ] && causal=--causal
+      timeout "${SCALING_TIMEOUT:-150}" python3 benchmarks/attention_scaling.py --d "${d%c}" $causal \
+        --config "${case#*:}" 2>&1 | tee -a "$OUT/scaling.log" | grep -v Warning | tail -n 9
+    done ;;
   autotune)
     timeout 300 python3 benchmarks/autotune_matmul.py ${AUTOTUNE_N:-4096} 2>&1 | tee "$OUT/autotune.log" | tail -n 12 ;;
   wsprobe)

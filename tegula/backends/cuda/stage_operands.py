@@ -14,7 +14,10 @@ mma.sync would move it through shared memory twice.
 
     buf = local_alloc smem<1 x shape>
     async_copy buf, 0, ptrs[, mask]        (masked-off elements zero-filled)
-    async_commit; async_wait 0             (the barrier pass adds the CTA barrier)
+    async_commit
+    ... (up to the first op reading x)
+    async_wait N                           (N: groups committed since, still in flight;
+                                            the barrier pass adds the CTA barrier)
     x = local_load buf, 0                  (the dots read it in place, see lower_shared)
     ... the loops ...
     local_dealloc buf                      (after the last top-level op that reads x)
@@ -57,8 +60,12 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
     done = 0
     for block, once in _blocks(kernel.body):
         picked = _pick(block, uses, num_warps, capability, once)
-        for load in picked:
-            _stage(block, load, uses)
+        staged = [_stage(block, load, uses) for load in picked]
+        # each wait leaves in flight the groups committed after its own, counted once
+        # all are staged (a later staging adds its group before an earlier one's wait)
+        for commit, wait in staged:
+            wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(block, block.instrs.index(commit) + 1,
+                                                                block.instrs.index(wait)))
         done += len(picked)
     return done
 
@@ -188,7 +195,9 @@ def _in_shared(v: Value) -> bool:
     return slot_read(v) is not None
 
 
-def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> None:
+def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[Instr, Instr]:
+    """Stage `load` (see the module docstring); returns its copy group's commit and
+    its wait, whose count of groups left in flight the caller sets."""
     res = load.results[0]
     mem = memory_operands(load)
     b = Builder()
@@ -200,13 +209,33 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> None:
     slot = b.constant(0, I32)
     operands = [buf, slot, mem.pointer] + ([mem.mask] if mem.mask is not None else [])
     b.create(Op.ASYNC_COPY, operands, A.AsyncCopyAttrs(has_mask=mem.mask is not None))
-    b.create(Op.ASYNC_COMMIT, [])
-    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
-    value = b.op1(Op.LOCAL_LOAD, buf, slot)
+    commit = b.create(Op.ASYNC_COMMIT, [])
     at = block.instrs.index(load)
     block.instrs[at:at + 1] = staged.instrs
-    block.instrs.insert(_free_position(block, buf.owner, [_top_level_owner(block, u) for u in uses.get(res, [])]),
-                        Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
+    readers = [_top_level_owner(block, u) for u in uses.get(res, [])]
+    # The wait goes right before the first reader, not after the copy: copies staged
+    # one after another (attention's Q and last V) are then in flight together, and
+    # the code in between runs under them.
+    first = min(block.instrs.index(r) for r in readers)
+    arrive = Builder()
+    arrive.loc = load.loc
+    waited = Block()
+    arrive.set_insertion_end(waited)
+    wait = arrive.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    value = arrive.op1(Op.LOCAL_LOAD, buf, slot)
+    block.instrs[first:first] = waited.instrs
+    block.instrs.insert(_free_position(block, buf.owner, readers), Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
     for u in uses.get(res, []):
         u.operands = [value if o is res else o for o in u.operands]
+    return commit, wait
+
+
+def _groups_after(block: Block, start: int, end: int) -> int:
+    """How many copy groups `block.instrs[start:end]` commits, which a wait at `end` for
+    a group committed before `start` may leave in flight: those of its top-level ops,
+    or 0 (wait for all) where one of its regions commits or waits for groups itself."""
+    between = block.instrs[start:end]
+    if any(sub.op in (Op.ASYNC_COMMIT, Op.ASYNC_WAIT) for ins in between if ins.regions for sub in ins.walk()):
+        return 0
+    return sum(ins.op is Op.ASYNC_COMMIT for ins in between)
 

@@ -105,6 +105,29 @@ def test_dkdv_on_the_emulator(capability):
     np.testing.assert_allclose(dk, want_dk, rtol=1e-6)
 
 
+def test_staged_copies_are_in_flight_together():
+    """K and V, staged one after the other, are waited for right before the loop that
+    reads them, not after each copy: both copies and the loop's prologue (two groups,
+    3 stages) are then in flight together. K's wait leaves V's group and the prologue's
+    in flight (3), V's the prologue's (2)."""
+    BN, BM, D, N = 128, 32, 64, 160
+    kernel = _kernel(BN, BM, D)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    top = ek.lowering.kernel.body.instrs
+    commits = [i for i, ins in enumerate(top) if ins.op is Op.ASYNC_COMMIT]
+    waits = [i for i, ins in enumerate(top) if ins.op is Op.ASYNC_WAIT]
+    loop = next(i for i, ins in enumerate(top) if ins.op is Op.FOR)
+    assert len(commits) == 4 and commits[-1] < waits[0] < waits[1] < loop
+    assert [top[i].attrs.pending for i in waits[:2]] == [3, 2]
+    q, k, v, do = _inputs(BN, D, N, 11)
+    dk = np.full((BN, D), np.nan, np.float32)
+    dv = np.full((BN, D), np.nan, np.float32)
+    ek.run((1, 1, 1), _args(kernel, q, k, v, do, dk, dv))
+    want_dk, want_dv = _reference(q, k, v, do, BM)
+    np.testing.assert_allclose(dv, want_dv, rtol=1e-6)
+    np.testing.assert_allclose(dk, want_dk, rtol=1e-6)
+
+
 def test_passes_keep_the_interpreters_results():
     """Translation validation: the interpreter gives the same bits before and after
     splitting, pipelining and staging."""

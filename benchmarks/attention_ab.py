@@ -1,0 +1,94 @@
+"""The attention forward of the working tree against the same library at a git revision,
+in one process (A/B): figures of different processes differ by a few percent on the GPU
+machine, more than many kernel changes are worth.
+
+The revision's `tegula/kernels/*.py` are loaded a second time as their own modules
+(their jit functions are other kernels, compiled by the working tree's compiler), then
+each case times the revision's forward, the working tree's, and SDPA, twice in turn.
+
+    python3 benchmarks/attention_ab.py --rev HEAD --cases 128:128x128s2w8ws 64c:128x64s3w8
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.attention_bench import LIBRARY_FILES  # noqa: E402
+
+
+def load_library_at(rev: str) -> ModuleType:
+    """tegula/kernels at `rev`, loaded as a separate `tegula.kernels` package (the
+    working tree's own modules are put back afterwards)."""
+    folder = Path(tempfile.mkdtemp(prefix="kernels-"))
+    saved = {name: mod for name, mod in sys.modules.items() if name.startswith("tegula.kernels")}
+    package = ModuleType("tegula.kernels")
+    package.__path__ = [str(folder)]
+    sys.modules["tegula.kernels"] = package
+    try:
+        for name in LIBRARY_FILES:
+            text = subprocess.run(["git", "show", f"{rev}:tegula/kernels/{name}.py"], cwd=ROOT, check=True,
+                                  capture_output=True, text=True).stdout
+            path = folder / f"{name}.py"
+            path.write_text(text)
+            spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            setattr(package, name, module)
+    finally:
+        for name in [n for n in sys.modules if n.startswith("tegula.kernels")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+    return package
+
+
+def main() -> int:
+    import torch
+
+    import tegula.testing
+    from benchmarks.attention_bench import flops, only_config
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rev", default="HEAD")
+    ap.add_argument("--cases", nargs="+", default=["128:128x128s2w8ws", "128c:128x128s2w8wsol",
+                                                   "64:128x64s3w8", "64c:128x64s3w8"])
+    ap.add_argument("--n", type=int, default=4096)
+    args = ap.parse_args()
+    new = importlib.import_module("tegula.kernels.attention")
+    old = load_library_at(args.rev).attention
+    bench = tegula.testing.do_bench
+    print(f"N{args.n}, Z*H*N = 4*32*4096; TFLOP/s: {args.rev} / working tree / SDPA, two rounds")
+    for case in args.cases:
+        d, spec = case.split(":")
+        causal = d.endswith("c")
+        D = int(d.rstrip("c"))
+        Z = max(1, 4 * 4096 // args.n)
+        q, k, v = (torch.randn(Z, 32, args.n, D, device="cuda", dtype=torch.float16, requires_grad=True)
+                   for _ in range(3))
+        f = flops(Z, 32, args.n, D, causal)
+        for module in (old, new):
+            only_config(module, spec)
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        errs = [(m.attention(q, k, v, causal=causal) - want).abs().max().item() for m in (old, new)]
+        cells = []
+        for _ in range(2):
+            for run in (lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
+                        lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)):
+                cells.append(f / bench(run) / 1e9)
+        print(f"D{D}{' causal' if causal else '':7s} {spec:16s} " + "  ".join(
+            f"{cells[i]:6.1f} / {cells[i + 1]:6.1f} / {cells[i + 2]:6.1f}" for i in (0, 3))
+              + f"   new/old {(cells[1] + cells[4]) / (cells[0] + cells[3]):.3f}"
+              + f"  max|out - sdpa| {errs[0]:.1e} {errs[1]:.1e}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
