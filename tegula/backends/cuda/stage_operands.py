@@ -214,8 +214,8 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[I
     block.instrs[at:at + 1] = staged.instrs
     readers = [_top_level_owner(block, u) for u in uses.get(res, [])]
     # The wait goes right before the first reader, not after the copy: copies staged
-    # one after another (attention's Q and last V) are then in flight together, and
-    # the code in between runs under them.
+    # one after another (the backward's K and V) and a loop's prologue copies are then
+    # in flight together, and the code in between runs under them.
     first = min(block.instrs.index(r) for r in readers)
     arrive = Builder()
     arrive.loc = load.loc
@@ -224,7 +224,8 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[I
     wait = arrive.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
     value = arrive.op1(Op.LOCAL_LOAD, buf, slot)
     block.instrs[first:first] = waited.instrs
-    block.instrs.insert(_free_position(block, buf.owner, readers), Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
+    block.instrs.insert(_free_position(block, buf.owner, readers),
+                        Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
     for u in uses.get(res, []):
         u.operands = [value if o is res else o for o in u.operands]
     return commit, wait
