@@ -82,6 +82,17 @@ def _args(kernel, q, k, v, do, dk, dv):
     return [values[n] for n in kernel.arg_names]
 
 
+def _check_on(ek, kernel, bm, inputs):
+    """Run the emulated kernel on `inputs` (q, k, v, do) against the float64 reference."""
+    q, k, v, do = inputs
+    dk = np.full(k.shape, np.nan, np.float32)
+    dv = np.full(k.shape, np.nan, np.float32)
+    ek.run((1, 1, 1), _args(kernel, q, k, v, do, dk, dv))
+    want_dk, want_dv = _reference(q, k, v, do, bm)
+    np.testing.assert_allclose(dv, want_dv, rtol=1e-6)
+    np.testing.assert_allclose(dk, want_dk, rtol=1e-6)
+
+
 @pytest.mark.parametrize("capability", [80, 90])
 def test_dkdv_on_the_emulator(capability):
     BN, BM, D, N = 128, 32, 64, 160
@@ -96,13 +107,7 @@ def test_dkdv_on_the_emulator(capability):
     # view (`slot_views`); sm_80: mma.sync reads slots as stored, so each is split in two
     assert len(rings) == (2 if capability == 90 else 4)
     assert len(staged) == (2 if capability == 90 else 0)   # K and V, beside dK and dV (4 warps)
-    q, k, v, do = _inputs(BN, D, N, capability)
-    dk = np.full((BN, D), np.nan, np.float32)
-    dv = np.full((BN, D), np.nan, np.float32)
-    ek.run((1, 1, 1), _args(kernel, q, k, v, do, dk, dv))
-    want_dk, want_dv = _reference(q, k, v, do, BM)
-    np.testing.assert_allclose(dv, want_dv, rtol=1e-6)
-    np.testing.assert_allclose(dk, want_dk, rtol=1e-6)
+    _check_on(ek, kernel, BM, _inputs(BN, D, N, capability))
 
 
 def test_staged_copies_are_in_flight_together():
@@ -119,13 +124,7 @@ def test_staged_copies_are_in_flight_together():
     loop = next(i for i, ins in enumerate(top) if ins.op is Op.FOR)
     assert len(commits) == 4 and commits[-1] < waits[0] < waits[1] < loop
     assert [top[i].attrs.pending for i in waits[:2]] == [3, 2]
-    q, k, v, do = _inputs(BN, D, N, 11)
-    dk = np.full((BN, D), np.nan, np.float32)
-    dv = np.full((BN, D), np.nan, np.float32)
-    ek.run((1, 1, 1), _args(kernel, q, k, v, do, dk, dv))
-    want_dk, want_dv = _reference(q, k, v, do, BM)
-    np.testing.assert_allclose(dv, want_dv, rtol=1e-6)
-    np.testing.assert_allclose(dk, want_dk, rtol=1e-6)
+    _check_on(ek, kernel, BM, _inputs(BN, D, N, 11))
 
 
 def test_passes_keep_the_interpreters_results():
