@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.attention_bench import LIBRARY_FILES  # noqa: E402
+from benchmarks.attention_bench import LIBRARY_FILES, exec_library  # noqa: E402
 
 
 def load_library_at(rev: str) -> ModuleType:
@@ -37,13 +36,8 @@ def load_library_at(rev: str) -> ModuleType:
         for name in LIBRARY_FILES:
             text = subprocess.run(["git", "show", f"{rev}:tegula/kernels/{name}.py"], cwd=ROOT, check=True,
                                   capture_output=True, text=True).stdout
-            path = folder / f"{name}.py"
-            path.write_text(text)
-            spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-            setattr(package, name, module)
+            (folder / f"{name}.py").write_text(text)
+        exec_library(package, folder)
     finally:
         for name in [n for n in sys.modules if n.startswith("tegula.kernels")]:
             del sys.modules[name]

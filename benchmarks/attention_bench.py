@@ -48,13 +48,19 @@ def load_library_under_triton() -> ModuleType | None:
     with tegula_is_triton({"tegula.language.extra": triton.language.extra, "tegula.kernels": package,
                            "tegula.tools": triton.tools,
                            "tegula.tools.tensor_descriptor": triton.tools.tensor_descriptor}):
-        for name in LIBRARY_FILES:
-            spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", KERNELS_DIR / f"{name}.py")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-            setattr(package, name, module)
+        exec_library(package, KERNELS_DIR)
     return package
+
+
+def exec_library(package: ModuleType, folder: Path) -> None:
+    """Run the library's files in `folder` as `tegula.kernels.*` modules of `package`, in
+    dependency order (each registered in sys.modules before the next imports it)."""
+    for name in LIBRARY_FILES:
+        spec = importlib.util.spec_from_file_location(f"tegula.kernels.{name}", folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        setattr(package, name, module)
 
 
 def narrow_configs(attention_module) -> None:
