@@ -7,6 +7,9 @@ The revision's `tegula/kernels/*.py` are loaded a second time as their own modul
 each case times the revision's forward, the working tree's, and SDPA, twice in turn.
 
     python3 benchmarks/attention_ab.py --rev HEAD --cases 128:128x128s2w8ws 64c:128x64s3w8
+
+A case's config may be two, `128:128x128s2w8ws/128x128s2w8wsp`: the revision runs the
+first, the working tree the second (a new config against the old best).
 """
 from __future__ import annotations
 
@@ -55,11 +58,12 @@ def main() -> int:
     ap.add_argument("--cases", nargs="+", default=["128:128x128s2w8ws", "128c:128x128s2w8wsol",
                                                    "64:128x64s3w8", "64c:128x64s3w8"])
     ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     new = importlib.import_module("tegula.kernels.attention")
     old = load_library_at(args.rev).attention
     bench = tegula.testing.do_bench
-    print(f"N{args.n}, Z*H*N = 4*32*4096; TFLOP/s: {args.rev} / working tree / SDPA, two rounds")
+    print(f"N{args.n}, Z*H*N = 4*32*4096; TFLOP/s: {args.rev} / working tree / SDPA, {args.rounds} rounds")
     for case in args.cases:
         d, spec = case.split(":")
         causal = d.endswith("c")
@@ -68,18 +72,20 @@ def main() -> int:
         q, k, v = (torch.randn(Z, 32, args.n, D, device="cuda", dtype=torch.float16, requires_grad=True)
                    for _ in range(3))
         f = flops(Z, 32, args.n, D, causal)
-        for module in (old, new):
-            only_config(module, spec)
+        old_spec, _, new_spec = spec.partition("/")  # `A/B`: the revision at A, the working tree at B
+        only_config(old, old_spec)
+        only_config(new, new_spec or old_spec)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         errs = [(m.attention(q, k, v, causal=causal) - want).abs().max().item() for m in (old, new)]
         cells = []
-        for _ in range(2):
+        for _ in range(args.rounds):
             for run in (lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
                         lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)):
                 cells.append(f / bench(run) / 1e9)
+        rounds = range(0, len(cells), 3)
         print(f"D{D}{' causal' if causal else '':7s} {spec:16s} " + "  ".join(
-            f"{cells[i]:6.1f} / {cells[i + 1]:6.1f} / {cells[i + 2]:6.1f}" for i in (0, 3))
-              + f"   new/old {(cells[1] + cells[4]) / (cells[0] + cells[3]):.3f}"
+            f"{cells[i]:6.1f} / {cells[i + 1]:6.1f} / {cells[i + 2]:6.1f}" for i in rounds)
+              + f"   new/old {sum(cells[i + 1] for i in rounds) / sum(cells[i] for i in rounds):.3f}"
               + f"  max|out - sdpa| {errs[0]:.1e} {errs[1]:.1e}", flush=True)
     return 0
 

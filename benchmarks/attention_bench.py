@@ -79,7 +79,10 @@ def narrow_configs(attention_module) -> None:
 def only_config(attention_module, spec: str) -> None:
     """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list),
     with `ws` after it (`128x64s3w8ws`) the same config with WARP_SPECIALIZE=True, with
-    `ol` after that (`128x64s3w8wsol`, `128x64s3w8ol`) with ONE_LOOP=True."""
+    `ol` after that (`128x64s3w8wsol`, `128x64s3w8ol`) with ONE_LOOP=True, and `p` last
+    (`128x128s2w8wsp`) with PERSISTENT=True."""
+    persistent = spec.endswith("p")
+    spec = spec.removesuffix("p")
     one_loop = spec.endswith("ol")
     spec = spec.removesuffix("ol")
     specialized = spec.endswith("ws")
@@ -90,16 +93,16 @@ def only_config(attention_module, spec: str) -> None:
     if not hasattr(kernel, "all_configs"):
         kernel.all_configs = list(kernel.configs)
     want = (bm, bn, stages, warps)
-    picked = [c for c in kernel.all_configs
-              if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) == want
-              or max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
-    if len(picked) <= 2:
+    host = [c for c in kernel.all_configs if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
+    gpu = [c for c in kernel.all_configs
+           if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages, c.num_warps) == want]
+    if not gpu:
         raise ValueError(f"{spec}: not one of the forward kernel's GPU configs")
-    flags = {**({"WARP_SPECIALIZE": True} if specialized else {}), **({"ONE_LOOP": True} if one_loop else {})}
-    if flags:
-        picked = [copy_config(c, **flags) if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) > 32 else c
-                  for c in picked]
-    kernel.configs = picked
+    # the list's first of those blocks, the plain one (its twins, after it, differ in the
+    # flags), with the flags spelled (only those set: an older revision's kernel may lack one)
+    flags = {name: True for name, on in (("WARP_SPECIALIZE", specialized), ("ONE_LOOP", one_loop),
+                                         ("PERSISTENT", persistent)) if on}
+    kernel.configs = host + [copy_config(gpu[0], **flags)]
     if hasattr(kernel, "cache"):
         kernel.cache.clear()  # a tuned choice of the previous spec must not be reused
 
@@ -110,7 +113,8 @@ def config_label(config) -> str:
         return "?"
     kw = config.kwargs
     return (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}s{config.num_stages}w{config.num_warps}"
-            f"{'ws' if kw.get('WARP_SPECIALIZE') else ''}{'ol' if kw.get('ONE_LOOP') else ''}")
+            f"{'ws' if kw.get('WARP_SPECIALIZE') else ''}{'ol' if kw.get('ONE_LOOP') else ''}"
+            f"{'p' if kw.get('PERSISTENT') else ''}")
 
 
 def print_tuning(kernel) -> None:

@@ -110,14 +110,28 @@ def _forward(q, k, v, plan: _Plan):
     Z, H, N, D = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((Z, H, N), device=q.device, dtype=plan.acc_dtype)
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_M"]), Z * H)
+    programs = _program_slots(q)
+
+    def grid(meta):
+        if meta.get("PERSISTENT"):  # one program per SM walking the tiles
+            return (min(triton.cdiv(N, meta["BLOCK_M"]) * Z * H, programs), 1)
+        return (triton.cdiv(N, meta["BLOCK_M"]), Z * H)
     tensors = (q, k, v, o)
     desc = forward_descriptors_apply(*tensors)
     if desc:
         tensors = _row_descriptors(*tensors)
     _fwd[grid](*tensors, lse, *q.stride(), H, N, plan.sparse_args(False),
-               **plan.constexprs(backward=False), DESC=desc, ONE_SPAN=plan.one_span())
+               **plan.constexprs(backward=False), DESC=desc, ONE_SPAN=plan.one_span(), ZH=Z * H)
     return o, lse
+
+
+def _program_slots(q) -> int:
+    """How many programs a persistent launch on q's device runs: one per SM (a
+    persistent config's programs each hold an SM's shared memory)."""
+    import torch
+    if not q.is_cuda:
+        return 1
+    return torch.cuda.get_device_properties(q.device).multi_processor_count
 
 
 def _backward(q, k, v, o, lse, do, plan: _Plan):

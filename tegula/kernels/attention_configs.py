@@ -10,7 +10,8 @@ BlockMask needs the kernel's blocks to divide its blocks, and head dim 256 keeps
 shared-memory rings small.
 
 The forward's list also holds warp-specialized twins of its 128-row 8-warp configs (for
-Hopper's descriptor path, dense or one span per Q block; pruned elsewhere). Its GPU configs carry a pre-hook that gives
+Hopper's descriptor path, dense or one span per Q block; pruned elsewhere);
+`persistent_twin` makes a persistent one of those (not tuned by default). Its GPU configs carry a pre-hook that gives
 its tensor descriptors (the DESC path, attention.py) the config's blocks, as Triton's
 tutorial 06 does.
 """
@@ -62,6 +63,19 @@ FWD_GPU += [triton.Config({**c.kwargs, "WARP_SPECIALIZE": True, "ONE_LOOP": True
                           num_warps=c.num_warps,
                           pre_hook=c.pre_hook)
             for c in FWD_GPU if c.kwargs["BLOCK_M"] == 128 and c.kwargs["BLOCK_N"] >= 64 and c.num_warps == 8]
+
+
+def persistent_twin(config):
+    """`config` (a warp-specialized forward config) with PERSISTENT=True: one program
+    per SM walking the tiles, the KV rings turning across tiles (the producer fills the
+    next tile's first slots during this one's epilogue). Not in the tuned list: on the
+    H200 (session 19, Z4 H32 N4096, one process, 3 rounds against SDPA) the D128
+    forward ran 0.965-0.968x SDPA persistent, 0.945-0.981x not, causal the same within
+    noise: the per-tile work still on the consumers' path (Q's load, the last V's, the
+    epilogue) is what the non-persistent grid paid too. Benchmarks spell it `...wsp`."""
+    return triton.Config({**config.kwargs, "PERSISTENT": True}, num_stages=config.num_stages,
+                         num_warps=config.num_warps, pre_hook=config.pre_hook)
+
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)
 # dK/dV owns the key block (the outer one) and steps over queries: BLOCK_N outer.
 DKDV_HOST, DKDV_GPU = _configs(_HOST, _GPU, swap=True)
@@ -71,6 +85,10 @@ def _fits(c, a, outer: str, inner: str) -> bool:
     kw = c.kwargs
     if kw.get("WARP_SPECIALIZE") and (not a.get("DESC") or (a["SPARSE"] and not a.get("ONE_SPAN"))):
         return False  # only the descriptor path's dense-style loops specialize: a twin would repeat its config
+    if kw.get("PERSISTENT") and a["SPARSE"]:
+        # a tile's block-mask spans are loaded after the last tile's output stores, so no
+        # producer may load ahead of them (warp_specialize refuses): an unspecialized twin
+        return False
     if a["CAUSAL"] and not a["SPARSE"] and kw[outer] % kw[inner]:
         return False
     if a["SPARSE"] and (a["SPARSE_Q"] % kw["BLOCK_M"] or a["SPARSE_KV"] % kw["BLOCK_N"]):

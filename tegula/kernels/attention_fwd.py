@@ -147,13 +147,16 @@ def _fwd_blocks(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
             prev_n = tl.where(full_lo > lo, full_lo - BLOCK_N, after_full)
         else:
             prev_n = tl.maximum(full_hi - BLOCK_N, 0)
-        before_tail = prev_n
-        for start_n in tl.range(full_hi, hi, BLOCK_N):
-            acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
-                                                 start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX, SCORE_MOD,
-                                                 score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N, PRECISION,
-                                                 DESC, kv_row0, IN_RANGE, True, True)
-        prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
+        if CAUSAL or SPARSE or not IN_RANGE:
+            # (a dense kernel in range has no block after the full ones: no loop, whose
+            # rings a persistent kernel would have to hold beside the first loop's)
+            before_tail = prev_n
+            for start_n in tl.range(full_hi, hi, BLOCK_N):
+                acc, l_i, m_i, p, prev_n = _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d,
+                                                     start_n, offs_m, offs_d, sm_scale, off_b, off_h, N_CTX,
+                                                     SCORE_MOD, score_args, MASK_MOD, mask_args, CAUSAL, True, BLOCK_N,
+                                                     PRECISION, DESC, kv_row0, IN_RANGE, True, True)
+            prev_n = tl.where(hi > full_hi, full_hi + (hi - 1 - full_hi) // BLOCK_N * BLOCK_N, before_tail)
     return acc, l_i, m_i, p, prev_n
 
 
@@ -166,7 +169,8 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                          SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr,
                          ON_GPU: tl.constexpr, IN_RANGE: tl.constexpr, DESC: tl.constexpr,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False,
-                         ONE_SPAN: tl.constexpr = False, ONE_LOOP: tl.constexpr = False):
+                         ONE_SPAN: tl.constexpr = False, ONE_LOOP: tl.constexpr = False,
+                         PERSISTENT: tl.constexpr = False, ZH=0):
     """`sparse` is () when not SPARSE, else a BlockMask's spans per Q block
     (`BlockMask.kernel_args`, read by attention_common's `sparse_span_*`): ranges of
     consecutive KV blocks with their full blocks in one run inside. Walking one is a
@@ -187,14 +191,78 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
 
     ONE_LOOP (a config's; causal or SPARSE with ONE_SPAN): every visited block on one
     loop, the masked ones told apart at run time, rather than the full blocks' loop
-    between loops of masked ones."""
-    block_m = tl.program_id(0)
-    if CAUSAL and not SPARSE:
-        # Causal Q blocks cost more the later they sit (they see more keys): start the
-        # costliest first, so the last programs to start are short ones (fewer idle SMs
-        # at the end of the grid).
-        block_m = tl.num_programs(0) - 1 - block_m
-    batch_head = tl.program_id(1)
+    between loops of masked ones.
+
+    PERSISTENT (a config's): the grid is (P, 1), P programs (the SM count) walking the
+    ZH * cdiv(N_CTX, BLOCK_M) tiles (ZH = Z * H, the (batch, head) pairs) round robin:
+    one loop over tiles around each tile's KV loops. On the warp-specialized
+    descriptor path the compiler allocates the KV rings once and keeps their slots
+    turning across tiles, so the producer fills the next tile's first K and V blocks
+    while the consumers finish this one (no program start, no pipeline fill per tile)."""
+    if PERSISTENT:
+        num_m = tl.cdiv(N_CTX, BLOCK_M)
+        # (the tile loop keeps its invariants: hoisted, the descriptors' address tiles
+        # would stay live, in registers, across every tile's KV loop)
+        for tile in tl.range(tl.program_id(0), num_m * ZH, tl.num_programs(0), disable_licm=True):
+            _fwd_tile(tile // num_m, _block_m_of(tile, num_m, CAUSAL and not SPARSE), q_ptr, k_ptr, v_ptr, out_ptr,
+                      lse_ptr, stride_z, stride_h, stride_n, stride_d, H, N_CTX, sparse, SCORE_MOD, score_args,
+                      MASK_MOD, mask_args, HEAD_DIM, SM_SCALE, CAUSAL, SPARSE, SPARSE_Q, SPARSE_KV, PRECISION,
+                      IN_RANGE, DESC, BLOCK_M, BLOCK_N, WARP_SPECIALIZE, ONE_SPAN, ONE_LOOP)
+    else:
+        block_m = tl.program_id(0)
+        if CAUSAL and not SPARSE:
+            # Causal Q blocks cost more the later they sit (they see more keys): start the
+            # costliest first, so the last programs to start are short ones (fewer idle SMs
+            # at the end of the grid).
+            block_m = tl.num_programs(0) - 1 - block_m
+        _fwd_tile(tl.program_id(1), block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride_z, stride_h, stride_n,
+                  stride_d, H, N_CTX, sparse, SCORE_MOD, score_args, MASK_MOD, mask_args, HEAD_DIM, SM_SCALE, CAUSAL,
+                  SPARSE, SPARSE_Q, SPARSE_KV, PRECISION, IN_RANGE, DESC, BLOCK_M, BLOCK_N, WARP_SPECIALIZE, ONE_SPAN,
+                  ONE_LOOP)
+
+
+@triton.jit
+def _block_m_of(tile, num_m, BALANCE: tl.constexpr):
+    """The Q block of a persistent kernel's tile (Q blocks fastest, so the tiles running
+    at once share a few heads' K and V in L2). BALANCE (causal, where a Q block costs
+    more the later it sits): even heads walk their blocks last first, odd heads first
+    first, so a program's tiles, `programs` apart, meet heavy and light blocks alike
+    as they cross heads. (In one order for all heads, 132 programs over 32 blocks a
+    head meet only the blocks of one residue mod 4: heavy for some programs, light for
+    others, 8% slower than the non-persistent grid on the H200. The balance holds where
+    the programs are not an even multiple of the blocks a head.)"""
+    block_m = tile % num_m
+    if BALANCE:
+        if (tile // num_m) % 2 == 0:
+            block_m = num_m - 1 - block_m
+    return block_m
+
+
+@triton.jit
+def _q_block(q_ptr, batch_head, block_m, H, stride_z, stride_h, stride_n, stride_d, N_CTX, HEAD_DIM: tl.constexpr,
+             BLOCK_M: tl.constexpr, DESC: tl.constexpr):
+    """The Q rows block_m * BLOCK_M ... of one (batch, head) (zero past N_CTX)."""
+    start_m = block_m * BLOCK_M
+    if DESC:
+        q = q_ptr.load([batch_head * N_CTX + start_m, 0])
+    else:
+        base = (batch_head // H).to(tl.int64) * stride_z + (batch_head % H).to(tl.int64) * stride_h
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        offs_d = tl.arange(0, HEAD_DIM)
+        q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
+                    mask=offs_m[:, None] < N_CTX, other=0.0)
+    return q
+
+
+@triton.jit
+def _fwd_tile(batch_head, block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride_z, stride_h, stride_n, stride_d, H,
+              N_CTX, sparse, SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
+              HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr, SPARSE: tl.constexpr,
+              SPARSE_Q: tl.constexpr, SPARSE_KV: tl.constexpr, PRECISION: tl.constexpr, IN_RANGE: tl.constexpr,
+              DESC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+              ONE_SPAN: tl.constexpr, ONE_LOOP: tl.constexpr):
+    """The output rows block_m * BLOCK_M ... of one (batch, head): its Q block against
+    the KV blocks it visits, then the output and logsumexp stores."""
     off_b = batch_head // H
     off_h = batch_head % H
     # 64-bit offsets: Z*H*N*D elements can exceed 2**31 for long contexts.
@@ -204,13 +272,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
     offs_d = tl.arange(0, HEAD_DIM)
     in_q = offs_m < N_CTX
     row0 = batch_head * N_CTX
+    q = _q_block(q_ptr, batch_head, block_m, H, stride_z, stride_h, stride_n, stride_d, N_CTX, HEAD_DIM, BLOCK_M, DESC)
     if DESC:
-        q = q_ptr.load([row0 + start_m, 0])
         k_base = k_ptr
         v_base = v_ptr
     else:
-        q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=in_q[:, None],
-                    other=0.0)
         k_base = k_ptr + base
         v_base = v_ptr + base
 
@@ -255,7 +321,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
         else:
             lo = 0
             full_lo = 0
-            full_hi = N_CTX - N_CTX % BLOCK_N
+            full_hi = N_CTX if IN_RANGE else N_CTX - N_CTX % BLOCK_N
             hi = N_CTX
         # (a dense kernel's only masked block is a partial last one: its own loop)
         acc, l_i, m_i, p, prev_n = _fwd_blocks(

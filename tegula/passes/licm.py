@@ -8,7 +8,8 @@ expression invariant in several nested loops climbs out of all of them.
 
 Not hoisted: loads (a store in the loop may change what they read), stores and other
 side effects, instructions with regions (reductions), and instructions nested in an
-`if` inside the loop body (they may be guarded by the condition). Hoisted instructions
+`if` inside the loop body (they may be guarded by the condition), and anything out of
+a loop whose `tl.range` says `disable_licm=True` (as Triton honours it). Hoisted instructions
 run even when the loop runs zero times; that is safe because pure ops cannot trap here
 (integer division by zero has a defined result in the IR).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.attrs import LoopAttrs
 from ..ir.core import Block, Instr, Kernel
 from ..ir.ops import Op
 from .ir_utils import defined_inside, is_movable_pure
@@ -40,6 +42,8 @@ def _visit(block: Block) -> None:
 
 def _hoist(loop: Instr) -> list[Instr]:
     """Remove the invariant instructions from `loop`'s body and return them in order."""
+    if isinstance(loop.attrs, LoopAttrs) and loop.attrs.disable_licm:
+        return []  # `tl.range(..., disable_licm=True)`: the loop keeps its invariants
     inside = defined_inside(loop)
     body = loop.regions[0]
     hoisted: list[Instr] = []

@@ -16,9 +16,10 @@ from tegula.kernels.attention_fwd import attention_fwd_kernel  # noqa: E402  (th
 
 
 def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=False, block_mask=None,
-                                 one_loop=False):
+                                 one_loop=False, programs=None):
     """The forward kernel's descriptor path launched directly with one config (with a
-    block mask of at most one span per Q block: the ONE_SPAN walk)."""
+    block mask of at most one span per Q block: the ONE_SPAN walk); with `programs`,
+    persistent: that many programs walk the tiles."""
     import importlib
 
     library = importlib.import_module("tegula.kernels.attention")
@@ -38,11 +39,13 @@ def _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_sp
         sparse, blocks = block_mask.kernel_args(Z, H, False), (block_mask.q_block, block_mask.kv_block)
         mask_fn, mask_args = block_mask.mask_mod.fn, tuple(block_mask.mask_mod.args)
         causal = block_mask.causal
-    compiled = attention_fwd_kernel[(N // BM, Z * H)](
+    grid = (N // BM, Z * H) if programs is None else (programs, 1)
+    compiled = attention_fwd_kernel[grid](
         *descs, lse, *q.stride(), H, N, sparse, None, (), mask_fn, mask_args, HEAD_DIM=D, SM_SCALE=D ** -0.5,
         CAUSAL=causal, SPARSE=block_mask is not None, SPARSE_Q=blocks[0], SPARSE_KV=blocks[1], PRECISION="tf32",
         ON_GPU=False, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=warp_specialize,
-        ONE_SPAN=block_mask is not None, ONE_LOOP=one_loop, num_warps=warps, num_stages=stages)
+        ONE_SPAN=block_mask is not None, ONE_LOOP=one_loop, PERSISTENT=programs is not None, ZH=Z * H,
+        num_warps=warps, num_stages=stages)
     return o, lse, compiled
 
 
@@ -121,7 +124,7 @@ def _compile_d128_warp_specialized(BM=128, BN=128, D=128, stages=2):
 
     sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
            "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
-           **{name: "i32" for name in ("stride_z", "stride_h", "stride_n", "stride_d", "H", "N_CTX")}}
+           **{name: "i32" for name in ("stride_z", "stride_h", "stride_n", "stride_d", "H", "N_CTX", "ZH")}}
     constants = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D,
                      SM_SCALE=D ** -0.5, CAUSAL=True, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32",
                      ON_GPU=True, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=True)
@@ -215,7 +218,49 @@ def test_one_loop_walks_masked_and_full_blocks_on_one_pipeline(on, case):
     o, lse, compiled = _forward_through_descriptors(q, k, v, case == "causal", 128, 128, 8, 2,
                                                     warp_specialize=True, block_mask=block_mask, one_loop=True)
     tgir = compiled.asm["tgir"]
-    # the producer's loop and one consumer loop; a dense kernel keeps its tail loop
-    assert tgir.count(" = for ") == (3 if case == "dense" else 2) and tgir.count("warpgroup_turn") == 4
+    # the producer's loop and one consumer loop (a dense kernel in range has no tail loop)
+    assert tgir.count(" = for ") == 2 and tgir.count("warpgroup_turn") == 4
     want = reference(q.double(), k.double(), v.double(), causal=case == "causal", mask_mod=mask_mod)
     torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("on", ["cuda-emulated-sm90"], indirect=True)
+@pytest.mark.parametrize("case", ["dense", "causal", "window100"])
+@pytest.mark.parametrize("config", [(64, 64, 4, 3), (128, 128, 8, 2)], ids=["64x64s3w4", "128x128s2w8"])
+def test_persistent_forward_turns_its_rings_across_tiles(on, case, config):
+    """PERSISTENT (a config's): fewer programs than tiles, each walking tiles round robin
+    around the warp-specialized loop, whose rings are allocated once, before the loop
+    over tiles, their slots and phases carried from one tile to the next (the producer
+    fills the next tile's first slots while the consumers finish this one). The tiles'
+    loops have different trip counts (causal: none for the first Q block, where the
+    ring must stay where it was), so the slots each tile starts at vary; the same
+    results as the dense reference (emulated sm_90a). A sliding window of 100 (one span
+    per Q block, some with no full block) loads its block mask's spans per tile, after
+    the last tile's output stores, which a producer must not run ahead of: its
+    persistent kernel stays unspecialized, the same results."""
+    Z, H, N, D = 1, 3, 256, 32
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    BM, BN, warps, stages = config
+    tiles = N // BM * Z * H
+    causal, mask_mod, block_mask = case == "causal", None, None
+    if case == "window100":
+        mask_mod = mods.sliding_window(100)
+        block_mask = create_block_mask(mask_mod, 1, 1, N, "cpu", q_block=128, kv_block=128)
+    o, lse, compiled = _forward_through_descriptors(q, k, v, causal, BM, BN, warps, stages, warp_specialize=True,
+                                                    block_mask=block_mask, one_loop=block_mask is not None,
+                                                    programs=tiles // 2 - 1)
+    tgir = compiled.asm["tgir"]
+    # the split (and the rings before it) at the kernel's top level, the tile loop in both partitions
+    top = [line for line in tgir.splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    specialized = case != "window100"
+    assert any("warp_role" in line for line in top) == specialized
+    if specialized:
+        assert not any(" for " in line for line in top)
+        assert tgir.count("warpgroup_turn") == (4 if warps == 8 else 0)
+    want = reference(q.double(), k.double(), v.double(), causal=causal, mask_mod=mask_mod)
+    torch.testing.assert_close(o.double(), want, atol=2e-3, rtol=2e-3)
+    if case != "window100":
+        s = (q.double() @ k.double().transpose(-1, -2)) * D ** -0.5
+        if causal:
+            s = s.masked_fill(torch.ones(N, N, dtype=torch.bool).triu(1), float("-inf"))
+        torch.testing.assert_close(lse.double(), torch.logsumexp(s, -1) / math.log(2), atol=1e-4, rtol=1e-4)

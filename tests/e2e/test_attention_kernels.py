@@ -218,6 +218,31 @@ def test_variant_gpu_descriptor_path(on, name, dtype, one_gpu_config):
     check_variant(name, 2, 3, 384, 64, dtype, "cuda")
 
 
+@pytest.fixture
+def persistent_gpu_config(one_gpu_config, monkeypatch):
+    """The forward narrowed to its persistent warp-specialized config at 128x128 blocks,
+    2 stages, 8 warps (the backward as `one_gpu_config` leaves it)."""
+    import importlib
+
+    from tegula.kernels.attention_configs import FWD_GPU, FWD_HOST, persistent_twin
+
+    module = importlib.import_module("tegula.kernels.attention")
+    twin = [c for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE") and c.kwargs["BLOCK_N"] == 128
+            and c.num_stages == 2]
+    assert len(twin) == 1
+    monkeypatch.setattr(module._fwd, "configs", FWD_HOST + [persistent_twin(twin[0])])
+
+
+@pytest.mark.parametrize("on", ["cuda"], indirect=True)
+@pytest.mark.parametrize("name", ["dense", "causal", "alibi_causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_variant_gpu_persistent_forward(on, name, D, persistent_gpu_config):
+    """The persistent forward on the GPU: more tiles (3 Q blocks x 80 heads) than SMs,
+    so each program walks several, its rings turning across them (Hopper: a producer
+    warpgroup runs ahead into the next tile)."""
+    check_variant(name, 4, 20, 384, D, torch.float16, "cuda")
+
+
 @pytest.mark.parametrize("on", ["interpreter"], indirect=True)
 @pytest.mark.parametrize("name", ["causal", "document_causal", "softcap"])
 def test_gradcheck_fp64(on, name):
@@ -413,7 +438,8 @@ def test_pruning_tells_host_and_gpu_configs_apart_by_their_blocks():
     their blocks, not by being objects of the tuned list."""
     import copy
 
-    from tegula.kernels.attention_configs import DKDV_GPU, DKDV_PRUNE, FWD_GPU, FWD_HOST, FWD_PRUNE
+    from tegula.kernels.attention_configs import (DKDV_GPU, DKDV_PRUNE, FWD_GPU, FWD_HOST, FWD_PRUNE,
+                                                  persistent_twin)
     prune = FWD_PRUNE["early_config_prune"]
     call = dict(CAUSAL=True, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, HEAD_DIM=128, DESC=True)
     ws = copy.copy(FWD_GPU[0])
@@ -425,6 +451,10 @@ def test_pruning_tells_host_and_gpu_configs_apart_by_their_blocks():
     assert twins and all(c.kwargs["BLOCK_M"] == 128 and c.num_warps == 8 for c in twins)
     assert set(twins) <= set(prune(FWD_GPU, {"ON_GPU": True}, **call))
     assert not set(twins) & set(prune(FWD_GPU, {"ON_GPU": True}, **{**call, "DESC": False}))
+    # a persistent twin walks the dense loops only (a block mask's spans load after stores)
+    persistent = persistent_twin(twins[0])
+    assert persistent in prune([persistent], {"ON_GPU": True}, **call)
+    assert not prune([persistent], {"ON_GPU": True}, **{**call, "SPARSE": True, "ONE_SPAN": True})
     # causal needs the outer block (BLOCK_N for dK/dV) to be a multiple of the inner one
     kept = DKDV_PRUNE["early_config_prune"](DKDV_GPU, {"ON_GPU": True}, **call)
     assert kept and all(c.kwargs["BLOCK_N"] % c.kwargs["BLOCK_M"] == 0 for c in kept)

@@ -111,3 +111,46 @@ def test_instructions_guarded_by_an_if_and_reductions_stay():
           return
         }"""
     check(text, "licm", text)
+
+
+def test_a_loop_asking_for_no_licm_keeps_its_invariants():
+    """`tl.range(..., disable_licm=True)`: nothing leaves that loop (as in Triton); a loop
+    inside it still hoists into it."""
+    text = """
+        kernel @k(%n: i32, %s: i32, %p: ptr<i32>) {
+          %lb = constant {value = 0} : i32
+          %st = constant {value = 1} : i32
+          for %lb, %n, %st {disable_licm = True} : i32, i32, i32 {
+          ^(%i: i32):
+            %c = constant {value = 16} : i32
+            %inv = mul %s, %c : i32
+            for %lb, %n, %st : i32, i32, i32 {
+            ^(%j: i32):
+              %inner = add %inv, %i : i32
+              %at = add %inner, %j : i32
+              store %p, %at {}
+              yield
+            }
+            yield
+          }
+          return
+        }"""
+    check(text, "licm", """
+        kernel @k(%n: i32, %s: i32, %p: ptr<i32>) {
+          %lb = constant {value = 0} : i32
+          %st = constant {value = 1} : i32
+          for %lb, %n, %st {disable_licm = True} : i32, i32, i32 {
+          ^(%i: i32):
+            %c = constant {value = 16} : i32
+            %inv = mul %s, %c : i32
+            %inner = add %inv, %i : i32
+            for %lb, %n, %st : i32, i32, i32 {
+            ^(%j: i32):
+              %at = add %inner, %j : i32
+              store %p, %at {}
+              yield
+            }
+            yield
+          }
+          return
+        }""")

@@ -85,6 +85,7 @@ from .pipeline_candidates import dot_operand, other_after_read
 from .pipeline_memo import memo_inits, memo_step, state_types
 from .pipeline_plan import LoopPlan, plan_loop
 from .pipeline_split import split_transposed_uses, undo
+from .tile_loop_rings import carry_through, ring_position, tile_loop_of, yield_carried
 from .warp_specialize import split_roles, wants_specialization
 from .warpgroup_turns import take_turns
 
@@ -94,7 +95,10 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
     if capability < 80:
         return 0
     done = 0
+    holding_rings: set[Instr] = set()  # tile loops around a loop whose rings turn across tiles
     for loop in _loops_inner_first(kernel.body):
+        if loop in holding_rings:
+            continue  # its own rings would sit beside the inner loop's for the whole kernel
         stages = num_stages
         explicit = isinstance(loop.attrs, A.LoopAttrs) and loop.attrs.num_stages is not None
         if explicit:
@@ -116,7 +120,10 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
                 plan.consumer_warps = num_warps
             elif _releases_by_arrival(plan, num_warps):
                 plan.release_warps = num_warps
-            _rewrite(kernel, parent, plan)
+            nest = tile_loop_of(kernel, parent) if plan.consumer_warps else None
+            if nest is not None:
+                holding_rings.add(nest)
+            _rewrite(kernel, parent, plan, nest)
             done += 1
     return done
 
@@ -175,7 +182,10 @@ def _find_block(block: Block, ins: Instr) -> Optional[Block]:
     return None
 
 
-def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
+def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr] = None) -> None:
+    """Pipeline `plan.loop` (in `parent`) in place; with `nest`, the tile loop whose body
+    `parent` is, its rings allocated around `nest` and turning across tiles
+    (tile_loop_rings)."""
     loop, S, D = plan.loop, plan.stages, plan.distance
     body = loop.regions[0]
     iv, iters, term = body.args[0], body.args[1:], body.terminator
@@ -188,25 +198,30 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
     b.loc = loop.loc
     pre = Block()
     b.set_insertion_end(pre)
+    top, post = (Block(), Block()) if nest is not None else (pre, pre)
+    ab = Builder(top)
+    ab.loc = loop.loc
 
     bufs = []
     for ld in plan.loads:
         t = dot_operand(ld, plan.transposes).type
-        with b.location(ld.loc):
-            bufs.append(b.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
+        with ab.location(ld.loc):
+            bufs.append(ab.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
     # the TMA rings' mbarriers, one per slot
     bars: dict[Instr, Value] = {}
     for ld in plan.loads:
         if ld.op is Op.DESCRIPTOR_LOAD:
-            with b.location(ld.loc):
-                bars[ld] = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
-                b.create(Op.MBARRIER_INIT, [bars[ld]])
+            with ab.location(ld.loc):
+                bars[ld] = ab.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
+                ab.create(Op.MBARRIER_INIT, [bars[ld]])
     copies = any(ld.op is Op.LOAD for ld in plan.loads)  # cp.async rings
     # a slot's readers are done with it: warp-specialized, or released by arrival
     empty = None
     if plan.consumer_warps or plan.release_warps:
-        empty = b.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
-        b.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps or plan.release_warps))
+        empty = ab.op1(Op.LOCAL_ALLOC, type=SmemType((S, 1), I64))
+        ab.create(Op.MBARRIER_INIT, [empty], A.MbarrierInitAttrs(count=plan.consumer_warps or plan.release_warps))
+    # the read slot and its phase parity this tile starts at, carried from the last tile's
+    ring_state = carry_through(nest, [ab.constant(0, I32), ab.constant(0, I32)]) if nest is not None else None
 
     stepped: list[Value] = []  # the memo's state, stepped by the loop's copies
 
@@ -269,7 +284,10 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
     for i in range(D):
         it = lb if i == 0 else b.op1(Op.ADD, lb, b.op1(Op.MUL, b.constant(i, iv_type), step))
         mapping: dict[Value, Value] = {iv: it, **current}
-        issue(b, mapping, it, b.constant(i, I32))
+        if ring_state is None:
+            issue(b, mapping, it, b.constant(i, I32))
+        else:  # the slots may still hold the last tile's blocks: wait for them
+            issue(b, mapping, it, *ring_position(b, *ring_state, i, S, D))
         current = {iters[k]: mapping.get(term.operands[k], term.operands[k]) for k in plan.ahead}
     memo_init = memo_inits(b, plan.memo, mapping, it) if plan.memo is not None else []
 
@@ -365,8 +383,11 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
         slots.append(flip(empty_phase, next_write, nb.constant(D, I32)))
     nb.yield_(yields + slots + stepped)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
-    slot_inits = [b.constant(0, I32), b.constant(D, I32)] + [b.constant(0, I32) for p in (phase, empty_phase)
-                                                             if p is not None]
+    if ring_state is None:
+        slot_inits = [b.constant(0, I32), b.constant(D, I32)] + [b.constant(0, I32) for p in (phase, empty_phase)
+                                                                 if p is not None]
+    else:  # the copies of iteration g + D wait with iteration g's full parity
+        slot_inits = [ring_state[0], ring_position(b, *ring_state, D, S, D)[0], ring_state[1], ring_state[1]]
     new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init],
                      [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits]
                      + [Value(v.type) for v in memo_init],
@@ -377,12 +398,20 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan) -> None:
         results[loop.results[k]] = b.op1(Op.DOT_WAIT, new_loop.results[k], attrs=A.AsyncWaitAttrs(pending=0))
     if copies:
         b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    if ring_state is not None:  # the next tile reads on from the slot after this one's last
+        n = len(loop.results)
+        yield_carried(nest, [new_loop.results[n], new_loop.results[n + 2]])
+    fb = b if nest is None else Builder(post)
+    fb.loc = loop.loc
     for bar in reversed(list(bars.values()) + ([empty] if empty is not None else [])):
-        b.create(Op.MBARRIER_INVAL, [bar])
-        b.create(Op.LOCAL_DEALLOC, [bar])
+        fb.create(Op.MBARRIER_INVAL, [bar])
+        fb.create(Op.LOCAL_DEALLOC, [bar])
     for buf in reversed(bufs):
-        b.create(Op.LOCAL_DEALLOC, [buf])
+        fb.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
+    if nest is not None:
+        outer_at = kernel.body.instrs.index(nest)
+        kernel.body.instrs[outer_at:outer_at + 1] = top.instrs + [nest] + post.instrs
     _replace_uses(kernel, results)
     if plan.consumer_warps and split_roles(kernel, bufs, empty, plan.consumer_warps) and pingpong:
         take_turns(_block_of(kernel.body, new_loop), new_loop, plan.consumer_warps)

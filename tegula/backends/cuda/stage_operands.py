@@ -72,12 +72,15 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) ->
 
 def _blocks(block: Block, once: bool = True) -> list[tuple[Block, bool]]:
     """Every block under `block` (itself included), with whether it runs at most once
-    per program: not inside a loop (the kernel's body, a branch of an `if` there, such
-    as a warp-specialized kernel's consumer region)."""
+    per program or per tile: not inside a loop (the kernel's body, a branch of an `if`
+    there, such as a warp-specialized kernel's consumer region), or in the body of a
+    loop over tiles, one that holds a loop (a persistent kernel's: the buffer's copy
+    and its CTA barriers come once per tile, around the tile's own loop)."""
     out = [(block, once)]
     for ins in block.instrs:
         for region in ins.regions:
-            out += _blocks(region, once and ins.op is Op.IF)
+            tiles = ins.op is Op.FOR and any(sub.op is Op.FOR for sub in region.walk())
+            out += _blocks(region, (once and ins.op is Op.IF) or tiles)
     return out
 
 

@@ -52,6 +52,7 @@ from ...ir.ops import OP_INFO, Op
 from ...ir.types import I1, TileType
 from ...passes.dce import dce
 from ...passes.ir_utils import has_side_effects
+from .tile_loop_rings import tile_loop_of
 
 # the producer partition: one warpgroup (setmaxnreg re-sizes whole warpgroups)
 PRODUCER_WARPS = 4
@@ -74,14 +75,16 @@ def wants_specialization(kernel: Kernel, parent: Block, loop: Instr, loads: list
     the producer then computes instead of the consumers: measured on the H200 (session
     11, tutorial 09 at 128x256x64, 8 warps) +4 to +10% over the same flat loop unsplit,
     where an unflattened loop gains nothing (docs/performance.md) —, it is at the
-    kernel's top level, every load it pipelines goes through TMA, and no loop of the
+    kernel's top level or directly in a top-level loop over tiles (its rings then turn
+    on across tiles: `tile_loop_rings`), every load it pipelines goes through TMA, and no loop of the
     kernel is specialized yet."""
     attrs = loop.attrs
     if not isinstance(attrs, A.LoopAttrs):
         return False
     asked = attrs.warp_specialize or (attrs.flatten and num_warps >= 2 * WARPGROUP)
+    top = parent is kernel.body or tile_loop_of(kernel, parent) is not None
     return (asked and capability >= 90 and knobs.warp_specialize
-            and parent is kernel.body and bool(loads) and all(ld.op is Op.DESCRIPTOR_LOAD for ld in loads)
+            and top and bool(loads) and all(ld.op is Op.DESCRIPTOR_LOAD for ld in loads)
             and not any(ins.op is Op.WARP_ROLE for ins in kernel.walk()))
 
 

@@ -18,7 +18,8 @@ def _attention_forward_tgir(num_warps: int) -> str:
     BM, BN, D = 128, 64, 64
     sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
            "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
-           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "i32", "H": "i32", "N_CTX": "i32"}
+           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "i32", "H": "i32", "N_CTX": "i32",
+           "ZH": "i32"}
     cx = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D, SM_SCALE=0.125,
               CAUSAL=False, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32", ON_GPU=True, IN_RANGE=True,
               DESC=True, BLOCK_M=BM, BLOCK_N=BN)

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 import pytest
-from ws_kernels import ATT_ATTRS, ATT_SIG, MM_ATTRS, MM_SIG, ws_attention, ws_matmul
+from ws_kernels import ATT_ATTRS, ATT_SIG, MM_ATTRS, MM_SIG, ws_attention, ws_matmul, ws_persistent_matmul
 
 import tegula
 import tegula.language as tl
@@ -75,6 +75,34 @@ def test_specialized_matmul_matches_numpy_and_the_unspecialized_kernel(bm, bn, b
         outs[ws] = c
     np.testing.assert_allclose(outs[True].astype(np.float64), want, rtol=2e-2, atol=3e-2)
     np.testing.assert_array_equal(outs[True], outs[False])  # the same dots in the same order
+
+
+@pytest.mark.parametrize("stages, warps", [(4, 4), (3, 8)])
+def test_persistent_matmul_turns_its_rings_across_tiles(stages, warps):
+    """A specialized K loop inside a loop over output tiles (`ws_persistent_matmul`):
+    its rings and mbarriers are allocated once, before the tile loop, which carries
+    the read slot and phase from tile to tile; 3 programs walk 12 tiles of 6 K blocks
+    (not a multiple of the stages: each tile starts at another slot). Against float64
+    numpy and the same kernel unspecialized."""
+    M, N, K, bm, bn, bk = 144, 208, 336, 64, 64, 64
+    rng = np.random.default_rng(stages)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    outs = {}
+    for ws in (True, False):
+        cx = {"BM": bm, "BN": bn, "BK": bk, "B_NK": False, "WS": ws}
+        ir = optimized_ir(ASTSource(ws_persistent_matmul, signature=MM_SIG, constexprs=cx, attrs=MM_ATTRS))
+        ek = EmulatedKernel(ir, warps, capability=90, num_stages=stages)
+        top = [i.op for i in ek.lowering.kernel.body.instrs]
+        assert (Op.WARP_ROLE in top) == ws
+        if ws:  # the rings before the split, the tile loop inside each partition
+            assert top.index(Op.LOCAL_ALLOC) < top.index(Op.WARP_ROLE) and Op.FOR not in top
+        c = np.full((M, N), np.nan, np.float16)
+        ek.run((3, 1, 1), [a, b, c, M, N, K])
+        outs[ws] = c
+    np.testing.assert_allclose(outs[True].astype(np.float64), want, rtol=2e-2, atol=3e-2)
+    np.testing.assert_array_equal(outs[True], outs[False])
 
 
 def test_the_partitions_hold_what_they_run():

@@ -33,6 +33,33 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @tegula.jit
+def ws_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         B_NK: tl.constexpr, WS: tl.constexpr):
+    """`ws_matmul` persistent: the programs walk the output tiles round robin, each
+    tile's K loop the specialized one (its rings turn across tiles)."""
+    num_n = tl.cdiv(N, BN)
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    if B_NK:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_n, tl.num_programs(0)):
+        pm, pn = tile // num_n, tile % num_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=WS):
+            a = a_desc.load([pm * BM, k * BK])
+            if B_NK:
+                b = b_desc.load([pn * BN, k * BK]).T
+            else:
+                b = b_desc.load([k * BK, pn * BN])
+            acc = tl.dot(a, b, acc)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tegula.jit
 def ws_attention(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, D: tl.constexpr, BM: tl.constexpr,
                  BN: tl.constexpr, CAUSAL: tl.constexpr, WS: tl.constexpr):
     """Tutorial 06's forward on Hopper with warp specialization: device descriptors over
