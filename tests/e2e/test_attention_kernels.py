@@ -438,8 +438,7 @@ def test_pruning_tells_host_and_gpu_configs_apart_by_their_blocks():
     their blocks, not by being objects of the tuned list."""
     import copy
 
-    from tegula.kernels.attention_configs import (DKDV_GPU, DKDV_PRUNE, FWD_GPU, FWD_HOST, FWD_PRUNE,
-                                                  persistent_twin)
+    from tegula.kernels.attention_configs import DKDV_GPU, DKDV_PRUNE, FWD_GPU, FWD_HOST, FWD_PRUNE, persistent_twin
     prune = FWD_PRUNE["early_config_prune"]
     call = dict(CAUSAL=True, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, HEAD_DIM=128, DESC=True)
     ws = copy.copy(FWD_GPU[0])
