@@ -9,16 +9,20 @@ import tegula.language as tl
 
 
 @tegula.jit
-def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-              B_NK: tl.constexpr, WS: tl.constexpr):
-    pid = tl.program_id(0)
-    num_n = tl.cdiv(N, BN)
-    pm, pn = pid // num_n, pid % num_n
+def _operand_descriptors(a_ptr, b_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         B_NK: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     if B_NK:
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    return a_desc, b_desc
+
+
+@tegula.jit
+def _output_tile(a_desc, b_desc, c_ptr, M, N, K, pm, pn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 B_NK: tl.constexpr, WS: tl.constexpr):
+    """C's tile (pm, pn): the K loop (specialized with WS) and the store."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=WS):
         a = a_desc.load([pm * BM, k * BK])
@@ -33,30 +37,23 @@ def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @tegula.jit
+def ws_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+              B_NK: tl.constexpr, WS: tl.constexpr):
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    a_desc, b_desc = _operand_descriptors(a_ptr, b_ptr, M, N, K, BM, BN, BK, B_NK)
+    _output_tile(a_desc, b_desc, c_ptr, M, N, K, pid // num_n, pid % num_n, BM, BN, BK, B_NK, WS)
+
+
+@tegula.jit
 def ws_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          B_NK: tl.constexpr, WS: tl.constexpr):
     """`ws_matmul` persistent: the programs walk the output tiles round robin, each
     tile's K loop the specialized one (its rings turn across tiles)."""
     num_n = tl.cdiv(N, BN)
-    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
-    if B_NK:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    a_desc, b_desc = _operand_descriptors(a_ptr, b_ptr, M, N, K, BM, BN, BK, B_NK)
     for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_n, tl.num_programs(0)):
-        pm, pn = tile // num_n, tile % num_n
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=WS):
-            a = a_desc.load([pm * BM, k * BK])
-            if B_NK:
-                b = b_desc.load([pn * BN, k * BK]).T
-            else:
-                b = b_desc.load([k * BK, pn * BN])
-            acc = tl.dot(a, b, acc)
-        rm = pm * BM + tl.arange(0, BM)
-        rn = pn * BN + tl.arange(0, BN)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
-                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+        _output_tile(a_desc, b_desc, c_ptr, M, N, K, tile // num_n, tile % num_n, BM, BN, BK, B_NK, WS)
 
 
 @tegula.jit
