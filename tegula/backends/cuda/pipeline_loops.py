@@ -63,6 +63,10 @@ A hint whose result is unused (`tl.multiple_of(a_ptrs, 16)`, which applies in pl
 about a carried value or an address-code value is issued again with each copy's
 address code, so the copies keep the alignment it claims.
 
+A warp-specialized loop directly in a top-level loop over tiles (a persistent kernel)
+keeps its rings for the whole kernel, their slots turning across tiles
+(`tile_loop_rings`); that tile loop is then not pipelined itself.
+
 The interpreter runs the result (copies complete at issue), so the rewrite is
 translation-validated with no GPU.
 """

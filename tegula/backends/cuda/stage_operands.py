@@ -6,9 +6,10 @@ otherwise held in registers for the whole loop: a B operand then keeps its dots 
 wgmma altogether (wgmma reads B from shared memory only), and register A operands
 compete with the accumulators. Triton stages such operands in shared memory on Hopper.
 So is the B operand of a dot outside any loop (the last block's P·V after a rotated
-attention loop, in the kernel's body or in a warp-specialized kernel's consumer
-region): on wgmma, its accumulator keeps the layout the loop's wgmma gave it, where
-mma.sync would move it through shared memory twice.
+attention loop, in the kernel's body, in a warp-specialized kernel's consumer region,
+or in the body of a persistent kernel's loop over tiles): on wgmma, its accumulator
+keeps the layout the loop's wgmma gave it, where mma.sync would move it through shared
+memory twice.
 
 `stage_invariant_operands` rewrites such a load into
 
