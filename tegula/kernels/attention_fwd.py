@@ -226,7 +226,7 @@ def _block_m_of(tile, num_m, BALANCE: tl.constexpr):
     """The Q block of a persistent kernel's tile (Q blocks fastest, so the tiles running
     at once share a few heads' K and V in L2). BALANCE (causal, where a Q block costs
     more the later it sits): even heads walk their blocks last first, odd heads first
-    first, so a program's tiles, `programs` apart, meet heavy and light blocks alike
+    first, so a program's tiles, the grid's size apart, meet heavy and light blocks alike
     as they cross heads. (In one order for all heads, 132 programs over 32 blocks a
     head meet only the blocks of one residue mod 4: heavy for some programs, light for
     others, 8% slower than the non-persistent grid on the H200. The balance holds where
