@@ -110,11 +110,9 @@ def _forward(q, k, v, plan: _Plan):
     Z, H, N, D = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((Z, H, N), device=q.device, dtype=plan.acc_dtype)
-    programs = _program_slots(q)
-
     def grid(meta):
         if meta.get("PERSISTENT"):  # one program per SM walking the tiles
-            return (min(triton.cdiv(N, meta["BLOCK_M"]) * Z * H, programs), 1)
+            return (min(triton.cdiv(N, meta["BLOCK_M"]) * Z * H, _program_slots(q)), 1)
         return (triton.cdiv(N, meta["BLOCK_M"]), Z * H)
     tensors = (q, k, v, o)
     desc = forward_descriptors_apply(*tensors)

@@ -239,22 +239,6 @@ def _block_m_of(tile, num_m, BALANCE: tl.constexpr):
 
 
 @triton.jit
-def _q_block(q_ptr, batch_head, block_m, H, stride_z, stride_h, stride_n, stride_d, N_CTX, HEAD_DIM: tl.constexpr,
-             BLOCK_M: tl.constexpr, DESC: tl.constexpr):
-    """The Q rows block_m * BLOCK_M ... of one (batch, head) (zero past N_CTX)."""
-    start_m = block_m * BLOCK_M
-    if DESC:
-        q = q_ptr.load([batch_head * N_CTX + start_m, 0])
-    else:
-        base = (batch_head // H).to(tl.int64) * stride_z + (batch_head % H).to(tl.int64) * stride_h
-        offs_m = start_m + tl.arange(0, BLOCK_M)
-        offs_d = tl.arange(0, HEAD_DIM)
-        q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d,
-                    mask=offs_m[:, None] < N_CTX, other=0.0)
-    return q
-
-
-@triton.jit
 def _fwd_tile(batch_head, block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride_z, stride_h, stride_n, stride_d, H,
               N_CTX, sparse, SCORE_MOD: tl.constexpr, score_args, MASK_MOD: tl.constexpr, mask_args,
               HEAD_DIM: tl.constexpr, SM_SCALE: tl.constexpr, CAUSAL: tl.constexpr, SPARSE: tl.constexpr,
@@ -272,11 +256,13 @@ def _fwd_tile(batch_head, block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride
     offs_d = tl.arange(0, HEAD_DIM)
     in_q = offs_m < N_CTX
     row0 = batch_head * N_CTX
-    q = _q_block(q_ptr, batch_head, block_m, H, stride_z, stride_h, stride_n, stride_d, N_CTX, HEAD_DIM, BLOCK_M, DESC)
     if DESC:
+        q = q_ptr.load([row0 + start_m, 0])
         k_base = k_ptr
         v_base = v_ptr
     else:
+        q = tl.load(q_ptr + base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d, mask=in_q[:, None],
+                    other=0.0)
         k_base = k_ptr + base
         v_base = v_ptr + base
 
