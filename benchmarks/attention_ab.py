@@ -4,7 +4,9 @@ machine, more than many kernel changes are worth.
 
 The revision's `tegula/kernels/*.py` are loaded a second time as their own modules
 (their jit functions are other kernels, compiled by the working tree's compiler), then
-each case times the revision's forward, the working tree's, and SDPA, twice in turn.
+each case runs the three for a warm-up (the GPU at its steady clocks), then times the
+revision's forward, the working tree's, and SDPA, each round in another order, and
+prints the rounds and their medians.
 
     python3 benchmarks/attention_ab.py --rev HEAD --cases 128:128x128s2w8ws 64c:128x64s3w8
 
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -48,6 +52,24 @@ def load_library_at(rev: str) -> ModuleType:
     return package
 
 
+def _order(r: int) -> list[int]:
+    """Round r's order of (revision, working tree, SDPA): each first, second and last in
+    turn (rotations of the three, then of the reversed three)."""
+    base = [0, 1, 2] if (r // 3) % 2 == 0 else [2, 1, 0]
+    return base[r % 3:] + base[:r % 3]
+
+
+def warm_up(runs, seconds: float) -> None:
+    """Run `runs` in turn for about `seconds` (synchronized), so that the timing that
+    follows meets the GPU at the clocks it holds under load, not a cold one's boost."""
+    import torch
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for run in runs:
+            run()
+        torch.cuda.synchronize()
+
+
 def main() -> int:
     import torch
 
@@ -58,12 +80,15 @@ def main() -> int:
     ap.add_argument("--cases", nargs="+", default=["128:128x128s2w8ws", "128c:128x128s2w8wsol",
                                                    "64:128x64s3w8", "64c:128x64s3w8"])
     ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup-s", type=float, default=2.0,
+                    help="seconds of running the three in turn before timing (the GPU at its steady clocks)")
     args = ap.parse_args()
     new = importlib.import_module("tegula.kernels.attention")
     old = load_library_at(args.rev).attention
     bench = tegula.testing.do_bench
-    print(f"N{args.n}, Z*H*N = 4*32*4096; TFLOP/s: {args.rev} / working tree / SDPA, {args.rounds} rounds")
+    print(f"N{args.n}, Z*H*N = 4*32*4096; TFLOP/s: {args.rev} / working tree / SDPA, {args.rounds} rounds "
+          f"in rotating order after {args.warmup_s:.0f} s of warm-up")
     for case in args.cases:
         d, spec = case.split(":")
         causal = d.endswith("c")
@@ -77,15 +102,21 @@ def main() -> int:
         only_config(new, new_spec or old_spec)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         errs = [(m.attention(q, k, v, causal=causal) - want).abs().max().item() for m in (old, new)]
-        cells = []
-        for _ in range(args.rounds):
-            for run in (lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
-                        lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)):
-                cells.append(f / bench(run) / 1e9)
-        rounds = range(0, len(cells), 3)
-        print(f"D{D}{' causal' if causal else '':7s} {spec:16s} " + "  ".join(
-            f"{cells[i]:6.1f} / {cells[i + 1]:6.1f} / {cells[i + 2]:6.1f}" for i in rounds)
-              + f"   new/old {sum(cells[i + 1] for i in rounds) / sum(cells[i] for i in rounds):.3f}"
+        runs = [lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
+                lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)]
+        warm_up(runs, args.warmup_s)
+        cells = [[], [], []]  # TFLOP/s of the revision, the working tree, SDPA, one per round
+        for r in range(args.rounds):
+            # each round in another order: the first kernel timed after a pause runs on a
+            # cooler, faster-clocked GPU (up to 10% on the H200), which a fixed order
+            # would hand to the same contender every time
+            for i in _order(r):
+                cells[i].append(f / bench(runs[i]) / 1e9)
+        med = [statistics.median(c) for c in cells]
+        print(f"D{D}{' causal' if causal else '':7s} {spec:16s} "
+              + "  ".join(f"{a:6.1f} / {b:6.1f} / {c:6.1f}" for a, b, c in zip(*cells))
+              + f"   medians {med[0]:.1f} / {med[1]:.1f} / {med[2]:.1f}: new/old {med[1] / med[0]:.3f},"
+              + f" old/SDPA {med[0] / med[2]:.3f}, new/SDPA {med[1] / med[2]:.3f}"
               + f"  max|out - sdpa| {errs[0]:.1e} {errs[1]:.1e}", flush=True)
     return 0
 

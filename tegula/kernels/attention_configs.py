@@ -10,10 +10,10 @@ BlockMask needs the kernel's blocks to divide its blocks, and head dim 256 keeps
 shared-memory rings small.
 
 The forward's list also holds warp-specialized twins of its 128-row 8-warp configs (for
-Hopper's descriptor path, dense or one span per Q block; pruned elsewhere);
-`persistent_twin` makes a persistent one of those (not tuned by default). Its GPU configs carry a pre-hook that gives
-its tensor descriptors (the DESC path, attention.py) the config's blocks, as Triton's
-tutorial 06 does.
+Hopper's descriptor path, dense or one span per Q block; pruned elsewhere), and
+persistent twins of the 2-stage ones (`persistent_twin`). Its GPU configs carry a
+pre-hook that gives its tensor descriptors (the DESC path, attention.py) the config's
+blocks, as Triton's tutorial 06 does.
 """
 import itertools
 
@@ -68,13 +68,19 @@ FWD_GPU += [triton.Config({**c.kwargs, "WARP_SPECIALIZE": True, "ONE_LOOP": True
 def persistent_twin(config):
     """`config` (a warp-specialized forward config) with PERSISTENT=True: one program
     per SM walking the tiles, the KV rings turning across tiles (the producer fills the
-    next tile's first slots during this one's epilogue). Not in the tuned list: on the
-    H200 (session 19, Z4 H32 N4096, one process, 3 rounds against SDPA) the D128
-    forward ran 0.965-0.968x SDPA persistent, 0.945-0.981x not, causal the same within
-    noise: the per-tile work still on the consumers' path (Q's load, the last V's, the
-    epilogue) is what the non-persistent grid paid too. Benchmarks spell it `...wsp`."""
+    next tile's first slots during this one's epilogue) and each tile's Q block copied
+    during the tile before (`tile_prefetch`). Benchmarks spell it `...wsp`."""
     return triton.Config({**config.kwargs, "PERSISTENT": True}, num_stages=config.num_stages,
                          num_warps=config.num_warps, pre_hook=config.pre_hook)
+
+
+# The persistent twins of the 2-stage warp-specialized configs (deeper rings would only
+# hold more shared memory for the whole kernel). Measured on the H200 (session 20, Z4
+# H32 N4096, 6 rounds in rotating order after a warm-up, medians): D128 128x128/2/8
+# 566.0 TFLOP/s persistent against 560.0 not, causal 491.0 against 478.6 (without the Q
+# prefetch: 561.4 and 486.1); the autotuner decides (D64's configs run 2 CTAs per SM,
+# which one program per SM gives up).
+FWD_GPU += [persistent_twin(c) for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE") and c.num_stages == 2]
 
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)
 # dK/dV owns the key block (the outer one) and steps over queries: BLOCK_N outer.

@@ -224,13 +224,12 @@ def persistent_gpu_config(one_gpu_config, monkeypatch):
     2 stages, 8 warps (the backward as `one_gpu_config` leaves it)."""
     import importlib
 
-    from tegula.kernels.attention_configs import FWD_GPU, FWD_HOST, persistent_twin
+    from tegula.kernels.attention_configs import FWD_GPU, FWD_HOST
 
     module = importlib.import_module("tegula.kernels.attention")
-    twin = [c for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE") and c.kwargs["BLOCK_N"] == 128
-            and c.num_stages == 2]
-    assert len(twin) == 1
-    monkeypatch.setattr(module._fwd, "configs", FWD_HOST + [persistent_twin(twin[0])])
+    twin = [c for c in FWD_GPU if c.kwargs.get("PERSISTENT") and c.kwargs["BLOCK_N"] == 128]
+    assert len(twin) == 1 and twin[0].kwargs["WARP_SPECIALIZE"] and twin[0].num_stages == 2
+    monkeypatch.setattr(module._fwd, "configs", FWD_HOST + [twin[0]])
 
 
 @pytest.mark.parametrize("on", ["cuda"], indirect=True)

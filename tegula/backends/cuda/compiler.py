@@ -77,6 +77,8 @@ class TgirOptions:
     num_stages: int
     capability: int
     checked: bool
+    # a persistent kernel's staged operands copied one tile ahead (`tile_prefetch`)
+    prefetch_tiles: bool = True
 
 
 def _lower_block_pointers(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -122,7 +124,7 @@ def _stage_operands(kernel: Kernel, ctx: PassContext) -> Kernel:
     and A operands when registers are short): see `stage_operands`."""
     o: TgirOptions = ctx.options
     if not o.checked:
-        stage_invariant_operands(kernel, o.num_warps, o.capability)
+        stage_invariant_operands(kernel, o.num_warps, o.capability, o.prefetch_tiles)
     return kernel
 
 
@@ -162,11 +164,12 @@ register_pipeline("cuda_tgir", ["flatten_loops", "cuda.lower_block_pointers", "c
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
-            checked: bool, timings: Optional[dict[str, float]] = None) -> tuple[Kernel, LayoutPlan]:
+            checked: bool, timings: Optional[dict[str, float]] = None,
+            prefetch_tiles: bool = True) -> tuple[Kernel, LayoutPlan]:
     """The GPU stage of `kernel` (a copy: the caller's kernel is left as it is) and the
     lowering's view of it. `checked`: checked mode, whose bounds-checked accesses are
-    plain loads, so nothing is pipelined."""
-    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, checked), stage="tgir",
+    plain loads, so nothing is pipelined. `prefetch_tiles`: see `tile_prefetch`."""
+    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, checked, prefetch_tiles), stage="tgir",
                       verify=bool(knobs.verify_ir) or checked)
     staged = run_pipeline(clone_kernel(kernel), "cuda_tgir", ctx)
     if timings is not None:
@@ -200,15 +203,21 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     num_stages = int(option(options, "num_stages", 3))
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     stages = num_stages
+    prefetch_tiles = True
     pass_timings: dict[str, float] = {}
     while True:
-        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings)
+        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings, prefetch_tiles)
         # Rings plus the scratch of the ops inside their loops may exceed the GPU's
         # shared memory; a shallower pipeline then still runs (no cliff into an
-        # out-of-resources launch for a config that worked unpipelined).
+        # out-of-resources launch for a config that worked unpipelined). Tile-ahead
+        # copies' buffers, which share their bytes with nothing, go first (a kernel
+        # without them compiles once more, the same).
         pipelined = any(ins.op is Op.LOCAL_ALLOC for ins in kernel_tgir.walk())
         if not pipelined or stages <= 1 or shared_bytes(kernel_tgir) <= shared_capacity(cap):
             break
+        if prefetch_tiles:
+            prefetch_tiles = False
+            continue
         stages -= 1
     printed = print_ir(kernel_tgir, locs=True)
     asm: dict[str, Any] = {"tgir": emit("tgir", printed)}

@@ -47,41 +47,66 @@ from ...passes.ir_utils import users_of
 from .mma import choose_mma
 from .pipeline_candidates import is_zero
 from .slot_views import slot_read
+from .tile_prefetch import StagedCopy, prefetch_next_tile
 
 # registers per thread the accumulators and register A operands of a loop may take
 # before its invariant A operands move to shared memory
 REGISTER_BUDGET = 128
 
 
-def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int) -> int:
-    """Stage the loop-invariant dot operands that qualify (in place); returns how many."""
+def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int,
+                             prefetch_tiles: bool = True) -> int:
+    """Stage the loop-invariant dot operands that qualify (in place); returns how many.
+    `prefetch_tiles`: those of a persistent kernel's tile loop read in its inner loops
+    are copied one tile ahead (`tile_prefetch`)."""
     if capability < 90 or not knobs.wgmma or not knobs.dot_tensor_cores:
         return 0
     uses = users_of(kernel.body)
     done = 0
-    for block, once in _blocks(kernel.body):
+    for block, once, tile_loop in _blocks(kernel.body):
         picked = _pick(block, uses, num_warps, capability, once)
         staged = [_stage(block, load, uses) for load in picked]
         # each wait leaves in flight the groups committed after its own, counted once
         # all are staged (a later staging adds its group before an earlier one's wait)
-        for commit, wait in staged:
-            wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(block, block.instrs.index(commit) + 1,
-                                                                block.instrs.index(wait)))
+        for st in staged:
+            st.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(block, block.instrs.index(st.commit) + 1,
+                                                                   block.instrs.index(st.wait)))
+        if tile_loop is not None and prefetch_tiles:
+            parent, loop = tile_loop
+            for st in staged:
+                # (a B operand read in the body itself, after its loops, stays per tile:
+                # its buffer may then share bytes with the loops' rings' neighbours)
+                if _read_in_loops(block, st) and prefetch_next_tile(parent, loop, st):
+                    # its group, committed in the tile before, is the oldest in flight at
+                    # the body's top: the wait leaves those the body commits before it
+                    st.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(block, 0, block.instrs.index(st.wait)))
+                    for other in staged:  # a wait behind the moved copy now leaves it in flight
+                        if other is not st and other.commit in block.instrs:
+                            other.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(
+                                block, block.instrs.index(other.commit) + 1, block.instrs.index(other.wait)))
         done += len(picked)
     return done
 
 
-def _blocks(block: Block, once: bool = True) -> list[tuple[Block, bool]]:
+def _read_in_loops(block: Block, st: StagedCopy) -> bool:
+    """Whether every op of `block` reading the staged value is a loop."""
+    readers = [ins for ins in block.instrs if ins is not st.value.owner
+               and any(st.value in sub.operands for sub in [ins, *ins.walk()])]
+    return bool(readers) and all(ins.op is Op.FOR for ins in readers)
+
+
+def _blocks(block: Block, once: bool = True,
+            tile_loop: Optional[tuple[Block, Instr]] = None) -> list[tuple[Block, bool, Optional[tuple[Block, Instr]]]]:
     """Every block under `block` (itself included), with whether it runs at most once
     per program or per tile: not inside a loop (the kernel's body, a branch of an `if`
     there, such as a warp-specialized kernel's consumer region), or in the body of a
     loop over tiles, one that holds a loop (a persistent kernel's: the buffer's copy
     and its CTA barriers come once per tile, around the tile's own loop)."""
-    out = [(block, once)]
+    out = [(block, once, tile_loop)]
     for ins in block.instrs:
         for region in ins.regions:
             tiles = ins.op is Op.FOR and any(sub.op is Op.FOR for sub in region.walk())
-            out += _blocks(region, (once and ins.op is Op.IF) or tiles)
+            out += _blocks(region, (once and ins.op is Op.IF) or tiles, (block, ins) if tiles else None)
     return out
 
 
@@ -199,9 +224,9 @@ def _in_shared(v: Value) -> bool:
     return slot_read(v) is not None
 
 
-def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[Instr, Instr]:
-    """Stage `load` (see the module docstring); returns its copy group's commit and
-    its wait, whose count of groups left in flight the caller sets."""
+def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> StagedCopy:
+    """Stage `load` (see the module docstring); returns the ops made, the wait's count
+    of groups left in flight for the caller to set."""
     res = load.results[0]
     mem = memory_operands(load)
     b = Builder()
@@ -212,7 +237,7 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[I
     buf = b.op1(Op.LOCAL_ALLOC, type=SmemType((1,) + tuple(t.shape), element_of(t)))
     slot = b.constant(0, I32)
     operands = [buf, slot, mem.pointer] + ([mem.mask] if mem.mask is not None else [])
-    b.create(Op.ASYNC_COPY, operands, A.AsyncCopyAttrs(has_mask=mem.mask is not None))
+    copy = b.create(Op.ASYNC_COPY, operands, A.AsyncCopyAttrs(has_mask=mem.mask is not None))
     commit = b.create(Op.ASYNC_COMMIT, [])
     at = block.instrs.index(load)
     block.instrs[at:at + 1] = staged.instrs
@@ -228,11 +253,11 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> tuple[I
     wait = arrive.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
     value = arrive.op1(Op.LOCAL_LOAD, buf, slot)
     block.instrs[first:first] = waited.instrs
-    block.instrs.insert(_free_position(block, buf.owner, readers),
-                        Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc))
+    dealloc = Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], load.loc)
+    block.instrs.insert(_free_position(block, buf.owner, readers), dealloc)
     for u in uses.get(res, []):
         u.operands = [value if o is res else o for o in u.operands]
-    return commit, wait
+    return StagedCopy(buf.owner, copy, commit, wait, value, dealloc)
 
 
 def _groups_after(block: Block, start: int, end: int) -> int:

@@ -1,0 +1,154 @@
+"""A persistent kernel's staged operands copied one tile ahead.
+
+In the body of a loop over output tiles (a persistent kernel's `for tile in
+tl.range(pid, tiles, nprog)`), `stage_operands` stages a tile's dot operand (attention's
+Q block) with a copy at the top of the body, waited for before the tile's inner loop:
+every tile then starts on that copy's latency, a few hundred nanoseconds of a 30-60 us
+tile, with nothing to run under it. When the copy's address is a pure function of the
+tile index (and values defined before the tile loop), the next tile's copy can be issued
+as soon as this tile has read the buffer for the last time:
+
+    buf = local_alloc                        (before the tile loop, freed after it)
+    async_copy buf, <address of tile lb>, mask & (lb in range)
+    async_commit
+    for tile in lb .. ub step s {
+        async_wait 0 ; x = local_load buf    (before the first reader, as staged)
+        ... the readers (the inner loop) ...
+        (the copies staged after them, if any: the tail's B operand)
+        async_copy buf, <address of tile + s>, mask & (tile + s in range)
+        async_commit
+        ... the rest of the tile (epilogue) runs under the copy ...
+    }
+    async_wait 0 ; local_dealloc buf
+
+The copy for a tile past the last is masked off entirely (zero-filled, no global
+access); the wait after the loop lets it land before the buffer is freed. A CTA barrier
+between the readers and the next copy (the write-after-read on the buffer) is placed by
+`insert_barriers`. The buffer is then live across the whole tile loop rather than only
+across its readers, so other buffers can no longer reuse its bytes: `compile_kernel`
+compiles again without it (`TgirOptions.prefetch_tiles`) where shared memory would not
+fit, before it gives up pipeline stages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from ...ir import attrs as A
+from ...ir.builder import Builder
+from ...ir.clone import clone_instr
+from ...ir.core import Block, Instr, Value
+from ...ir.ops import OP_INFO, Op
+from ...ir.types import I1, I32, TileType
+
+
+@dataclass
+class StagedCopy:
+    """The ops `stage_operands._stage` made for one staged load."""
+
+    alloc: Instr
+    copy: Instr
+    commit: Instr
+    wait: Instr
+    value: Value          # the local_load the readers read
+    dealloc: Instr
+
+
+def prefetch_next_tile(parent: Block, loop: Instr, staged: StagedCopy) -> bool:
+    """Rewrite `staged` (in the body of the tile loop `loop`, an op of `parent`) to copy
+    one tile ahead (in place); the caller then counts the groups its wait leaves in
+    flight (those the body commits before it). Returns False, changing nothing, where it does not
+    apply: an address that depends on other loop-carried values or on ops with effects,
+    or readers that are not all ops of the body."""
+    body = loop.regions[0]
+    iv = body.args[0]
+    slice_ = _address_slice(body, staged.copy, iv)
+    if slice_ is None or any(ins not in body.instrs for ins in (staged.alloc, staged.copy, staged.commit,
+                                                                staged.dealloc)):
+        return False
+    readers = [i for i, ins in enumerate(body.instrs) if _reads(ins, staged.value)]
+    if not readers:
+        return False
+    lb, ub, step = loop.operands[:3]
+    at_loop = parent.instrs.index(loop)
+    loc = staged.copy.loc
+
+    # before the loop: the buffer and the first tile's copy
+    body.instrs.remove(staged.alloc)
+    parent.instrs.insert(at_loop, staged.alloc)
+    b = Builder()
+    b.loc = loc
+    b.set_insertion_before(parent, at_loop + 1)
+    _emit_copy(b, staged, slice_, iv, lb, ub, step)
+
+    # in the body: no copy at the top; the next tile's after the last reader (and after
+    # the copies staged right behind it, so their waits need not wait for this one)
+    for ins in (staged.copy, staged.commit, staged.dealloc):
+        body.instrs.remove(ins)
+    last = max(i for i, ins in enumerate(body.instrs) if _reads(ins, staged.value))
+    at = last + 1
+    while at < len(body.instrs) - 1 and body.instrs[at].op is not Op.ASYNC_WAIT:
+        at += 1
+    b.set_insertion_before(body, at)
+    nxt = b.op1(Op.ADD, iv, step)
+    _emit_copy(b, staged, slice_, iv, nxt, ub, step)
+
+    # after the loop: the last (masked-off) copy lands before the buffer goes
+    after = parent.instrs.index(loop) + 1
+    b.set_insertion_before(parent, after)
+    b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(pending=0))
+    b.insert(staged.dealloc)
+    return True
+
+
+def _reads(ins: Instr, value: Value) -> bool:
+    return any(value in sub.operands for sub in [ins, *ins.walk()])
+
+
+def _address_slice(body: Block, copy: Instr, iv: Value) -> Optional[list[Instr]]:
+    """The body's ops that the copy's pointers and mask are computed from (body order),
+    when all are pure, without regions, and read nothing of the body's block arguments
+    but the induction variable; else None."""
+    carried = set(body.args[1:])
+    defined = {r: ins for ins in body.instrs for r in ins.results}
+    needed: set[Instr] = set()
+    todo = list(copy.operands[2:])
+    while todo:
+        v = todo.pop()
+        if v in carried:
+            return None
+        ins = defined.get(v)
+        if ins is None or ins in needed:
+            continue
+        info = OP_INFO[ins.op]
+        if not info.pure or ins.regions:
+            return None
+        needed.add(ins)
+        todo.extend(ins.operands)
+    return [ins for ins in body.instrs if ins in needed]
+
+
+def _emit_copy(b: Builder, staged: StagedCopy, slice_: list[Instr], iv: Value, tile: Value, ub: Value,
+               step: Value) -> None:
+    """The staged copy for tile `tile` (its address code cloned with iv := tile), masked
+    off where `tile` is past the loop's end (either way of stepping)."""
+    mapping: dict[Value, Value] = {iv: tile}
+    for ins in slice_:
+        b.insert(clone_instr(ins, mapping))
+    zero = b.constant(0, I32)
+    forward = b.op1(Op.GT, step, zero)
+    inside = b.op1(Op.SELECT, forward, b.op1(Op.LT, tile, ub), b.op1(Op.GT, tile, ub))
+    buf, _slot, ptrs, *rest = staged.copy.operands
+    ptrs = mapping.get(ptrs, ptrs)
+    slot = b.constant(0, I32)  # (the body's own constant is defined after this point)
+    shape = ptrs.type.shape
+    keep = b.splat(inside, shape)
+    if staged.copy.attrs.has_mask:
+        mask = mapping.get(rest[0], rest[0])
+        keep = b.op1(Op.AND, mask, keep, type=TileType(shape, I1))
+        extra = [mapping.get(v, v) for v in rest[1:]]
+    else:
+        extra = []
+    b.create(Op.ASYNC_COPY, [buf, slot, ptrs, keep, *extra], replace(staged.copy.attrs, has_mask=True),
+             result_types=[])
+    b.create(Op.ASYNC_COMMIT, [], result_types=[])
