@@ -22,11 +22,11 @@ as soon as this tile has read the buffer for the last time:
     async_wait 0 ; local_dealloc buf
 
 The copy for a tile past the last is masked off entirely (zero-filled, no global
-access); the wait after the loop lets it land before the buffer is freed. A CTA barrier
-between the readers and the next copy (the write-after-read on the buffer) is placed by
-`insert_barriers`. The buffer is then live across the whole tile loop rather than only
-across its readers, so other buffers can no longer reuse its bytes: `compile_kernel`
-compiles again without it (`TgirOptions.prefetch_tiles`) where shared memory would not
+access); the wait after the loop lets it land before the buffer is freed. The next
+copy waits, behind a CTA barrier, for every warp to be done with the buffer (also for a
+dot its reader left in flight: after that dot's wait). The buffer is then live across
+the whole tile loop rather than only across its readers, so other buffers can no longer
+reuse its bytes: `compile_kernel` compiles again without it (`TgirOptions.prefetch_tiles`) where shared memory would not
 fit, before it gives up pipeline stages.
 """
 from __future__ import annotations
@@ -86,10 +86,17 @@ def prefetch_next_tile(parent: Block, loop: Instr, staged: StagedCopy) -> bool:
     for ins in (staged.copy, staged.commit, staged.dealloc):
         body.instrs.remove(ins)
     last = max(i for i, ins in enumerate(body.instrs) if _reads(ins, staged.value))
-    at = last + 1
+    # a dot the reader left in flight (a loop's accumulator, waited for where it is
+    # first used) may still read the buffer: the copy comes after its wait
+    in_flight = set(body.instrs[last].results)
+    at = 1 + max([last] + [i for i, ins in enumerate(body.instrs)
+                           if ins.op is Op.DOT_WAIT and in_flight & set(ins.operands)])
     while at < len(body.instrs) - 1 and body.instrs[at].op is not Op.ASYNC_WAIT:
         at += 1
     b.set_insertion_before(body, at)
+    # every warp done reading the buffer before any overwrites it (insert_barriers sees
+    # the readers at the local_load, before the loop's own barriers: it places none)
+    b.create(Op.BARRIER, [], result_types=[])
     nxt = b.op1(Op.ADD, iv, step)
     _emit_copy(b, staged, slice_, iv, nxt, ub, step)
 

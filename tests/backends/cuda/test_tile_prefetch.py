@@ -62,6 +62,8 @@ def test_the_next_tiles_copy_follows_this_tiles_last_reader():
     wait = next(i for i in body[:inner] if i.op is Op.ASYNC_WAIT)
     assert wait.attrs.pending == sum(i.op is Op.ASYNC_COMMIT for i in body[:body.index(wait)]) > 0
     assert len(mine) == 1 and mine[0] > inner
+    # every warp done with the buffer before the copy overwrites it
+    assert any(i.op is Op.BARRIER for i in body[inner + 1:mine[0]])
     assert not any(i.op is Op.LOCAL_DEALLOC and i.operands[0] is buf for i in body)
     after = [i.op for i in top[at + 1:]]
     assert after.index(Op.ASYNC_WAIT) < after.index(Op.LOCAL_DEALLOC)
