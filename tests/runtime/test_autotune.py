@@ -18,7 +18,7 @@ import pytest
 
 from tegula.errors import AutotunerError, CompilationError, KernelArgumentError, OutOfResources
 from tegula.runtime.autotuner import Config, autotune
-from tegula.runtime.autotuner_report import TuningProgress, choose_best
+from tegula.runtime.autotuner_report import TuningProgress, choose_best, contenders
 from tegula.runtime.heuristics import heuristics
 
 
@@ -193,6 +193,45 @@ def test_ties_within_noise_resolve_by_config_order():
     # Exact equality without spread: first in order.
     assert choose_best([3.0, 1.0, 1.0]) == 1
     assert choose_best([[math.inf] * 3, [math.inf] * 3]) is None
+
+
+def test_contenders_are_the_configs_near_the_fastest():
+    # medians within CONTEST_MARGIN (12%) of the fastest one's; none when it stands alone
+    assert contenders([[1.11, 1.0, 1.2], [1.0, 0.9, 1.1], [1.13, 1.0, 1.2], [math.inf] * 3]) == [0, 1]
+    assert contenders([2.0, 1.0, 1.5]) == []
+    assert contenders([[math.inf] * 3]) == []
+
+
+def test_the_default_benchmarker_times_the_contenders_again(monkeypatch):
+    """A GPU warming up as it tunes: the first config timed reads 10% fast. Timed once,
+    config 16 (really 1.0 ms) would beat config 32 (0.97 ms); the contenders' second
+    timings, back to back, choose 32. The others are not timed again."""
+    import tegula.testing
+
+    jit = FakeJIT(add_inplace, ["x", "y", "n"])
+    real = {16: 1.0, 32: 0.97, 64: 3.0}
+    timed = []
+
+    def drifting_bench(fn, warmup=25, rep=100, quantiles=None, device=None):
+        fn()
+        block = jit.runs[-1]["BLOCK"]
+        timed.append(block)
+        t = real[block] * (0.9 if len(timed) == 1 else 1.0)
+        return [t, t, t]
+
+    monkeypatch.setattr(tegula.testing, "do_bench", drifting_bench)
+    kernel = autotune([Config({"BLOCK": b}) for b in (16, 32, 64)], key=["n"])(jit)
+    x, y = arrays()
+    kernel[(1,)](x, y, 10)
+    assert timed == [16, 32, 64, 32, 16]  # the near-fastest again, in reverse order
+    assert kernel.best_config.kwargs["BLOCK"] == 32
+    assert kernel.configs_timings[kernel.best_config][0] == pytest.approx(0.97)
+
+
+def test_a_users_own_benchmarker_times_each_config_once():
+    kernel, jit, bench = tuned_add(times={16: 1.0, 32: 1.01, 64: 5.0, 128: 5.0})
+    kernel[(1,)](*arrays(), 10)
+    assert bench.calls == 4
 
 
 def test_noisy_timings_choose_the_same_config_every_time():
