@@ -11,7 +11,8 @@ prints the rounds and their medians.
     python3 benchmarks/attention_ab.py --rev HEAD --cases 128:128x128s2w8ws 64c:128x64s3w8
 
 A case's config may be two, `128:128x128s2w8ws/128x128s2w8wsp`: the revision runs the
-first, the working tree the second (a new config against the old best).
+first, the working tree the second (a new config against the old best); `tuned` is the
+autotuner's choice over the whole list (the chosen configs are printed).
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def main() -> int:
     import torch
 
     import tegula.testing
-    from benchmarks.attention_bench import flops, only_config
+    from benchmarks.attention_bench import config_label, flops, only_config
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rev", default="HEAD")
     ap.add_argument("--cases", nargs="+", default=["128:128x128s2w8ws", "128c:128x128s2w8wsol",
@@ -102,6 +103,7 @@ def main() -> int:
         only_config(new, new_spec or old_spec)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         errs = [(m.attention(q, k, v, causal=causal) - want).abs().max().item() for m in (old, new)]
+        chosen = "/".join(config_label(getattr(m._fwd, "best_config", None)) for m in (old, new))
         runs = [lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
                 lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)]
         warm_up(runs, args.warmup_s)
@@ -113,7 +115,7 @@ def main() -> int:
             for i in _order(r):
                 cells[i].append(f / bench(runs[i]) / 1e9)
         med = [statistics.median(c) for c in cells]
-        print(f"D{D}{' causal' if causal else '':7s} {spec:16s} "
+        print(f"D{D}{' causal' if causal else '':7s} {spec:16s} ({chosen}) "
               + "  ".join(f"{a:6.1f} / {b:6.1f} / {c:6.1f}" for a, b, c in zip(*cells))
               + f"   medians {med[0]:.1f} / {med[1]:.1f} / {med[2]:.1f}: new/old {med[1] / med[0]:.3f},"
               + f" old/SDPA {med[0] / med[2]:.3f}, new/SDPA {med[1] / med[2]:.3f}"

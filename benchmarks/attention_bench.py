@@ -80,7 +80,16 @@ def only_config(attention_module, spec: str) -> None:
     """The forward kernel narrowed to one config, `BMxBNsSTAGESwWARPS` (one of its list),
     with `ws` after it (`128x64s3w8ws`) the same config with WARP_SPECIALIZE=True, with
     `ol` after that (`128x64s3w8wsol`, `128x64s3w8ol`) with ONE_LOOP=True, and `p` last
-    (`128x128s2w8wsp`) with PERSISTENT=True."""
+    (`128x128s2w8wsp`) with PERSISTENT=True; `tuned`, the whole tuned list (the
+    autotuner's choice)."""
+    kernel = attention_module._fwd
+    if not hasattr(kernel, "all_configs"):
+        kernel.all_configs = list(kernel.configs)
+    if spec == "tuned":
+        kernel.configs = list(kernel.all_configs)
+        if hasattr(kernel, "cache"):
+            kernel.cache.clear()
+        return
     persistent = spec.endswith("p")
     spec = spec.removesuffix("p")
     one_loop = spec.endswith("ol")
@@ -89,9 +98,6 @@ def only_config(attention_module, spec: str) -> None:
     blocks, rest = spec.removesuffix("ws").split("s")
     bm, bn = (int(x) for x in blocks.split("x"))
     stages, warps = (int(x) for x in rest.split("w"))
-    kernel = attention_module._fwd
-    if not hasattr(kernel, "all_configs"):
-        kernel.all_configs = list(kernel.configs)
     want = (bm, bn, stages, warps)
     host = [c for c in kernel.all_configs if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 32]
     gpu = [c for c in kernel.all_configs
