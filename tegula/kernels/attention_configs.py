@@ -68,18 +68,18 @@ FWD_GPU += [triton.Config({**c.kwargs, "WARP_SPECIALIZE": True, "ONE_LOOP": True
 def persistent_twin(config):
     """`config` (a warp-specialized forward config) with PERSISTENT=True: one program
     per SM walking the tiles, the KV rings turning across tiles (the producer fills the
-    next tile's first slots during this one's epilogue) and each tile's Q block copied
-    during the tile before (`tile_prefetch`). Benchmarks spell it `...wsp`."""
+    next tile's first slots during this one's epilogue), each tile's Q block copied
+    during the tile before and its last V block under its KV loop (`tile_prefetch`). Benchmarks spell it `...wsp`."""
     return triton.Config({**config.kwargs, "PERSISTENT": True}, num_stages=config.num_stages,
                          num_warps=config.num_warps, pre_hook=config.pre_hook)
 
 
 # The persistent twins of the 2-stage warp-specialized configs (deeper rings would only
 # hold more shared memory for the whole kernel). Measured on the H200 (session 20, Z4
-# H32 N4096, 6 rounds in rotating order after a warm-up, medians): D128 128x128/2/8
-# 566.0 TFLOP/s persistent against 560.0 not, causal 491.0 against 478.6 (without the Q
-# prefetch: 561.4 and 486.1); the autotuner decides (D64's configs run 2 CTAs per SM,
-# which one program per SM gives up).
+# H32 N4096, 6 rounds in rotating order after a warm-up, medians, against the same
+# config not persistent): D128 128x128/2/8 551.1 TFLOP/s against 549.6, causal 484.5
+# against 473.4; the autotuner decides (D64's configs run 2 CTAs per SM, which one
+# program per SM gives up).
 FWD_GPU += [persistent_twin(c) for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE") and c.num_stages == 2]
 
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)

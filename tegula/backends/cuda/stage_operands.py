@@ -47,7 +47,7 @@ from ...passes.ir_utils import users_of
 from .mma import choose_mma
 from .pipeline_candidates import is_zero
 from .slot_views import slot_read
-from .tile_prefetch import StagedCopy, prefetch_next_tile
+from .tile_prefetch import StagedCopy, hoist_tile_copy, prefetch_next_tile
 
 # registers per thread the accumulators and register A operands of a loop may take
 # before its invariant A operands move to shared memory
@@ -58,7 +58,7 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int,
                              prefetch_tiles: bool = True) -> int:
     """Stage the loop-invariant dot operands that qualify (in place); returns how many.
     `prefetch_tiles`: those of a persistent kernel's tile loop read in its inner loops
-    are copied one tile ahead (`tile_prefetch`)."""
+    are copied one tile ahead, those read after them copied under them (`tile_prefetch`)."""
     if capability < 90 or not knobs.wgmma or not knobs.dot_tensor_cores:
         return 0
     uses = users_of(kernel.body)
@@ -74,16 +74,18 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int,
         if tile_loop is not None and prefetch_tiles:
             parent, loop = tile_loop
             for st in staged:
-                # (a B operand read in the body itself, after its loops, stays per tile:
-                # its buffer may then share bytes with the loops' rings' neighbours)
+                # (an operand read in the body itself, after its loops, stays per tile,
+                # its copy moved up to run under them: `hoist_tile_copy`)
                 if _read_in_loops(block, st) and prefetch_next_tile(parent, loop, st):
                     # its group, committed in the tile before, is the oldest in flight at
                     # the body's top: the wait leaves those the body commits before it
                     st.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(block, 0, block.instrs.index(st.wait)))
-                    for other in staged:  # a wait behind the moved copy now leaves it in flight
-                        if other is not st and other.commit in block.instrs:
-                            other.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(
-                                block, block.instrs.index(other.commit) + 1, block.instrs.index(other.wait)))
+                elif not _read_in_loops(block, st):
+                    hoist_tile_copy(block, st)
+            for st in staged:  # a wait behind a moved copy now leaves it in flight
+                if st.commit in block.instrs:
+                    st.wait.attrs = A.AsyncWaitAttrs(pending=_groups_after(
+                        block, block.instrs.index(st.commit) + 1, block.instrs.index(st.wait)))
         done += len(picked)
     return done
 

@@ -1,4 +1,5 @@
-"""A persistent kernel's staged operands copied one tile ahead.
+"""A persistent kernel's staged operands copied one tile ahead (those its inner loops
+read), or under its loops (those the tile reads after them).
 
 In the body of a loop over output tiles (a persistent kernel's `for tile in
 tl.range(pid, tiles, nprog)`), `stage_operands` stages a tile's dot operand (attention's
@@ -109,13 +110,13 @@ def prefetch_next_tile(parent: Block, loop: Instr, staged: StagedCopy) -> bool:
 
 
 def _reads(ins: Instr, value: Value) -> bool:
-    return any(value in sub.operands for sub in [ins, *ins.walk()])
+    return any(value in sub.operands for sub in ins.walk())
 
 
 def _address_slice(body: Block, copy: Instr, iv: Value) -> Optional[list[Instr]]:
     """The body's ops that the copy's pointers and mask are computed from (body order),
-    when all are pure, without regions, and read nothing of the body's block arguments
-    but the induction variable; else None."""
+    when all are pure (an `if` of pure ops included) and read nothing of the body's
+    block arguments but the induction variable; else None."""
     carried = set(body.args[1:])
     defined = {r: ins for ins in body.instrs for r in ins.results}
     needed: set[Instr] = set()
@@ -127,12 +128,21 @@ def _address_slice(body: Block, copy: Instr, iv: Value) -> Optional[list[Instr]]
         ins = defined.get(v)
         if ins is None or ins in needed:
             continue
-        info = OP_INFO[ins.op]
-        if not info.pure or ins.regions:
+        if not _pure(ins):
             return None
         needed.add(ins)
         todo.extend(ins.operands)
+        inner = {r for sub in ins.walk() for r in sub.results} | {a for region in ins.regions for a in region.args}
+        todo.extend(v for sub in ins.walk() for v in sub.operands if v not in inner)
     return [ins for ins in body.instrs if ins in needed]
+
+
+def _pure(ins: Instr) -> bool:
+    """A pure op, or an `if` of pure ops (a tile coordinate chosen by a condition)."""
+    if ins.op is Op.IF:
+        return all(sub.op is Op.YIELD or (OP_INFO[sub.op].pure and not sub.regions)
+                   for region in ins.regions for sub in region.walk())
+    return OP_INFO[ins.op].pure and not ins.regions
 
 
 def _emit_copy(b: Builder, staged: StagedCopy, slice_: list[Instr], iv: Value, tile: Value, ub: Value,
@@ -159,3 +169,53 @@ def _emit_copy(b: Builder, staged: StagedCopy, slice_: list[Instr], iv: Value, t
     b.create(Op.ASYNC_COPY, [buf, slot, ptrs, keep, *extra], replace(staged.copy.attrs, has_mask=True),
              result_types=[])
     b.create(Op.ASYNC_COMMIT, [], result_types=[])
+
+
+# what a staged copy moving up its tile's body may not pass: copy groups (their waits
+# count the groups committed after them), memory writes (the copy might read what they
+# write), CTA barriers (a user's `debug_barrier` orders memory) and asm with effects;
+# mbarrier waits and arrivals (a specialized loop's hand-over of its ring slots) do not
+# concern a copy into a buffer of its own
+_BLOCKING = (Op.ASYNC_COPY, Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS,
+             Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE, Op.BLOCK_STORE, Op.BARRIER, Op.DEBUG_BARRIER)
+
+
+def _blocks_hoist(ins: Instr) -> bool:
+    return any(sub.op in _BLOCKING or (sub.op is Op.INLINE_ASM and not sub.attrs.is_pure)
+               for sub in ins.walk())
+
+
+def hoist_tile_copy(body: Block, staged: StagedCopy) -> bool:
+    """Move the staged copy of an operand read in the tile body itself (the rotated
+    attention loop's last V block, read after the KV loop) up the body, with the pure
+    address code it needs, past the ops that neither define what it reads nor commit or
+    wait for copy groups nor have effects (a warp-specialized KV loop's consumers wait
+    on mbarriers, not on copy groups): the copy then lands under the tile's loops
+    instead of after them. Its buffer stays per tile (freed after its reader, where the
+    output's staging may take its bytes) but now lives across the loops (shared memory
+    that `compile_kernel` gives back, with the tile-ahead copies, where it would not
+    fit). Returns whether it moved."""
+    ops = body.instrs
+    start, end = ops.index(staged.alloc), ops.index(staged.commit)
+    group = ops[start:end + 1]  # alloc, slot, copy, commit: as `_stage` laid them out
+    inside = {r for ins in group for r in ins.results}
+    slice_ = _address_slice(body, staged.copy, body.args[0])
+    if slice_ is None or any(ins in group for ins in slice_):
+        return False
+    moving = slice_ + group
+    moved = set(moving)
+    needed = {v for ins in moving for v in ins.operands} - inside - {r for ins in slice_ for r in ins.results}
+    at = start
+    while at > 0:
+        prev = ops[at - 1]
+        if prev in moved:
+            at -= 1
+            continue
+        if needed & set(prev.results) or _blocks_hoist(prev):
+            break
+        at -= 1
+    if not any(ins not in moved for ins in ops[at:start]):
+        return False
+    # (address code above the new place stays where it is)
+    body.instrs = ops[:at] + [ins for ins in ops[at:] if ins in moved] + [ins for ins in ops[at:] if ins not in moved]
+    return True

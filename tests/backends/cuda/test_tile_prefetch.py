@@ -32,6 +32,29 @@ def per_tile_weights(x_ptr, w_ptr, y_ptr, T, R, BM: tl.constexpr, K: tl.constexp
                      mask=rows[:, None] < R)
 
 
+@tegula.jit
+def per_tile_tail(x_ptr, w_ptr, u_ptr, y_ptr, T, R, BM: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    """per_tile_weights, then each tile's last row block times u[t] added to its first
+    row block: u[t], read by a dot after the inner loop, is a staged B operand of the
+    tile's body (the attention forward's last V block)."""
+    offs_k = tl.arange(0, K)
+    offs_n = tl.arange(0, N)
+    rows0 = tl.arange(0, BM)
+    for t in tl.range(tl.program_id(0), T, tl.num_programs(0)):
+        w = tl.load(w_ptr + t * K * N + offs_k[:, None] * N + offs_n[None, :])
+        x = tl.zeros((BM, K), dtype=tl.float16)
+        for r in range(0, R, BM):
+            rows = r + rows0
+            x = tl.load(x_ptr + t * R * K + rows[:, None] * K + offs_k[None, :], mask=rows[:, None] < R, other=0.0)
+            y = tl.dot(x, w)
+            tl.store(y_ptr + t * R * N + rows[:, None] * N + offs_n[None, :], y.to(tl.float16),
+                     mask=rows[:, None] < R)
+        u = tl.load(u_ptr + t * K * N + offs_k[:, None] * N + offs_n[None, :])
+        z = tl.dot(x, u)
+        first = y_ptr + t * R * N + rows0[:, None] * N + offs_n[None, :]
+        tl.store(first, (tl.load(first).to(tl.float32) + z).to(tl.float16))
+
+
 SIG = {"x_ptr": "*fp16", "w_ptr": "*fp16", "y_ptr": "*fp16", "T": "i32", "R": "i32",
        "BM": "constexpr", "K": "constexpr", "N": "constexpr"}
 CX = {"BM": 64, "K": 64, "N": 64}
@@ -89,3 +112,74 @@ def test_prefetched_tiles_match_numpy(programs):
     y = np.full((T, R, N), np.nan, np.float16)
     ek.run((programs, 1, 1), [x, w, y, T, R])
     np.testing.assert_allclose(y.astype(np.float64), want, rtol=2e-2, atol=5e-2)
+
+
+TAIL_SIG = {"x_ptr": "*fp16", "w_ptr": "*fp16", "u_ptr": "*fp16", "y_ptr": "*fp16", "T": "i32", "R": "i32",
+            "BM": "constexpr", "K": "constexpr", "N": "constexpr"}
+
+
+def _tail_ir():
+    return optimized_ir(ASTSource(per_tile_tail, signature=TAIL_SIG, constexprs=CX))
+
+
+def test_a_copy_read_after_the_inner_loop_stays_behind_its_stores():
+    """u's copy may not move above the inner loop: the loop stores (the copy might read
+    what it writes), so it stays after it."""
+    staged, _plan = to_tgir(_tail_ir(), 4, 3, 90, False)
+    body = _tile_loop(staged.body).regions[0].instrs
+    inner = next(n for n, i in enumerate(body) if i.op is Op.FOR)
+    copies = [n for n, i in enumerate(body) if i.op is Op.ASYNC_COPY]
+    assert any(n > inner for n in copies)
+
+
+@pytest.mark.parametrize("programs", [2, 7])
+def test_prefetched_tiles_with_a_tail_operand_match_numpy(programs):
+    T, R, K, N = 5, 100, 64, 64
+    rng = np.random.default_rng(10 + programs)
+    x = rng.standard_normal((T, R, K)).astype(np.float16)
+    w = rng.standard_normal((T, K, N)).astype(np.float16)
+    u = rng.standard_normal((T, K, N)).astype(np.float16)
+    want = np.einsum("trk,tkn->trn", x.astype(np.float64), w.astype(np.float64))
+    last = np.zeros((T, 64, K))
+    last[:, :R - 64] = x[:, 64:]  # the last row block (rows 64..127): those past R load as zeros
+    want[:, :64] = want[:, :64].astype(np.float16).astype(np.float64) + np.einsum(
+        "trk,tkn->trn", last, u.astype(np.float64))
+    ek = EmulatedKernel(_tail_ir(), 4, capability=90, num_stages=3)
+    y = np.full((T, R, N), np.nan, np.float16)
+    ek.run((programs, 1, 1), [x, w, u, y, T, R])
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2e-2, atol=1e-1)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_the_persistent_attention_forward_copies_q_ahead_and_v_under_its_kv_loop(causal):
+    """The library's persistent forward at its tuned D128 config (128x128 blocks, 2
+    stages, 8 warps, warp-specialized, sm_90a): the first tile's Q block is copied before
+    the consumers' tile loop, the next tile's after the KV loop, and each tile's last V
+    block (read after the KV loop) before it: the KV loop's consumers wait on mbarriers,
+    not on copy groups, so the copy runs under the loop."""
+    from tegula.kernels.attention_fwd import attention_fwd_kernel
+
+    D = BM = BN = 128
+    sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
+           "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
+           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "i32", "H": "i32", "N_CTX": "i32",
+           "ZH": "i32"}
+    cx = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D,
+              SM_SCALE=D ** -0.5, CAUSAL=causal, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32",
+              ON_GPU=True, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=True,
+              ONE_LOOP=causal, PERSISTENT=True, ONE_SPAN=False)
+    sig.update({name: "constexpr" for name in cx})
+    attrs = {**{n: 16 for n in ("lse_ptr", "stride_z", "stride_h", "stride_n", "N_CTX")},
+             **{f"{d}.{i}": 16 for d in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") for i in range(4)}}
+    ir = optimized_ir(ASTSource(attention_fwd_kernel, signature=sig, constexprs=cx, attrs=attrs))
+    staged, _plan = to_tgir(ir, 8, 2, 90, False)
+    split = next(i for i in staged.body.instrs if i.op is Op.IF)
+    consumers = split.regions[1].instrs
+    at = next(n for n, i in enumerate(consumers) if i.op is Op.FOR)
+    q_buf = next(i for i in consumers[:at] if i.op is Op.ASYNC_COPY).operands[0]
+    body = consumers[at].regions[0].instrs
+    kv = next(n for n, i in enumerate(body) if i.op is Op.FOR)
+    before, after = body[:kv], body[kv + 1:]
+    assert [i for i in before if i.op is Op.ASYNC_COPY and i.operands[0] is not q_buf]  # the last V block
+    assert not [i for i in before if i.op is Op.ASYNC_COPY and i.operands[0] is q_buf]
+    assert [i for i in after if i.op is Op.ASYNC_COPY and i.operands[0] is q_buf]  # the next tile's Q
