@@ -63,7 +63,7 @@ def prefetch_next_tile(parent: Block, loop: Instr, staged: StagedCopy) -> bool:
     or readers that are not all ops of the body."""
     body = loop.regions[0]
     iv = body.args[0]
-    slice_ = _address_slice(body, staged.copy, iv)
+    slice_ = _address_slice(body, staged.copy, iv, reads_memory=False)
     if slice_ is None or any(ins not in body.instrs for ins in (staged.alloc, staged.copy, staged.commit,
                                                                 staged.dealloc)):
         return False
@@ -113,10 +113,12 @@ def _reads(ins: Instr, value: Value) -> bool:
     return any(value in sub.operands for sub in ins.walk())
 
 
-def _address_slice(body: Block, copy: Instr, iv: Value) -> Optional[list[Instr]]:
+def _address_slice(body: Block, copy: Instr, iv: Value, reads_memory: bool = True) -> Optional[list[Instr]]:
     """The body's ops that the copy's pointers and mask are computed from (body order),
     when all are pure (an `if` of pure ops included) and read nothing of the body's
-    block arguments but the induction variable; else None."""
+    block arguments but the induction variable; else None. Without `reads_memory`, a
+    load among them refuses too: cloned for the next tile, it would read where that
+    tile's address code points even past the last tile (the copy itself is masked)."""
     carried = set(body.args[1:])
     defined = {r: ins for ins in body.instrs for r in ins.results}
     needed: set[Instr] = set()
@@ -128,13 +130,16 @@ def _address_slice(body: Block, copy: Instr, iv: Value) -> Optional[list[Instr]]
         ins = defined.get(v)
         if ins is None or ins in needed:
             continue
-        if not _pure(ins):
+        if not _pure(ins) or (not reads_memory and any(sub.op in _READS for sub in ins.walk())):
             return None
         needed.add(ins)
         todo.extend(ins.operands)
         inner = {r for sub in ins.walk() for r in sub.results} | {a for region in ins.regions for a in region.args}
         todo.extend(v for sub in ins.walk() for v in sub.operands if v not in inner)
     return [ins for ins in body.instrs if ins in needed]
+
+
+_READS = (Op.LOAD, Op.BLOCK_LOAD, Op.DESCRIPTOR_LOAD)
 
 
 def _pure(ins: Instr) -> bool:

@@ -55,6 +55,23 @@ def per_tile_tail(x_ptr, w_ptr, u_ptr, y_ptr, T, R, BM: tl.constexpr, K: tl.cons
         tl.store(first, (tl.load(first).to(tl.float32) + z).to(tl.float16))
 
 
+@tegula.jit
+def indexed_tile_weights(x_ptr, w_ptr, idx_ptr, y_ptr, T, R, BM: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    """per_tile_weights with tile t's weights w[idx[t]]: the staged operand's address
+    reads memory (idx has T entries: the next tile's address code, cloned, would read
+    idx[T] past the last tile)."""
+    offs_k = tl.arange(0, K)
+    offs_n = tl.arange(0, N)
+    for t in tl.range(tl.program_id(0), T, tl.num_programs(0)):
+        which = tl.load(idx_ptr + t)
+        w = tl.load(w_ptr + which * K * N + offs_k[:, None] * N + offs_n[None, :])
+        for r in range(0, R, BM):
+            rows = r + tl.arange(0, BM)
+            x = tl.load(x_ptr + t * R * K + rows[:, None] * K + offs_k[None, :], mask=rows[:, None] < R, other=0.0)
+            tl.store(y_ptr + t * R * N + rows[:, None] * N + offs_n[None, :], tl.dot(x, w).to(tl.float16),
+                     mask=rows[:, None] < R)
+
+
 SIG = {"x_ptr": "*fp16", "w_ptr": "*fp16", "y_ptr": "*fp16", "T": "i32", "R": "i32",
        "BM": "constexpr", "K": "constexpr", "N": "constexpr"}
 CX = {"BM": 64, "K": 64, "N": 64}
@@ -183,3 +200,21 @@ def test_the_persistent_attention_forward_copies_q_ahead_and_v_under_its_kv_loop
     assert [i for i in before if i.op is Op.ASYNC_COPY and i.operands[0] is not q_buf]  # the last V block
     assert not [i for i in before if i.op is Op.ASYNC_COPY and i.operands[0] is q_buf]
     assert [i for i in after if i.op is Op.ASYNC_COPY and i.operands[0] is q_buf]  # the next tile's Q
+
+
+def test_an_address_that_reads_memory_is_not_copied_ahead():
+    sig = {"x_ptr": "*fp16", "w_ptr": "*fp16", "idx_ptr": "*i32", "y_ptr": "*fp16", "T": "i32", "R": "i32",
+           "BM": "constexpr", "K": "constexpr", "N": "constexpr"}
+    ir = optimized_ir(ASTSource(indexed_tile_weights, signature=sig, constexprs=CX))
+    staged, _plan = to_tgir(ir, 4, 3, 90, False)
+    assert not any(i.op is Op.ASYNC_COPY for i in staged.body.instrs)  # no first-tile copy before the loop
+    T, R, K, N = 5, 100, 64, 64
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((T, R, K)).astype(np.float16)
+    w = rng.standard_normal((3, K, N)).astype(np.float16)
+    idx = np.array([2, 0, 1, 2, 0], np.int32)
+    want = np.einsum("trk,tkn->trn", x.astype(np.float64), w[idx].astype(np.float64))
+    ek = EmulatedKernel(ir, 4, capability=90, num_stages=3)
+    y = np.full((T, R, N), np.nan, np.float16)
+    ek.run((7, 1, 1), [x, w, idx, y, T, R])
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2e-2, atol=5e-2)
