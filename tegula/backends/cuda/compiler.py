@@ -77,7 +77,8 @@ class TgirOptions:
     num_stages: int
     capability: int
     checked: bool
-    # a persistent kernel's staged operands copied one tile ahead (`tile_prefetch`)
+    # a persistent kernel's staged operands copied one tile ahead or under its loops
+    # (`tile_prefetch`)
     prefetch_tiles: bool = True
 
 

@@ -93,7 +93,7 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int,
 def _read_in_loops(block: Block, st: StagedCopy) -> bool:
     """Whether every op of `block` reading the staged value is a loop."""
     readers = [ins for ins in block.instrs if ins is not st.value.owner
-               and any(st.value in sub.operands for sub in [ins, *ins.walk()])]
+               and any(st.value in sub.operands for sub in ins.walk())]
     return bool(readers) and all(ins.op is Op.FOR for ins in readers)
 
 
@@ -103,7 +103,8 @@ def _blocks(block: Block, once: bool = True,
     per program or per tile: not inside a loop (the kernel's body, a branch of an `if`
     there, such as a warp-specialized kernel's consumer region), or in the body of a
     loop over tiles, one that holds a loop (a persistent kernel's: the buffer's copy
-    and its CTA barriers come once per tile, around the tile's own loop)."""
+    and its CTA barriers come once per tile, around the tile's own loop); and for such
+    a loop's body, (the block holding the loop, the loop), else None."""
     out = [(block, once, tile_loop)]
     for ins in block.instrs:
         for region in ins.regions:

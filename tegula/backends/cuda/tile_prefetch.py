@@ -58,17 +58,16 @@ class StagedCopy:
 def prefetch_next_tile(parent: Block, loop: Instr, staged: StagedCopy) -> bool:
     """Rewrite `staged` (in the body of the tile loop `loop`, an op of `parent`) to copy
     one tile ahead (in place); the caller then counts the groups its wait leaves in
-    flight (those the body commits before it). Returns False, changing nothing, where it does not
-    apply: an address that depends on other loop-carried values or on ops with effects,
-    or readers that are not all ops of the body."""
+    flight (those the body commits before it). Returns False, changing nothing, where
+    it does not apply: address code that depends on other loop-carried values, has
+    effects or loads from memory, or a buffer whose ops are not all the body's."""
     body = loop.regions[0]
     iv = body.args[0]
     slice_ = _address_slice(body, staged.copy, iv, reads_memory=False)
     if slice_ is None or any(ins not in body.instrs for ins in (staged.alloc, staged.copy, staged.commit,
                                                                 staged.dealloc)):
         return False
-    readers = [i for i, ins in enumerate(body.instrs) if _reads(ins, staged.value)]
-    if not readers:
+    if not any(_reads(ins, staged.value) for ins in body.instrs):
         return False
     lb, ub, step = loop.operands[:3]
     at_loop = parent.instrs.index(loop)
