@@ -377,9 +377,18 @@ class MemoryOps:
         other_v = parts.other if mask_v is not None else None  # other fills masked-off lanes only
         pointee = element_of(ptr_v.type).pointee
         mty, rty = memory_type(pointee), llvm_type(pointee)
+        # a volatile load (the spin of a decoupled look-back, a flag another program
+        # sets) must read memory each time it runs: a plain load in a loop that stores
+        # nothing is loop-invariant to LLVM, which hoists it and spins forever. A
+        # monotonic atomic load is the same instruction on the host but is never
+        # hoisted, merged or deferred.
+        volatile = bool(getattr(ins.attrs, "volatile", False))
 
         def do(p, i):
-            v = self.b.load(p, typ=mty)
+            if volatile:
+                v = self.b.load_atomic(p, "monotonic", _bytes(pointee), typ=mty)
+            else:
+                v = self.b.load(p, typ=mty)
             return self.b.trunc(v, rty) if mty != rty else v
         self._access(ins, "load", ptr_v, mask_v, other_v, do)
 

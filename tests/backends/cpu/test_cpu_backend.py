@@ -175,6 +175,36 @@ def test_atomics_are_atomic_across_concurrent_programs(cpu, monkeypatch):
 
 
 @tegula.jit
+def chained_prefix(x, flags, o, CAP: tl.constexpr):
+    # a decoupled look-back in miniature: program p spins on program p-1's published
+    # running total (a volatile load of a flag another thread stores), as FlagGems'
+    # radix sort does; the spin is capped so that a load hoisted out of the loop fails
+    # the comparison instead of hanging the test
+    pid = tl.program_id(0)
+    total = tl.load(x + pid)
+    if pid > 0:
+        prev = tl.load(flags + pid - 1, volatile=True)
+        tries = 0
+        while (prev == 0) & (tries < CAP):
+            prev = tl.load(flags + pid - 1, volatile=True)
+            tries += 1
+        total += prev
+    tl.store(flags + pid, total)
+    tl.store(o + pid, total)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64])
+def test_volatile_load_in_a_spin_loop_rereads_memory(cpu, monkeypatch, dtype):
+    monkeypatch.setenv("TEGULA_CPU_THREADS", "2")
+    n = 96
+    x = np.arange(1, n + 1).astype(dtype)
+    flags = np.zeros(n, dtype)
+    o = np.zeros(n, dtype)
+    chained_prefix[(n,)](x, flags, o, CAP=2**30)
+    np.testing.assert_array_equal(o, np.cumsum(x))
+
+
+@tegula.jit
 def desc_axpy(pair, x_desc, o_desc, BM: tl.constexpr, BN: tl.constexpr):
     a, (b, _unused) = pair
     m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
