@@ -494,6 +494,10 @@ DESCRIPTOR_OPS = frozenset({Op.MAKE_TENSOR_DESCRIPTOR, Op.DESCRIPTOR_LOAD, Op.DE
 
 BLOCK_POINTER_OPS = frozenset({Op.MAKE_BLOCK_PTR, Op.ADVANCE, Op.BLOCK_LOAD, Op.BLOCK_STORE})
 
+# ops that write global memory
+MEMORY_WRITES = frozenset({Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS, Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE,
+                           Op.BLOCK_STORE})
+
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 
 

@@ -39,8 +39,11 @@ from ...ir import attrs as A
 from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Value
-from ...ir.ops import OP_INFO, Op
+from ...ir.ops import MEMORY_WRITES, OP_INFO, Op
 from ...ir.types import I1, I32, TileType
+
+# ops that read global memory (not cloned for the next tile: see `_address_slice`)
+_READS = (Op.LOAD, Op.BLOCK_LOAD, Op.DESCRIPTOR_LOAD)
 
 
 @dataclass
@@ -132,13 +135,9 @@ def _address_slice(body: Block, copy: Instr, iv: Value, reads_memory: bool = Tru
         if not _pure(ins) or (not reads_memory and any(sub.op in _READS for sub in ins.walk())):
             return None
         needed.add(ins)
-        todo.extend(ins.operands)
         inner = {r for sub in ins.walk() for r in sub.results} | {a for region in ins.regions for a in region.args}
         todo.extend(v for sub in ins.walk() for v in sub.operands if v not in inner)
     return [ins for ins in body.instrs if ins in needed]
-
-
-_READS = (Op.LOAD, Op.BLOCK_LOAD, Op.DESCRIPTOR_LOAD)
 
 
 def _pure(ins: Instr) -> bool:
@@ -180,8 +179,7 @@ def _emit_copy(b: Builder, staged: StagedCopy, slice_: list[Instr], iv: Value, t
 # write), CTA barriers (a user's `debug_barrier` orders memory) and asm with effects;
 # mbarrier waits and arrivals (a specialized loop's hand-over of its ring slots) do not
 # concern a copy into a buffer of its own
-_BLOCKING = (Op.ASYNC_COPY, Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS,
-             Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE, Op.BLOCK_STORE, Op.BARRIER, Op.DEBUG_BARRIER)
+_BLOCKING = MEMORY_WRITES | {Op.ASYNC_COPY, Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.BARRIER, Op.DEBUG_BARRIER}
 
 
 def _blocks_hoist(ins: Instr) -> bool:
@@ -192,8 +190,8 @@ def _blocks_hoist(ins: Instr) -> bool:
 def hoist_tile_copy(body: Block, staged: StagedCopy) -> bool:
     """Move the staged copy of an operand read in the tile body itself (the rotated
     attention loop's last V block, read after the KV loop) up the body, with the pure
-    address code it needs, past the ops that neither define what it reads nor commit or
-    wait for copy groups nor have effects (a warp-specialized KV loop's consumers wait
+    address code it needs, past the ops that neither define what it reads nor hold one
+    of `_BLOCKING` or asm with effects (a warp-specialized KV loop's consumers wait
     on mbarriers, not on copy groups): the copy then lands under the tile's loops
     instead of after them. Its buffer stays per tile (freed after its reader, where the
     output's staging may take its bytes) but now lives across the loops (shared memory

@@ -48,7 +48,7 @@ from ...config import knobs
 from ...ir import attrs as A
 from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
-from ...ir.ops import OP_INFO, Op
+from ...ir.ops import MEMORY_WRITES, OP_INFO, Op
 from ...ir.types import I1, TileType
 from ...passes.dce import dce
 from ...passes.ir_utils import has_side_effects
@@ -62,9 +62,6 @@ PRODUCER_REGISTERS = 40
 REGISTER_FILE = 65536
 # below this many registers per thread at entry the consumers gain from re-sizing
 RESIZE_BELOW = 200
-
-# memory writes: a load the producer needs must not follow one (it would not see it)
-_WRITES = (Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS, Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE, Op.BLOCK_STORE)
 
 
 def wants_specialization(kernel: Kernel, parent: Block, loop: Instr, loads: list[Instr], capability: int,
@@ -205,7 +202,7 @@ def _writes_before_copies(rest: list[Instr], roots: _Roots) -> bool:
     """Whether the consumers' part writes memory before (or in) the specialized loop."""
     for ins in rest:
         subs = list(ins.walk())
-        if any(sub.op in _WRITES for sub in subs):
+        if any(sub.op in MEMORY_WRITES for sub in subs):  # a load the producer needs must not follow one
             return True
         if any(sub in roots for sub in subs):
             return False
