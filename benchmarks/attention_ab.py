@@ -12,12 +12,16 @@ prints the rounds and their medians.
 
 A case's config may be two, `128:128x128s2w8ws/128x128s2w8wsp`: the revision runs the
 first, the working tree the second (a new config against the old best); `tuned` is the
-autotuner's choice over the whole list (the chosen configs are printed).
+autotuner's choice over the whole list (the chosen configs are printed). `--rev-env
+NAME=VALUE` compiles the revision's kernels with that environment (a compiler knob
+off: `--rev HEAD --rev-env TEGULA_LOOP_STORE_BUFFERS=0` is a compiler change's A/B).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import statistics
 import subprocess
 import sys
@@ -53,6 +57,24 @@ def load_library_at(rev: str) -> ModuleType:
     return package
 
 
+@contextlib.contextmanager
+def environment(pairs: list[str]):
+    """The process environment with `NAME=VALUE` pairs set, restored afterwards."""
+    saved = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        saved[name] = os.environ.get(name)
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _order(r: int) -> list[int]:
     """Round r's order of (revision, working tree, SDPA): each first, second and last in
     turn (rotations of the three, then of the reversed three)."""
@@ -81,6 +103,8 @@ def main() -> int:
     ap.add_argument("--cases", nargs="+", default=["128:128x128s2w8ws", "128c:128x128s2w8wsol",
                                                    "64:128x64s3w8", "64c:128x64s3w8"])
     ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--rev-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="environment the revision's kernels are compiled in (a knob's A/B)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup-s", type=float, default=2.0,
                     help="seconds of running the three in turn before timing (the GPU at its steady clocks)")
@@ -102,7 +126,9 @@ def main() -> int:
         only_config(old, old_spec)
         only_config(new, new_spec or old_spec)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        errs = [(m.attention(q, k, v, causal=causal) - want).abs().max().item() for m in (old, new)]
+        with environment(args.rev_env):  # (the first call compiles; later ones hit its cache)
+            errs = [(old.attention(q, k, v, causal=causal) - want).abs().max().item()]
+        errs.append((new.attention(q, k, v, causal=causal) - want).abs().max().item())
         chosen = "/".join(config_label(getattr(m._fwd, "best_config", None)) for m in (old, new))
         runs = [lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
                 lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)]

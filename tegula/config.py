@@ -109,6 +109,10 @@ _knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
       "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
       "results within the iteration (attention) take turns issuing their dots, so one's softmax "
       "runs under the other's dots (FlashAttention-3's ping-pong; 0: they issue as they come).")
+_knob("loop_store_buffers", "TEGULA_LOOP_STORE_BUFFERS", None, _bool, True,
+      "On sm_90a, a TMA store in a loop (a persistent kernel's output tiles) writes through a "
+      "buffer of its own, and the wait for the copy engine to read it moves to the next "
+      "iteration's store (0: each store waits for its copy's read at once).")
 _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bool, True,
       "Warp-specialized kernels move registers from the producer to the consumers (setmaxnreg; "
       "0: every thread keeps its share of the register file).")

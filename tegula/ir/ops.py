@@ -152,6 +152,8 @@ class Op(enum.Enum):
     ASYNC_WAIT = "async_wait"
     DOT_WAIT = "dot_wait"
     TMA_LOAD = "tma_load"
+    TMA_STORE = "tma_store"
+    BULK_WAIT = "bulk_wait"
     MBARRIER_INIT = "mbarrier_init"
     MBARRIER_WAIT = "mbarrier_wait"
     MBARRIER_INVAL = "mbarrier_inval"
@@ -450,6 +452,14 @@ OP_INFO: dict[Op, OpInfo] = {
     # data then visible; mbarrier_inval ends the mbarriers' life (before their bytes
     # are reused). Sequentially (the interpreter) copies complete at issue.
     Op.TMA_LOAD: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.TmaLoadAttrs, pure=False, result=_none),
+    # tma_store buf, desc, offsets..., value: descriptor_store through a buffer of its own
+    # (`store_buffers`: a store in a loop): the block is written into `buf` (an
+    # smem<1 x block>) once the copy engine has read what the previous store left there,
+    # then copied out by the copy engine, which may still be reading `buf` when the op
+    # returns; bulk_wait {pending} returns once all but the `pending` most recent of
+    # those copies have read their buffers (before a buffer is freed).
+    Op.TMA_STORE: OpInfo(Kind.SHARED, VARIADIC, results=0, pure=False, result=_none),
+    Op.BULK_WAIT: OpInfo(Kind.SHARED, 0, results=0, attrs=A.AsyncWaitAttrs, pure=False, result=_none),
     Op.MBARRIER_INIT: OpInfo(Kind.SHARED, 1, results=0, attrs=A.MbarrierInitAttrs, attrs_optional=True,
                              pure=False, result=_none),
     Op.MBARRIER_WAIT: OpInfo(Kind.SHARED, 3, results=0, attrs=A.MbarrierWaitAttrs, attrs_optional=True,
@@ -496,7 +506,7 @@ BLOCK_POINTER_OPS = frozenset({Op.MAKE_BLOCK_PTR, Op.ADVANCE, Op.BLOCK_LOAD, Op.
 
 # ops that write global memory
 MEMORY_WRITES = frozenset({Op.STORE, Op.ATOMIC_RMW, Op.ATOMIC_CAS, Op.DESCRIPTOR_STORE, Op.DESCRIPTOR_REDUCE,
-                           Op.BLOCK_STORE})
+                           Op.BLOCK_STORE, Op.TMA_STORE})
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 

@@ -234,6 +234,9 @@ class _Verifier:
         if op in (Op.MBARRIER_INIT, Op.MBARRIER_WAIT, Op.MBARRIER_INVAL, Op.MBARRIER_ARRIVE, Op.TMA_LOAD):
             self.tma(ins, ts)
             return
+        if op is Op.TMA_STORE:
+            self.tma_store(ins, ts)
+            return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
             return
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:
@@ -254,6 +257,17 @@ class _Verifier:
                         or not (isinstance(e, ScalarType) and e.is_int and not e.is_bool)):
                     self.fail(f"'async_copy' index and bound must be integer tiles of one type and shape "
                               f"{slot_type.shape}, got {_types([index, bound])}", ins)
+
+    def tma_store(self, ins: Instr, ts: list[Type]) -> None:
+        buf, desc = ts[0], ts[1] if len(ts) > 1 else None
+        if not isinstance(buf, SmemType) or not isinstance(desc, TensorDescType):
+            self.fail(f"'tma_store' takes (buffer, descriptor, offsets..., value), got {_types(ts)}", ins)
+        value = ts[-1]
+        if (ts[2:-1] != [I32] * desc.rank or not isinstance(value, TileType)
+                or tuple(shape_of(value)) != tuple(desc.block) or element_of(value) != desc.element
+                or buf.element != desc.element or tuple(buf.shape) != (1, *desc.block)):
+            self.fail(f"'tma_store' of {desc} takes a buffer smem<1x{'x'.join(map(str, desc.block))}x"
+                      f"{desc.element}>, {desc.rank} i32 offsets and a block of its shape, got {_types(ts)}", ins)
 
     def tma(self, ins: Instr, ts: list[Type]) -> None:
         op = ins.op

@@ -76,9 +76,9 @@ def _combine_region(elem_types, body_fn) -> Block:
 
 
 def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Value) -> None:
-    """TMA copies of a descriptor's block (transposed) into a two-slot ring, on mbarriers, and
-    a warp-specialized loop's hand-over ops: a warp role, one arrival per warp on an
-    `empty` mbarrier of four arrivals (tgir)."""
+    """TMA copies of a descriptor's block (transposed) into a two-slot ring, on mbarriers, a
+    warp-specialized loop's hand-over ops: a warp role, one arrival per warp on an
+    `empty` mbarrier of four arrivals, and a TMA store through its own buffer (tgir)."""
     tring = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 16, 8), F32))
     tring.owner.smem = (1024, 1024)
     bars = b.op1(Op.LOCAL_ALLOC, type=SmemType((2, 1), I64))
@@ -98,6 +98,13 @@ def _tma_ops(b: Builder, desc: Value, slot: Value, pid: Value, n: Value, col: Va
     b.create(Op.MBARRIER_INVAL, [bars])
     b.create(Op.LOCAL_DEALLOC, [bars])
     b.create(Op.LOCAL_DEALLOC, [tring])
+    # a store through a buffer of its own, and the wait for the copy engine's read
+    staging = b.op1(Op.LOCAL_ALLOC, type=SmemType((1, 8, 16), F32))
+    staging.owner.smem = (3072, 512)
+    blk = b.op1(Op.DESCRIPTOR_LOAD, desc, pid, col)
+    b.create(Op.TMA_STORE, [staging, desc, pid, col, blk])
+    b.create(Op.BULK_WAIT, [], A.AsyncWaitAttrs(0))
+    b.create(Op.LOCAL_DEALLOC, [staging])
 
 
 def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:

@@ -41,7 +41,7 @@ from . import layouts as LY
 from .encodings import layout_of
 from .layout_plan import Layout, LayoutPlan, is_rematerializable, is_tile
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
-from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, memory_access
+from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, is_small_store, memory_access
 from .mma import choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
 from .slot_views import slot_read
@@ -122,7 +122,8 @@ class _Assigner:
                 self.anchors[ins] = lay
         self.register_a_loads(instrs)
         for ins in instrs:
-            if ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins):
+            if (ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins)
+                    and not self.stored_where_computed(ins)):
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
 
@@ -133,6 +134,13 @@ class _Assigner:
         iteration of tutorial 06's dK/dV loop (Triton's rule: such a load is cheap to
         rematerialize)."""
         return ins.op is Op.LOAD and is_small_load(ins, self.nw)
+
+    def stored_where_computed(self, ins: Instr) -> bool:
+        """A small store (`is_small_store`) wishes nothing of the value it stores: the
+        value keeps the layout its producers give it (a reduction's slice: attention's
+        logsumexp, from the dot's row maxima and sums), and the store is done in that
+        layout, its pointers and mask built there (hinted by `refine`)."""
+        return is_small_store(ins, self.nw)
 
     def copied_along_rows(self, buf: Value, instrs: list[Instr]) -> bool:
         """Whether the copies into a slot buffer run along its rows (a B operand's K):
@@ -311,10 +319,18 @@ class _Assigner:
                 if lay is not None and body.args[k + 1] in weak:
                     changed |= self.hint(body.args[k + 1], lay)
                     given[ins.results[k]] = self.hints.get(body.args[k + 1], lay)
+        # the pointers and mask of a small store, built where its value is (first: the
+        # ops computing them then pass that on rather than what the first walk gave them)
+        for ins in self.kernel.walk():
+            if ins.op is Op.STORE and ins in self.anchors and self.stored_where_computed(ins):
+                lay = self.plan.layouts.get(ins.operands[1])
+                if lay is not None:
+                    for o in ins.operands:
+                        changed |= self.hint(o, lay)
         for ins in self.kernel.walk():
             info = OP_INFO[ins.op]
             if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
-                lay = self.plan.layouts.get(ins.results[0])
+                lay = self.hints.get(ins.results[0]) or self.plan.layouts.get(ins.results[0])
                 if lay is not None:
                     for o in ins.operands:
                         changed |= self.hint(o, lay)
@@ -333,6 +349,8 @@ class _Assigner:
             a = self.anchors[ins]
             if self.loaded_where_used(ins):
                 a = self.hints.get(ins.results[0], a)
+            elif self.stored_where_computed(ins):
+                a = own[1] or a
             self.require(ins, [a] * len(ops))
             for r in ins.results:
                 self.set(r, a)

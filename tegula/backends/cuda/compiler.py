@@ -44,6 +44,7 @@ from .pipeline_loops import pipeline_loops
 from .pipeline_plan import shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .stage_operands import stage_invariant_operands
+from .store_buffers import buffer_loop_stores
 from .tma import tma_enabled, tma_loads, tma_stores
 from .warp_partitions import maxnreg_of
 from .warpgroup_turns import drop_blocked_turns
@@ -80,6 +81,8 @@ class TgirOptions:
     # a persistent kernel's staged operands copied one tile ahead or under its loops
     # (`tile_prefetch`)
     prefetch_tiles: bool = True
+    # a loop's TMA stores through buffers of their own (`store_buffers`)
+    buffer_stores: bool = True
 
 
 def _lower_block_pointers(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -129,6 +132,15 @@ def _stage_operands(kernel: Kernel, ctx: PassContext) -> Kernel:
     return kernel
 
 
+def _buffer_stores(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """A loop's TMA stores through buffers of their own, the wait for the copy engine's
+    read an iteration later: see `store_buffers`."""
+    o: TgirOptions = ctx.options
+    if o.buffer_stores and knobs.loop_store_buffers and not o.checked:
+        buffer_loop_stores(kernel)
+    return kernel
+
+
 def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Every tile value's layout chosen (`assign_layouts`) and written into its type,
     conversions made explicit."""
@@ -154,6 +166,7 @@ register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.leftover_descriptors", _leftover_descriptors)
 register_pass("cuda.stage_operands", _stage_operands)
+register_pass("cuda.buffer_stores", _buffer_stores)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
@@ -161,17 +174,19 @@ register_pass("cuda.insert_barriers", _insert_barriers)
 # pipeline_loops then pipelines across the outer iterations
 register_pipeline("cuda_tgir", ["flatten_loops", "cuda.lower_block_pointers", "cuda.lower_descriptors",
                                 "cuda.pipeline_loops", "cuda.leftover_descriptors", "cuda.stage_operands",
-                                "cuda.encode_layouts", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
+                                "cuda.buffer_stores", "cuda.encode_layouts", "cuda.allocate_shared_memory",
+                                "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
             checked: bool, timings: Optional[dict[str, float]] = None,
-            prefetch_tiles: bool = True) -> tuple[Kernel, LayoutPlan]:
+            prefetch_tiles: bool = True, buffer_stores: bool = True) -> tuple[Kernel, LayoutPlan]:
     """The GPU stage of `kernel` (a copy: the caller's kernel is left as it is) and the
     lowering's view of it. `checked`: checked mode, whose bounds-checked accesses are
-    plain loads, so nothing is pipelined. `prefetch_tiles`: see `tile_prefetch`."""
-    ctx = PassContext(options=TgirOptions(num_warps, num_stages, capability, checked, prefetch_tiles), stage="tgir",
-                      verify=bool(knobs.verify_ir) or checked)
+    plain loads, so nothing is pipelined. `prefetch_tiles`: see `tile_prefetch`;
+    `buffer_stores`: see `store_buffers`."""
+    options = TgirOptions(num_warps, num_stages, capability, checked, prefetch_tiles, buffer_stores)
+    ctx = PassContext(options=options, stage="tgir", verify=bool(knobs.verify_ir) or checked)
     staged = run_pipeline(clone_kernel(kernel), "cuda_tgir", ctx)
     if timings is not None:
         timings.update(ctx.timings)
@@ -204,21 +219,25 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     num_stages = int(option(options, "num_stages", 3))
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     stages = num_stages
-    prefetch_tiles = True
+    # buffers that share their bytes with nothing, given up in this order before stages
+    extras = {"buffer_stores": True, "prefetch_tiles": True}
     pass_timings: dict[str, float] = {}
     while True:
-        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings, prefetch_tiles)
+        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings, **extras)
         # Rings plus the scratch of the ops inside their loops may exceed the GPU's
         # shared memory; a shallower pipeline then still runs (no cliff into an
-        # out-of-resources launch for a config that worked unpipelined). Tile-ahead
-        # copies' buffers, which share their bytes with nothing, go first (a kernel
-        # without them compiles once more, the same).
-        pipelined = any(ins.op is Op.LOCAL_ALLOC for ins in kernel_tgir.walk())
-        if not pipelined or stages <= 1 or shared_bytes(kernel_tgir) <= shared_capacity(cap):
+        # out-of-resources launch for a config that worked unpipelined). A loop's store
+        # buffers, then tile-ahead copies' buffers go first (a kernel without them
+        # compiles once more, the same).
+        buffered = any(ins.op is Op.LOCAL_ALLOC for ins in kernel_tgir.walk())
+        if not buffered or shared_bytes(kernel_tgir) <= shared_capacity(cap):
             break
-        if prefetch_tiles:
-            prefetch_tiles = False
+        dropped = next((name for name, on in extras.items() if on), None)
+        if dropped is not None:
+            extras[dropped] = False
             continue
+        if stages <= 1:
+            break
         stages -= 1
     printed = print_ir(kernel_tgir, locs=True)
     asm: dict[str, Any] = {"tgir": emit("tgir", printed)}

@@ -23,7 +23,9 @@ one).
 - `mbarrier_inval`: a CTA barrier (every thread has done its last wait), then thread 0
   invalidates the mbarriers so their bytes can be reused;
 - `descriptor_store` kept for TMA: the block through scratch, one bulk tensor copy
-  per box (`lower_descriptor_store`).
+  per box, read by the copy engine before the op ends (`lower_descriptor_store`);
+  `tma_store` the same through a buffer of its own, the wait for the copy engine's
+  read moved to before the next write into it and to `bulk_wait` (`store_buffers`).
 """
 from __future__ import annotations
 
@@ -125,22 +127,53 @@ def lower_mbarrier_inval(lw: "KernelLowering", ins: Instr) -> None:
 
 @handles(Op.DESCRIPTOR_STORE)
 def lower_descriptor_store(lw: "KernelLowering", ins: Instr) -> None:
-    """A descriptor store kept for TMA (`tma.tma_stores`): every thread writes its
-    elements into the op's scratch in the tensor map's layout (`nvmma_offsets`: boxes
-    of `swizzle` bytes along the contiguous dimension, each swizzled — so a warp's
-    16-byte vectors spread over the banks), fences them for the async proxy, and after a
-    CTA barrier thread 0 issues one bulk tensor copy per box and waits until the copy
-    engine has read the scratch (not for the global writes): the barrier the next
-    scratch use starts with then finds the bytes free."""
-    b = lw.b
+    """A descriptor store kept for TMA (`tma.tma_stores`), through the op's scratch:
+    `_store_block`, then thread 0 waits until the copy engine has read the scratch (not
+    for the global writes): the barrier the next scratch use starts with then finds the
+    bytes free."""
     desc_v, *offs_v, value = ins.operands
+    rows, cols = shape_of(value.type)
+    lw.scratch(rows * cols * element_of(value.type).bytes)
+    _store_block(lw, lw.scratch_base, desc_v, offs_v, value)
+    with lw.b.if_then(lw.first_thread()):
+        lw.dev.bulk_wait_read(lw.b, 0)
+
+
+@handles(Op.TMA_STORE)
+def lower_tma_store(lw: "KernelLowering", ins: Instr) -> None:
+    """A descriptor store through a buffer of its own (`store_buffers`): thread 0 waits
+    until the copy engine has read the previous store's block out of the buffer (issued
+    an iteration before: long done), a CTA barrier hands the bytes to every thread, then
+    `_store_block`, leaving the copy engine reading the buffer. (Every thread runs the
+    wait, at once done for those with no bulk copies: a branch around it would part the
+    block's conversions from its shared stores, which LLVM then no longer pairs into
+    `cvt.rn.f16x2.f32` and 32-bit stores.)"""
+    buf_v, desc_v, *offs_v, value = ins.operands
+    lw.dev.bulk_wait_read(lw.b, 0)
+    lw.barrier()
+    _store_block(lw, lw.buffer_of[buf_v].offset, desc_v, offs_v, value)
+
+
+@handles(Op.BULK_WAIT)
+def lower_bulk_wait(lw: "KernelLowering", ins: Instr) -> None:
+    """Thread 0 (which issued the stores) waits until all but its `pending` newest
+    bulk copies have read their shared-memory sources (the other threads, with none,
+    pass at once)."""
+    lw.dev.bulk_wait_read(lw.b, ins.attrs.pending)
+
+
+def _store_block(lw: "KernelLowering", start: int, desc_v, offs_v, value) -> None:
+    """Every thread writes its elements of `value` into the shared bytes at `start` in
+    the tensor map's layout (`nvmma_offsets`: boxes of `swizzle` bytes along the
+    contiguous dimension, each swizzled, so a warp's 16-byte vectors spread over the
+    banks) and fences them for the async proxy; after a CTA barrier thread 0 issues one
+    bulk tensor copy per box and commits them as a group."""
+    b = lw.b
     spec = tensormap_spec(desc_v.owner, lw.kernel)
     tmap = lw.tensormap_of[desc_v]
     rows, cols = shape_of(value.type)
     elem = element_of(value.type)
     size = elem.bytes
-    lw.scratch(rows * cols * size)
-    start = lw.scratch_base
     tile = lw.tile(value)
     where = offset_layout(tile.layout, nvmma_offsets((rows, cols), size, spec.swizzle))
     run = vector_run(where, CHUNK_BYTES // size)
@@ -157,4 +190,3 @@ def lower_descriptor_store(lw: "KernelLowering", ins: Instr) -> None:
             x = b.add(col, ir.Constant(I32, j * spec.box[0])) if j else col
             lw.dev.tma_store(b, at, tmap, [x, row])
         lw.dev.bulk_commit(b)
-        lw.dev.bulk_wait_read(b, 0)

@@ -42,6 +42,17 @@ def memory_access(ins: Instr, num_warps: int, info: Mapping[Value, Any]) -> tupl
     return list(order), max(1, min(vec, numel // (32 * num_warps)))
 
 
+def is_small_store(ins: Instr, num_warps: int) -> bool:
+    """A store of fewer elements than the CTA has threads (attention's logsumexp row, a
+    layer norm's means): done in the layout of the value it stores where that value
+    has one (`_Assigner.stored_where_computed`): threads holding the same element store
+    it once (`KernelLowering.duplicate_free`), instead of the value going through
+    shared memory, two barriers, to a coalesced layout that saves no transaction."""
+    if ins.op is not Op.STORE or not isinstance(ins.operands[1].type, TileType):
+        return False
+    return ins.operands[1].type.numel < 32 * num_warps
+
+
 def is_small_load(ins: Instr, num_warps: int) -> bool:
     """A load (or a pipelined load's copy) of fewer elements than the CTA has threads
     (attention's row maxima and deltas, a bias row). A load is done in the layout its

@@ -11,7 +11,8 @@ written on the op as `smem(offset, size)`:
   (attention's Q), and the next loop's rings fit where the first's were;
 - per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
-  old values handed to the copies of its elements, a TMA store's block): live during
+  old values handed to the copies of its elements, a TMA store's block outside loops —
+  in a loop it has a buffer of its own, `store_buffers`): live during
   its op only, placed after the live buffers (`SCRATCH_ALIGN`-aligned), at offset 0 of
   that area (a TMA store's 1024-aligned), except a reduction, which takes the bytes
   just after the latest scratch use when they are free (so softmax's max and

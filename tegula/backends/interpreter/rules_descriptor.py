@@ -115,6 +115,14 @@ def descriptor_store(ins: Instr, c: Compiler) -> Step:
     return step
 
 
+@rule(Op.TMA_STORE)
+def tma_store(ins: Instr, c: Compiler) -> Step:
+    """The copy completes at issue: descriptor_store of the value (the buffer it passes
+    through holds nothing a later op reads)."""
+    as_store = Instr(Op.DESCRIPTOR_STORE, ins.operands[1:], [], loc=ins.loc)
+    return descriptor_store(as_store, c)
+
+
 @rule(Op.DESCRIPTOR_REDUCE)
 def descriptor_reduce(ins: Instr, c: Compiler) -> Step:
     _desc_type, elem, block = _access(ins, c)

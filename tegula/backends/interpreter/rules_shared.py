@@ -68,7 +68,7 @@ def async_copy(ins: Instr, c: Compiler) -> Step:
     return step
 
 
-@rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC, Op.BARRIER)
+@rule(Op.ASYNC_COMMIT, Op.ASYNC_WAIT, Op.LOCAL_DEALLOC, Op.BARRIER, Op.BULK_WAIT)
 def async_ordering(ins: Instr, c: Compiler) -> None:
     return None
 

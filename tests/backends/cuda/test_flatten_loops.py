@@ -195,8 +195,8 @@ def test_flattened_loop_warp_specialized(M, N, K, c_desc, monkeypatch):
     kernel = _ir(persistent_desc_matmul, "fp16", True, 64, 64, 32, 2, k_div=8, WS=True, C_DESC=c_desc)
     ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
     assert any(i.op is Op.WARP_ROLE for i in ek.lowering.kernel.walk()) and ek.lowering.total_warps == 8
-    # the consumers write C through TMA from their own partition's scratch
-    assert any(i.op is Op.DESCRIPTOR_STORE for i in ek.lowering.kernel.walk()) == c_desc
+    # the consumers write C through TMA, from a buffer of the flat loop's (store_buffers)
+    assert any(i.op is Op.TMA_STORE for i in ek.lowering.kernel.walk()) == c_desc
     rng = np.random.default_rng(K + 1)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((N, K)).astype(np.float16)

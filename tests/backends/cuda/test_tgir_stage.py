@@ -81,7 +81,8 @@ def test_golden_tgir(case):
 
 
 def test_a_missing_conversion_is_a_verifier_error():
-    kernel, _plan = to_tgir(ck.row_sum_2d(16, 64, 1).kernel, 4, 3, 90, False)
+    # (256 row sums, more than the threads: stored from a coalesced layout)
+    kernel, _plan = to_tgir(ck.row_sum_2d(256, 64, 1).kernel, 4, 3, 90, False)
     text = print_ir(kernel)
     # feed the store the reduced value directly: its #slice is not the pointers' #blocked
     broken = re.sub(r"%(\d+) = convert_layout %(\d+) .*\n", "", text).replace("store %18, %19", "store %18, %12")
