@@ -78,17 +78,27 @@ def _fwd_step(acc, l_i, m_i, p, prev_n, q, k_base, v_base, stride_n, stride_d, s
     if ROTATED:
         v = _v_block(v_base, stride_n, stride_d, prev_n, offs_d, N_CTX, BLOCK_N, MASKED, DESC, kv_row0, IN_RANGE)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
-    s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
+    if SCORE_MOD is None and sm_scale > 0:
+        # Base-2 scores are qk * c: the scale is folded into the exponent, as Triton's
+        # tutorial does (the row maximum of qk times c is that of qk * c, c > 0), so an
+        # element costs one FFMA, not a product for its maximum and an FFMA for its
+        # exponent (a separate product an element was a seventh of the D64 loop's
+        # floating-point instructions).
+        s = qk
+        c: tl.constexpr = sm_scale * 1.4426950408889634  # log2(e)
+    else:
+        s = scores_base2(qk, sm_scale, off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, SCORE_MOD, score_args)
+        c: tl.constexpr = 1.0
     if MASKED:
         if mask_now:
             allowed = allowed_of(off_b, off_h, offs_m[:, None], offs_n[None, :], N_CTX, CAUSAL, MASK_MOD, mask_args,
                                  IN_RANGE)
             s = tl.where(allowed, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_new = tl.maximum(m_i, tl.max(s, 1) * c)
     # A row with nothing allowed so far has m_new = -inf; shifting by 0 instead keeps
     # exp2(-inf - shift) a clean 0 rather than NaN (masks may leave a row empty).
     shift = tl.where(m_new == float("-inf"), 0.0, m_new)
-    p_new = tl.exp2(s - shift[:, None])
+    p_new = tl.exp2(s * c - shift[:, None])
     alpha = tl.exp2(m_i - shift)
     l_i = l_i * alpha + tl.sum(p_new, 1)
     if ROTATED:
@@ -318,10 +328,11 @@ def _fwd_tile(batch_head, block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
     # Rows where nothing attends get output 0 and logsumexp +inf, which makes every
     # probability the backward recomputes for them exp2(s - inf) = 0.
+    # (One reciprocal per row, then products: 64 divisions a thread at D128 were a
+    # tenth of the tile's end. An empty row's accumulator is 0 already.)
     empty = l_i == 0.0
-    l_safe = tl.where(empty, 1.0, l_i)
-    out = acc / l_safe[:, None]
-    lse = tl.where(empty, float("inf"), m_i + tl.log2(l_safe))
+    out = acc * tl.where(empty, 0.0, 1.0 / l_i)[:, None]
+    lse = tl.where(empty, float("inf"), m_i + tl.log2(l_i))
     if DESC:
         out_ptr.store([row0 + start_m, 0], out.to(out_ptr.dtype))
     else:
