@@ -79,7 +79,8 @@ def persistent_twin(config):
 # H32 N4096, 6 rounds in rotating order after a warm-up, medians, against the same
 # config not persistent): D128 128x128/2/8 551.1 TFLOP/s against 549.6, causal 484.5
 # against 473.4; the autotuner decides (D64's configs run 2 CTAs per SM, which one
-# program per SM gives up).
+# program per SM gives up). Session 21 (its TMA stores buffered across tiles, the
+# scale folded into the exponent): tuned D128 and D128 causal took 128x128/2/8 wsolp.
 FWD_GPU += [persistent_twin(c) for c in FWD_GPU if c.kwargs.get("WARP_SPECIALIZE") and c.num_stages == 2]
 
 DQ_HOST, DQ_GPU = _configs(_HOST, _GPU)
