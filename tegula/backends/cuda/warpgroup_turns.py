@@ -73,8 +73,9 @@ def take_turns(parent: Block, loop: Instr, consumer_warps: int) -> bool:
 
 
 # ops that make every consumer thread meet (a barrier, or one in the op's own lowering:
-# scratch in shared memory is written, then read after a barrier)
-_MEETS = (Op.BARRIER, Op.DEBUG_BARRIER, Op.LOCAL_ALLOC, Op.LOCAL_DEALLOC, Op.ASYNC_WAIT)
+# scratch in shared memory is written, then read after a barrier; a tma_store's buffer
+# is handed over and written between CTA barriers)
+_MEETS = (Op.BARRIER, Op.DEBUG_BARRIER, Op.LOCAL_ALLOC, Op.LOCAL_DEALLOC, Op.ASYNC_WAIT, Op.TMA_STORE)
 
 
 def drop_blocked_turns(kernel: Kernel) -> int:

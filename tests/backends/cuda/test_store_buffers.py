@@ -140,3 +140,43 @@ def test_store_buffers_go_before_tile_copies_and_stages_when_shared_memory_runs_
     assert "tma_store" not in tgir and "descriptor_store" in tgir
     assert "smem<2x128x128xf16>" in tgir  # the rings keep both stages
     assert md["shared"] <= full - 32768
+
+
+def test_a_buffered_store_between_turns_drops_them():
+    """A warpgroup holding its turn must not reach a barrier the other one needs to
+    pass: a `tma_store` hands its buffer over and writes it between CTA barriers, so a
+    loop with one between a turn's wait and its pass loses its turns, as with any op
+    whose consumers meet (`warpgroup_turns.drop_blocked_turns`)."""
+    from tegula.backends.cuda.warpgroup_turns import drop_blocked_turns
+    from tegula.ir import attrs as A
+    from tegula.ir.builder import Builder, new_kernel
+    from tegula.ir.core import Block
+    from tegula.ir.types import F32, I32, I64, PointerType, SmemType, TensorDescType
+
+    k = new_kernel("k", [PointerType(F32), I32], ["x", "n"])
+    x, n = k.args
+    b = Builder(k.body)
+    desc = b.op1(Op.MAKE_TENSOR_DESCRIPTOR, x, n, n, b.constant(64, I64), b.constant(1, I64),
+                 type=TensorDescType((8, 16), F32))
+    buf = b.op1(Op.LOCAL_ALLOC, type=SmemType((1, 8, 16), F32))
+    zero = b.constant(0, I32)
+
+    def turn(step):
+        b.create(Op.WARPGROUP_TURN, [], A.WarpgroupTurnAttrs(step, 2, 2))
+
+    turn("begin")
+    body = Block()
+    iv = body.add_arg(I32)
+    b.create(Op.FOR, [zero, n, b.constant(1, I32)], regions=[body])
+    with b.at_end_of(body):
+        turn("wait")
+        blk = b.op1(Op.DESCRIPTOR_LOAD, desc, iv, zero)
+        b.create(Op.TMA_STORE, [buf, desc, iv, zero, blk])
+        turn("pass")
+        b.yield_([])
+    turn("end")
+    b.create(Op.BULK_WAIT, [], A.AsyncWaitAttrs(0))
+    b.create(Op.LOCAL_DEALLOC, [buf])
+    b.create(Op.RETURN, [])
+    assert drop_blocked_turns(k) == 1
+    assert not any(ins.op is Op.WARPGROUP_TURN for ins in k.walk())
