@@ -23,7 +23,7 @@ from tegula.kernels.attention_bwd import (  # noqa: F401  (the `on` fixture clea
     attention_bwd_dq_kernel,
     attention_bwd_preprocess,
 )
-from tegula.kernels.attention_fwd import attention_fwd_kernel  # noqa: F401
+from tegula.kernels.attention_fwd import _block_m_of, attention_fwd_kernel  # noqa: F401
 from tegula.kernels.flex import _block_states_kernel  # noqa: F401
 
 
@@ -457,3 +457,32 @@ def test_pruning_tells_host_and_gpu_configs_apart_by_their_blocks():
     kept = DKDV_PRUNE["early_config_prune"](DKDV_GPU, {"ON_GPU": True}, **call)
     assert kept and all(c.kwargs["BLOCK_N"] % c.kwargs["BLOCK_M"] == 0 for c in kept)
     assert len(kept) < len(DKDV_GPU)
+
+
+@triton.jit
+def _persistent_q_blocks(out_ptr, num_m, programs, tiles):
+    for tile in range(0, tiles):
+        tl.store(out_ptr + tile, _block_m_of(tile, num_m, programs, True))
+
+
+@pytest.mark.parametrize("num_m, heads, programs", [(32, 128, 132), (64, 64, 132), (16, 256, 132), (32, 12, 7),
+                                                    (10, 9, 4), (8, 6, 16)])
+def test_persistent_causal_tiles_pair_light_blocks_with_heavy_ones(num_m, heads, programs):
+    """The persistent causal forward's Q-block order (`attention_fwd._block_m_of`): each
+    head's blocks once each, and a program's consecutive tiles (`programs` apart) a
+    light block and a heavy one, so the programs keep pace and share the heads a round
+    of tiles covers (session 19's order gave a program 8-16 light or heavy tiles in a
+    row: pairs of sums near 0 or 2 num_m, and at N8192 the programs spread over 23
+    heads). Where programs is a multiple of num_m (16 over 8 blocks), every other head
+    is walked last block first."""
+    import numpy as np
+
+    tiles = num_m * heads
+    out = np.full(tiles, -1, np.int32)
+    _persistent_q_blocks[(1,)](out, num_m, programs, tiles)
+    assert all(sorted(out[h * num_m:(h + 1) * num_m]) == list(range(num_m)) for h in range(heads))
+    pairs = [int(out[t] + out[t + programs]) for t in range(tiles - programs)]
+    if programs % num_m:
+        assert num_m // 2 <= min(pairs) and max(pairs) <= 3 * num_m // 2, (min(pairs), max(pairs))
+    else:
+        assert all(out[t] + out[t + num_m] == num_m - 1 for t in range(0, tiles - num_m, 2 * num_m))

@@ -141,10 +141,10 @@ def _address_slice(body: Block, copy: Instr, iv: Value, reads_memory: bool = Tru
 
 
 def _pure(ins: Instr) -> bool:
-    """A pure op, or an `if` of pure ops (a tile coordinate chosen by a condition)."""
+    """A pure op, or an `if` of such, nested ifs included (a tile coordinate chosen by
+    conditions: the causal forward's Q-block order)."""
     if ins.op is Op.IF:
-        return all(sub.op is Op.YIELD or (OP_INFO[sub.op].pure and not sub.regions)
-                   for region in ins.regions for sub in region.walk())
+        return all(sub.op is Op.YIELD or _pure(sub) for region in ins.regions for sub in region.instrs)
     return OP_INFO[ins.op].pure and not ins.regions
 
 
