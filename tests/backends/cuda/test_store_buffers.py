@@ -115,22 +115,11 @@ def test_store_buffers_go_before_tile_copies_and_stages_when_shared_memory_runs_
     """The persistent attention forward at D128, 128x128 blocks, 2 stages takes all of
     the H200's 232448 bytes with its output's buffer; with 32 KB less, it compiles
     without the buffer but keeps its Q copies a tile ahead and its 2 stages."""
-    from tegula.backends.cuda import compiler
-    from tegula.kernels.attention_fwd import attention_fwd_kernel
+    from attention_ir import persistent_forward_ir
 
-    D = BM = BN = 128
-    sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
-           "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
-           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "i32", "H": "i32", "N_CTX": "i32",
-           "ZH": "i32"}
-    cx = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D,
-              SM_SCALE=D ** -0.5, CAUSAL=False, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32",
-              ON_GPU=True, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=True,
-              ONE_LOOP=False, PERSISTENT=True, ONE_SPAN=False)
-    sig.update({name: "constexpr" for name in cx})
-    attrs = {**{n: 16 for n in ("lse_ptr", "stride_z", "stride_h", "stride_n", "N_CTX")},
-             **{f"{d}.{i}": 16 for d in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") for i in range(4)}}
-    ir = optimized_ir(ASTSource(attention_fwd_kernel, signature=sig, constexprs=cx, attrs=attrs))
+    from tegula.backends.cuda import compiler
+
+    ir = persistent_forward_ir(causal=False)
     staged, _plan = to_tgir(ir, 8, 2, 90, False)
     assert any(i.op is Op.TMA_STORE for i in staged.walk())
     full = compiler.shared_bytes(staged)

@@ -174,21 +174,9 @@ def test_the_persistent_attention_forward_copies_q_ahead_and_v_under_its_kv_loop
     the consumers' tile loop, the next tile's after the KV loop, and each tile's last V
     block (read after the KV loop) before it: the KV loop's consumers wait on mbarriers,
     not on copy groups, so the copy runs under the loop."""
-    from tegula.kernels.attention_fwd import attention_fwd_kernel
+    from attention_ir import persistent_forward_ir
 
-    D = BM = BN = 128
-    sig = {"q_ptr": f"tensordesc<fp16[{BM}, {D}]>", "k_ptr": f"tensordesc<fp16[{BN}, {D}]>",
-           "v_ptr": f"tensordesc<fp16[{BN}, {D}]>", "out_ptr": f"tensordesc<fp16[{BM}, {D}]>", "lse_ptr": "*fp32",
-           "stride_z": "i32", "stride_h": "i32", "stride_n": "i32", "stride_d": "i32", "H": "i32", "N_CTX": "i32",
-           "ZH": "i32"}
-    cx = dict(sparse=(), SCORE_MOD=None, score_args=(), MASK_MOD=None, mask_args=(), HEAD_DIM=D,
-              SM_SCALE=D ** -0.5, CAUSAL=causal, SPARSE=False, SPARSE_Q=1, SPARSE_KV=1, PRECISION="tf32",
-              ON_GPU=True, IN_RANGE=True, DESC=True, BLOCK_M=BM, BLOCK_N=BN, WARP_SPECIALIZE=True,
-              ONE_LOOP=causal, PERSISTENT=True, ONE_SPAN=False)
-    sig.update({name: "constexpr" for name in cx})
-    attrs = {**{n: 16 for n in ("lse_ptr", "stride_z", "stride_h", "stride_n", "N_CTX")},
-             **{f"{d}.{i}": 16 for d in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") for i in range(4)}}
-    ir = optimized_ir(ASTSource(attention_fwd_kernel, signature=sig, constexprs=cx, attrs=attrs))
+    ir = persistent_forward_ir(causal)
     staged, _plan = to_tgir(ir, 8, 2, 90, False)
     split = next(i for i in staged.body.instrs if i.op is Op.IF)
     consumers = split.regions[1].instrs
