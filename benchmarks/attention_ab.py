@@ -15,6 +15,11 @@ first, the working tree the second (a new config against the old best); `tuned` 
 autotuner's choice over the whole list (the chosen configs are printed). `--rev-env
 NAME=VALUE` compiles the revision's kernels with that environment (a compiler knob
 off: `--rev HEAD --rev-env TEGULA_LOOP_STORE_BUFFERS=0` is a compiler change's A/B).
+
+`--rev` may also be a folder holding the library's files: the GPU machine's copy of
+the repository knows only the commits of the session's start, so a revision made since
+travels as files (`mkdir ab_rev && for f in tegula/kernels/*.py; do git show
+REV:$f > ab_rev/$(basename $f); done`, an untracked folder the device run carries).
 """
 from __future__ import annotations
 
@@ -37,8 +42,10 @@ from benchmarks.attention_bench import LIBRARY_FILES, exec_library  # noqa: E402
 
 
 def load_library_at(rev: str) -> ModuleType:
-    """tegula/kernels at `rev`, loaded as a separate `tegula.kernels` package (the
-    working tree's own modules are put back afterwards)."""
+    """tegula/kernels at `rev` — a git revision, or a folder holding the library's
+    files — loaded as a separate `tegula.kernels` package (the working tree's own
+    modules are put back afterwards)."""
+    exported = Path(rev) if Path(rev).is_dir() else None
     folder = Path(tempfile.mkdtemp(prefix="kernels-"))
     saved = {name: mod for name, mod in sys.modules.items() if name.startswith("tegula.kernels")}
     package = ModuleType("tegula.kernels")
@@ -46,8 +53,11 @@ def load_library_at(rev: str) -> ModuleType:
     sys.modules["tegula.kernels"] = package
     try:
         for name in LIBRARY_FILES:
-            text = subprocess.run(["git", "show", f"{rev}:tegula/kernels/{name}.py"], cwd=ROOT, check=True,
-                                  capture_output=True, text=True).stdout
+            if exported is not None:
+                text = (exported / f"{name}.py").read_text()
+            else:
+                text = subprocess.run(["git", "show", f"{rev}:tegula/kernels/{name}.py"], cwd=ROOT, check=True,
+                                      capture_output=True, text=True).stdout
             (folder / f"{name}.py").write_text(text)
         exec_library(package, folder)
     finally:
