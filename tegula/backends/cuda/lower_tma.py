@@ -134,9 +134,7 @@ def lower_descriptor_store(lw: "KernelLowering", ins: Instr) -> None:
     desc_v, *offs_v, value = ins.operands
     rows, cols = shape_of(value.type)
     lw.scratch(rows * cols * element_of(value.type).bytes)
-    _store_block(lw, lw.scratch_base, desc_v, offs_v, value)
-    with lw.b.if_then(lw.first_thread()):
-        lw.dev.bulk_wait_read(lw.b, 0)
+    _store_block(lw, lw.scratch_base, desc_v, offs_v, value, wait_read=True)
 
 
 @handles(Op.TMA_STORE)
@@ -151,7 +149,7 @@ def lower_tma_store(lw: "KernelLowering", ins: Instr) -> None:
     buf_v, desc_v, *offs_v, value = ins.operands
     lw.dev.bulk_wait_read(lw.b, 0)
     lw.barrier()
-    _store_block(lw, lw.buffer_of[buf_v].offset, desc_v, offs_v, value)
+    _store_block(lw, lw.buffer_of[buf_v].offset, desc_v, offs_v, value, wait_read=False)
 
 
 @handles(Op.BULK_WAIT)
@@ -162,12 +160,13 @@ def lower_bulk_wait(lw: "KernelLowering", ins: Instr) -> None:
     lw.dev.bulk_wait_read(lw.b, ins.attrs.pending)
 
 
-def _store_block(lw: "KernelLowering", start: int, desc_v, offs_v, value) -> None:
+def _store_block(lw: "KernelLowering", start: int, desc_v, offs_v, value, wait_read: bool) -> None:
     """Every thread writes its elements of `value` into the shared bytes at `start` in
     the tensor map's layout (`nvmma_offsets`: boxes of `swizzle` bytes along the
     contiguous dimension, each swizzled, so a warp's 16-byte vectors spread over the
     banks) and fences them for the async proxy; after a CTA barrier thread 0 issues one
-    bulk tensor copy per box and commits them as a group."""
+    bulk tensor copy per box and commits them as a group, then, with `wait_read`, waits
+    until the copy engine has read them."""
     b = lw.b
     spec = tensormap_spec(desc_v.owner, lw.kernel)
     tmap = lw.tensormap_of[desc_v]
@@ -190,3 +189,5 @@ def _store_block(lw: "KernelLowering", start: int, desc_v, offs_v, value) -> Non
             x = b.add(col, ir.Constant(I32, j * spec.box[0])) if j else col
             lw.dev.tma_store(b, at, tmap, [x, row])
         lw.dev.bulk_commit(b)
+        if wait_read:
+            lw.dev.bulk_wait_read(b, 0)
