@@ -42,6 +42,12 @@
 #              warp specialization is off by default: set TEGULA_WARP_SPECIALIZE=1)
 #   wsprobe    warp-specialized kernels one per process with a timeout (ws_probe_gpu.py;
 #              WSPROBE_CASES=ws,128,128,64,128,128,64,3,4,0 ... space-separated, WSPROBE_FLAGS=--sanitize)
+#   upstream   Triton's own unit tests (../shared/upstream/tests) on the GPU through tegula's CUDA
+#              backend, as upstream's GPU job runs them (--device=cuda, no interpreter); needs
+#              .upstream/ carried: mkdir -p .upstream && cp -r ../shared/upstream/{tests,triton_shim}
+#              .upstream/ && cp <pytest_timeout.py> .upstream/. UPSTREAM_FILES (default language),
+#              UPSTREAM_ARGS (e.g. -k test_dot), UPSTREAM_TEST_TIMEOUT per test (120 s),
+#              UPSTREAM_IDS=file.txt (relative to .upstream/tests/unit): run the node ids listed there
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
@@ -133,6 +139,17 @@ stage() {
       grep -E "stalled|inst_executed|cycles|gmma|lts__t_bytes|launch__|duration|profiled" "$OUT/ncu06_$who.txt" \
         | awk '$NF+0 > 0.05 || /inst|cycles|launch|duration|bytes|profiled/' | cut -c1-400 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
     done ;;
+  upstream)
+    [ -d .upstream/tests/unit ] || { echo "upstream: carry .upstream/ (see the header)"; return; }
+    (cd .upstream/tests/unit && PYTHONPATH=$PWD/../../triton_shim:$PWD/../..:$PYTHONPATH \
+      timeout "${UPSTREAM_TIMEOUT:-540}" python3 -c 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]
+        + ([i for i in open(sys.argv.pop()).read().split("\n") if i] if sys.argv[-1].endswith(".txt") else [])))' \
+      -v --tb=short -n "$JOBS" -p no:cacheprovider --timeout "${UPSTREAM_TEST_TIMEOUT:-120}" --device=cuda \
+      ${UPSTREAM_ARGS:-} ${UPSTREAM_IDS:-${UPSTREAM_FILES:-language}} > "$OUT/upstream.log" 2>&1)
+    echo "upstream exit $?"
+    grep -oE "(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) " "$OUT/upstream.log" | sort | uniq -c
+    grep -E "^(FAILED|ERROR) " "$OUT/upstream.log" | sed 's/ - .*//' | sed -E 's/\[.*//' | sort | uniq -c | sort -rn | head -40
+    tail -n 3 "$OUT/upstream.log" ;;
   attention)
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 45 ;;
   window)

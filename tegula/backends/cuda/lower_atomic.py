@@ -1,7 +1,7 @@
 """Lowering of `atomic_rmw` and `atomic_cas`, one element at a time.
 
 On the GPU each element is one predicated PTX `atom` (as Triton emits):
-`@p atom.global.acq_rel.gpu.add.f32 old, [ptr], val;` with the semantic and scope of
+`@p atom.global.gpu.acq_rel.add.f32 old, [ptr], val;` with the scope and semantic of
 the op; integers and floats travel as bit patterns of their width (`r`, `l`, `h`
 registers). On the host emulator (no inline PTX) it is LLVM's `atomicrmw` / `cmpxchg`
 under a branch.
@@ -77,7 +77,7 @@ def _ptx_atomic(lw: "KernelLowering", op: str, attrs: Any, ptr: ir.Value, operan
         cons.append("b")
         guard = f"@${len(args)} "
     text = (f"mov.b{elem.bits} $0, 0;\n\t"
-            f"{guard}atom.global{_SEM[attrs.sem]}{_SCOPE[attrs.scope]}{op} $0, [$1], {srcs};")
+            f"{guard}atom.global{_SCOPE[attrs.scope]}{_SEM[attrs.sem]}{op} $0, [$1], {srcs};")
     old = inline_asm(b, word, args, text, ",".join(cons) + ",~{memory}", side_effect=True)
     mt = memory_type(elem)
     return old if mt == word else b.bitcast(old, mt)
