@@ -176,24 +176,27 @@ def _lane_table(b: ir.IRBuilder, lane: ir.Value, values: tuple[int, ...]) -> ir.
 
 
 def _to_word(b: ir.IRBuilder, vals: list[ir.Value], elem: Any) -> ir.Value:
-    """`vals` (one element each, the first in the low bits) packed into an i32."""
-    bits = 8 * byte_size(elem)
+    """`vals` (one element each, the first in the low bits) packed into an i32, element
+    p in the p-th slot of 32 / len(vals) bits (a slot is wider than its element where
+    the plan puts fewer elements in a word than fit: `per = 1` for 8- or 16-bit ones)."""
+    bits, slot = 8 * byte_size(elem), 32 // len(vals)
     it = ir.IntType(bits)
     out: Optional[ir.Value] = None
     for p, v in enumerate(vals):
         raw = v if v.type == it else b.bitcast(v, it)
         x = b.zext(raw, I32) if bits < 32 else raw
         if p:
-            x = b.shl(x, ir.Constant(I32, bits * p))
+            x = b.shl(x, ir.Constant(I32, slot * p))
         out = x if out is None else b.or_(out, x)
     return out
 
 
 def _from_word(b: ir.IRBuilder, word: ir.Value, per: int, elem: Any, like: ir.Type) -> list[ir.Value]:
-    bits = 32 // per
+    """The `per` elements of `word`, laid out as `_to_word` packs them."""
+    bits, slot = 8 * byte_size(elem), 32 // per
     out = []
     for p in range(per):
-        x = b.lshr(word, ir.Constant(I32, bits * p)) if p else word
+        x = b.lshr(word, ir.Constant(I32, slot * p)) if p else word
         if bits < 32:
             x = b.trunc(x, ir.IntType(bits))
         out.append(x if x.type == like else b.bitcast(x, like))

@@ -8,12 +8,18 @@ element the destination layout gives it. The emulator and ptxas run the plan's c
 `test_wgmma_register_a` (fp8 attention's P feeding wgmma's register A)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import tegula
+import tegula.language as tl
 from tegula.backends.cuda import layouts as LY
+from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.linear_layout import LinearLayout
 from tegula.backends.cuda.mma_layouts import mma_v2_accumulator, mma_v2_operand, mma_v3_accumulator, wgmma_register_a
 from tegula.backends.cuda.warp_exchange import plan_exchange
+from tegula.compiler import ASTSource
+from tegula.runtime.compiler import optimized_ir
 
 
 def _lane_part(lay: LinearLayout, lane: int) -> int:
@@ -85,3 +91,27 @@ def test_fp8_attention_converts_p_with_shuffles():
     kernel, _plan = to_tgir(_kernel("fp8e5", 64, 64, 64), 4, 3, 90, checked=False)
     kinds = [kind for ins, kind in conversions(kernel) if "xf8e5m2, #dot_op" in str(ins.results[0].type)]
     assert kinds == ["shuffle"]
+
+
+@tegula.jit
+def _permute_last_two(In, Out, S: tl.constexpr):
+    offs = (tl.arange(0, S)[:, None, None, None] * S * S * S + tl.arange(0, S)[None, :, None, None] * S * S
+            + tl.arange(0, S)[None, None, :, None] * S + tl.arange(0, S)[None, None, None, :])
+    x = tl.load(In + offs)
+    tl.store(Out + offs, tl.permute(x, (0, 1, 3, 2)))
+
+
+@pytest.mark.parametrize("cap", [80, 90])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_narrow_elements_one_per_word(dtype, cap):
+    """A 4x4x4x4 tile over 8 warps gives each thread one element, so the plan puts one
+    8- or 16-bit element in each shuffled word (`per = 1`): it is truncated back out of
+    its 32-bit slot (this was a bitcast i32 -> i8, which LLVM rejects: Triton's
+    test_trans_4d[perm1-shape1-int8])."""
+    S = 4
+    sig = {"In": f"*{'i8' if dtype == 'int8' else 'i16'}", "Out": f"*{'i8' if dtype == 'int8' else 'i16'}"}
+    kernel = optimized_ir(ASTSource(_permute_last_two, signature={**sig, "S": "constexpr"}, constexprs={"S": S}))
+    x = np.random.default_rng(1).integers(-100, 100, size=(S, S, S, S)).astype(dtype)
+    out = np.zeros_like(x)
+    EmulatedKernel(kernel, 8, capability=cap).run((1, 1, 1), [x, out])
+    np.testing.assert_array_equal(out, np.transpose(x, (0, 1, 3, 2)))
