@@ -45,8 +45,9 @@
 #   upstream   Triton's own unit tests (../shared/upstream/tests) on the GPU through tegula's CUDA
 #              backend, as upstream's GPU job runs them (--device=cuda, no interpreter); needs
 #              .upstream/ carried: mkdir -p .upstream && cp -r ../shared/upstream/{tests,triton_shim}
-#              .upstream/ && cp <pytest_timeout.py> .upstream/. UPSTREAM_FILES (default language),
-#              UPSTREAM_ARGS (e.g. -k test_dot), UPSTREAM_TEST_TIMEOUT per test (120 s),
+#              .upstream/ (benchmarks/upstream_plugins/record_failures.py keeps each failure's report, written as it
+#              happens: $OUT/upstream_failures.tgz). UPSTREAM_FILES (default language),
+#              UPSTREAM_K (a -k expression), UPSTREAM_ARGS, UPSTREAM_TEST_TIMEOUT per test (120 s),
 #              UPSTREAM_IDS=file.txt (relative to .upstream/tests/unit): run the node ids listed there
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
@@ -141,15 +142,17 @@ stage() {
     done ;;
   upstream)
     [ -d .upstream/tests/unit ] || { echo "upstream: carry .upstream/ (see the header)"; return; }
-    (cd .upstream/tests/unit && PYTHONPATH=$PWD/../../triton_shim:$PWD/../..:$PYTHONPATH \
+    export UPSTREAM_FAIL_DIR=$OUT/upstream_failures
+    (cd .upstream/tests/unit && PYTHONPATH=$PWD/../../triton_shim:$PWD/../../../benchmarks/upstream_plugins:$PYTHONPATH \
       timeout "${UPSTREAM_TIMEOUT:-540}" python3 -c 'import sys, pytest; sys.exit(pytest.main(sys.argv[1:]
         + ([i for i in open(sys.argv.pop()).read().split("\n") if i] if sys.argv[-1].endswith(".txt") else [])))' \
-      -v --tb=short -n "$JOBS" -p no:cacheprovider --timeout "${UPSTREAM_TEST_TIMEOUT:-120}" --device=cuda \
-      ${UPSTREAM_ARGS:-} ${UPSTREAM_IDS:-${UPSTREAM_FILES:-language}} > "$OUT/upstream.log" 2>&1)
+      -v --tb=short -n "$JOBS" -p no:cacheprovider -p record_failures --timeout "${UPSTREAM_TEST_TIMEOUT:-120}" --device=cuda \
+      ${UPSTREAM_K:+-k "$UPSTREAM_K"} ${UPSTREAM_ARGS:-} ${UPSTREAM_IDS:-${UPSTREAM_FILES:-language}} > "$OUT/upstream.log" 2>&1)
     echo "upstream exit $?"
     grep -oE "(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) " "$OUT/upstream.log" | sort | uniq -c
     grep -E "^(FAILED|ERROR) " "$OUT/upstream.log" | sed 's/ - .*//' | sed -E 's/\[.*//' | sort | uniq -c | sort -rn | head -40
-    tail -n 3 "$OUT/upstream.log" ;;
+    tail -n 3 "$OUT/upstream.log"
+    [ -d "$UPSTREAM_FAIL_DIR" ] && tar czf "$OUT/upstream_failures.tgz" -C "$OUT" upstream_failures && rm -r "$UPSTREAM_FAIL_DIR" ;;
   attention)
     timeout "${ATTN_TIMEOUT:-400}" python3 benchmarks/attention_bench.py ${ATTN_ARGS:+${ATTN_ARGS//,/ }} 2>&1 | tee "$OUT/attention.log" | tail -n 45 ;;
   window)

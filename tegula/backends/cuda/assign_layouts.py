@@ -113,7 +113,7 @@ class _Assigner:
         for ins in instrs:
             if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
                 order, vec = memory_access(ins, self.nw, self.info)
-                self.plan.vec[ins] = vec
+                self.plan.vec[ins], self.plan.vec_dim[ins] = vec, order[0]
                 shape = shape_of(access_operands(ins)[0].type)
                 groups.setdefault((shape, tuple(order)), []).append((ins, vec))
         for (shape, order), members in groups.items():

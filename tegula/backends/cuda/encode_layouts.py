@@ -130,7 +130,8 @@ def plan_from_types(kernel: Kernel, num_warps: int) -> LayoutPlan:
                 raise CompilationError(f"no tensor-core instruction computes this dot for {enc}", ins.loc)
             plan.mma[ins] = choice
         if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
-            plan.vec[ins] = memory_access(ins, num_warps, plan.axis)[1]
+            order, plan.vec[ins] = memory_access(ins, num_warps, plan.axis)
+            plan.vec_dim[ins] = order[0]
     return plan
 
 

@@ -27,6 +27,10 @@ class LayoutPlan:
     layouts: dict[Value, LinearLayout] = field(default_factory=dict)
     operand_layouts: dict[Instr, list[Layout]] = field(default_factory=dict)
     vec: dict[Instr, int] = field(default_factory=dict)
+    # the dimension along which each access's `vec` elements are contiguous in memory;
+    # its layout may hold consecutive registers along another one (a column-major
+    # operand loaded where a dot reads it), and those are not one vector
+    vec_dim: dict[Instr, int] = field(default_factory=dict)
     # the tensor-core instruction of each dot computed on tensor cores
     mma: dict[Instr, MmaChoice] = field(default_factory=dict)
     # the axis analysis the layouts were chosen from; the lowering reads constancy

@@ -76,8 +76,13 @@ def _ptx_atomic(lw: "KernelLowering", op: str, attrs: Any, ptr: ir.Value, operan
         args.append(pred)
         cons.append("b")
         guard = f"@${len(args)} "
+    # Triton's spellings, which its tests and users grep the PTX for: read-modify-writes
+    # put the scope first (`atom.global.gpu.acq_rel.add`), compare-and-swap the semantic
+    # (`atom.global.acq_rel.gpu.cas`); ptxas takes both orders
+    qualifiers = (_SEM[attrs.sem] + _SCOPE[attrs.scope] if op.startswith(".cas")
+                  else _SCOPE[attrs.scope] + _SEM[attrs.sem])
     text = (f"mov.b{elem.bits} $0, 0;\n\t"
-            f"{guard}atom.global{_SCOPE[attrs.scope]}{_SEM[attrs.sem]}{op} $0, [$1], {srcs};")
+            f"{guard}atom.global{qualifiers}{op} $0, [$1], {srcs};")
     old = inline_asm(b, word, args, text, ",".join(cons) + ",~{memory}", side_effect=True)
     mt = memory_type(elem)
     return old if mt == word else b.bitcast(old, mt)

@@ -36,21 +36,17 @@ _STORE_CACHE = {".wb", ".cg", ".cs", ".wt"}
 
 def access_width(lw: "KernelLowering", ins: Instr, lay: Optional[LinearLayout]) -> int:
     """Elements per vector access: the plan's width, bounded by how many leading
-    registers of the layout hold consecutive elements of one dimension."""
+    registers of the layout hold consecutive elements of the dimension that is
+    contiguous in memory (`plan.vec_dim`; consecutive registers along another dimension
+    are elements a stride apart)."""
     vec = lw.plan.vec.get(ins, 1)
-    if lay is None or not lay.reg or vec == 1:
+    if lay is None or not lay.reg or vec == 1 or ins not in lw.plan.vec_dim:
         return 1
-    first = lay.reg[0]
-    if first & (first - 1):
-        return 1
-    bit = first.bit_length() - 1
-    for s, n in dim_fields(lay.shape):
-        if s == bit:
-            k = 0
-            while k < len(lay.reg) and k < n and lay.reg[k] == 1 << (s + k):
-                k += 1
-            return min(vec, 1 << k)
-    return 1
+    s, n = dim_fields(lay.shape)[lw.plan.vec_dim[ins]]
+    k = 0
+    while k < len(lay.reg) and k < n and lay.reg[k] == 1 << (s + k):
+        k += 1
+    return min(vec, 1 << k)
 
 
 def _register_type(elem: Any) -> ir.Type:
