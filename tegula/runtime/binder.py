@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 from .. import config
 from .. import knobs as knobs_module
 from ..config import knobs
-from ..errors import KernelArgumentError
+from ..errors import KernelArgumentError, KernelArgumentOverflow
 from . import launch_hooks, tracebacks
 from . import specialization as S
 from .kernel import current_stream, normalize_grid
@@ -155,7 +155,8 @@ def _slow_spec(jitfn: Any, p: Any) -> Callable[[Any], tuple]:
             return param_spec(p, value)
         except S.UnsupportedArgument as e:
             why = f": {e.why}" if e.why else ""
-            raise KernelArgumentError(
+            error = KernelArgumentOverflow if isinstance(e, S.ArgumentOverflow) else KernelArgumentError
+            raise error(
                 f"argument '{p.name}' of kernel '{jitfn.__name__}' ({jitfn.definition_site()}) is a "
                 f"{S.describe_value(value)}, which a kernel cannot take{why}. Kernel arguments are "
                 "arrays or tensors (for pointers), ints, floats, bools, None, constexpr values, tuples of "

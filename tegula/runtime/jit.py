@@ -424,7 +424,7 @@ class JITFunction(KernelInterface):
         except KernelArgumentError as e:
             if what in str(e):
                 raise
-            raise KernelArgumentError(f"{what}: {e}") from None
+            raise type(e)(f"{what}: {e}") from None  # the same kind (an AssertionError too, ...)
         first = next((nm for nm, sp in zip(self.arg_names, specs)
                       if sp[0].startswith("*") and sp[2] == spec.device), "")
         backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)

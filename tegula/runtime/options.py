@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, Optional, Sequence
 
-from ..errors import KernelArgumentError
+from ..errors import KernelArgumentError, LaunchOptionAssertion
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class CompileOptions:
     def __post_init__(self) -> None:
         w = self.num_warps
         if not isinstance(w, int) or w <= 0 or w & (w - 1):
-            raise KernelArgumentError(f"num_warps must be a power of 2, got {w!r}")
+            # an AssertionError too: Triton checks it with an assert
+            raise LaunchOptionAssertion(f"num_warps must be a power of 2, got {w!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 0:
             raise KernelArgumentError(f"num_stages must be a non-negative int, got {self.num_stages!r}")
         if not isinstance(self.num_ctas, int) or self.num_ctas < 1:
