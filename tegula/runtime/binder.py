@@ -46,11 +46,13 @@ from . import specialization as S
 from .kernel import current_stream, normalize_grid
 
 
-def launch_flags() -> tuple[bool, bool, bool, bool]:
+def launch_flags() -> tuple:
     """The knobs that change what a launch compiles to: (interpret, debug, checked,
-    cpu_backend) — the last picks the host backend, so toggling it never reuses a
-    kernel compiled for the other one."""
-    return (knobs.interpret, knobs.debug, knobs.checked, knobs.cpu_backend)
+    cpu_backend, default_fp_fusion, override_arch) — cpu_backend picks the host backend,
+    so toggling it never reuses a kernel compiled for the other one; the last two are
+    option defaults Triton reads at launch (`knobs.language.default_fp_fusion`,
+    `knobs.runtime.override_arch`)."""
+    return tuple(getattr(knobs, name) for name in config.LAUNCH_KNOBS)
 
 
 def _flags_reader() -> Callable[[], tuple[bool, ...]]:

@@ -381,3 +381,24 @@ def test_duplicate_argument_names_the_kernel(fake):
     x, y, out = _arrays()
     with pytest.raises(TypeError, match="add_kernel.* multiple values for argument 'n'"):
         add_kernel[(1,)](x, y, out, 64, n=64)
+
+
+def test_default_fp_fusion_knob_is_read_at_launch_and_recompiles(fake, monkeypatch):
+    """TRITON_DEFAULT_FP_FUSION sets the default of enable_fp_fusion when a launch does
+    not give it (Triton's knobs.language.default_fp_fusion); a change between launches
+    recompiles, and a launch's own enable_fp_fusion wins."""
+    x, y, out = _arrays()
+    monkeypatch.delenv("TEGULA_DEFAULT_FP_FUSION", raising=False)
+    add_kernel[(1,)](x, y, out, 64)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    add_kernel[(1,)](x, y, out, 64)
+    add_kernel[(1,)](x, y, out, 64, enable_fp_fusion=True)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    add_kernel[(1,)](x, y, out, 64)  # compiled before with fusion on: no new compile
+    assert [call[4].enable_fp_fusion for call in fake.frontend_calls] == [True, False, True]
+    tegula.knobs.language.default_fp_fusion = False  # Triton's knob object sets the same
+    try:
+        add_kernel[(1,)](x, y, out, 63)  # a new specialization: compiled with the knob's default
+        assert len(fake.frontend_calls) == 4 and fake.frontend_calls[-1][4].enable_fp_fusion is False
+    finally:
+        del tegula.knobs.language.default_fp_fusion
