@@ -58,8 +58,11 @@ class CompileOptions:
     # Host backends ignore it.
     arch: Optional[str] = field(default_factory=_default_arch)
 
+    # whether `arch` is a request to check and normalize (a subclass may carry a fact)
+    _arch_is_request = True
+
     def __post_init__(self) -> None:
-        if self.arch is not None:
+        if self.arch is not None and self._arch_is_request:
             object.__setattr__(self, "arch", normalize_arch(self.arch))
         w = self.num_warps
         if not isinstance(w, int) or w <= 0 or w & (w - 1):
