@@ -67,6 +67,12 @@ _knob("debug", "TEGULA_DEBUG", "TRITON_DEBUG", _bool, False,
 _knob("checked", "TEGULA_CHECKED", None, _bool, False,
       "Compile every kernel in checked mode (as launch option checked=True): compiled backends "
       "bounds-check loads and stores and report failures after each launch (a sync per launch).")
+_knob("default_fp_fusion", "TEGULA_DEFAULT_FP_FUSION", "TRITON_DEFAULT_FP_FUSION", _bool, True,
+      "The default of the enable_fp_fusion launch option (0: a*b+c stays a multiply and an add "
+      "unless a launch asks for fusion); read at each launch.")
+_knob("override_arch", "TEGULA_OVERRIDE_ARCH", "TRITON_OVERRIDE_ARCH", str, "",
+      "Compile CUDA kernels for this architecture (sm80, sm90, ...) instead of the device's, as "
+      "the `arch=` launch option does (which wins over it); read at each launch.")
 _knob("dump_dir", "TEGULA_DUMP_DIR", None, str, "",
       "When set, write every compilation stage's text (tir, tir_opt, ...) here.")
 _knob("override_dir", "TEGULA_OVERRIDE_DIR", None, str, "",
@@ -138,13 +144,13 @@ knobs = _Knobs()
 
 
 # ---------------------------------------------------------------- launch-path reads
-# The launch hot path needs (interpret, debug, checked) on every call, and an environment lookup
+# The launch hot path needs the knobs that change what it compiles on every call, and an environment lookup
 # of an unset variable costs about a microsecond. Every change to the process
 # environment made from Python goes through os.putenv / os.unsetenv, which raise audit
 # events; counting them tells when the cached pair may be stale, so the hot path reads
 # the environment only after it changed.
 _env_generation = 0
-_launch_flags_cache: tuple[int, tuple[bool, bool, bool]] = (-1, (False, False, False))
+_launch_flags_cache: tuple[int, tuple] = (-1, ())
 
 
 def _count_environment_writes(event: str, _args: tuple) -> None:
@@ -156,15 +162,17 @@ def _count_environment_writes(event: str, _args: tuple) -> None:
 sys.addaudithook(_count_environment_writes)
 
 
-def launch_flags() -> tuple[bool, bool, bool, bool]:
-    """`(knobs.interpret, knobs.debug, knobs.checked, knobs.cpu_backend)`, re-read only
-    after the environment changed."""
+LAUNCH_KNOBS = ("interpret", "debug", "checked", "cpu_backend", "default_fp_fusion", "override_arch")
+
+
+def launch_flags() -> tuple:
+    """The knobs of `LAUNCH_KNOBS` (`knobs.interpret`, ..., `knobs.override_arch`), part
+    of every launch's cache key; re-read only after the environment changed."""
     global _launch_flags_cache
     generation, flags = _launch_flags_cache
     if generation != _env_generation:
         generation = _env_generation
-        flags = (KNOBS["interpret"].read(), KNOBS["debug"].read(), KNOBS["checked"].read(),
-                 KNOBS["cpu_backend"].read())
+        flags = tuple(KNOBS[name].read() for name in LAUNCH_KNOBS)
         _launch_flags_cache = (generation, flags)
     return flags
 

@@ -71,6 +71,21 @@ class KernelArgumentError(TegulaError, TypeError):
     """A launch got the wrong number or kind of arguments (checked before any compile)."""
 
 
+class KernelArgumentOverflow(KernelArgumentError, OverflowError):
+    """An int argument outside the 64-bit range (below -2**63 or from 2**64 on): also an
+    OverflowError, which is what Triton raises (and what code written for it catches)."""
+
+
+class LaunchOptionAssertion(KernelArgumentError, AssertionError):
+    """A launch option Triton checks with an `assert` (num_warps a power of 2): also an
+    AssertionError, so code written for Triton catches it."""
+
+
+class LaunchOptionValueError(KernelArgumentError, ValueError):
+    """A launch option Triton rejects with a ValueError (an `arch` it cannot parse or
+    compile for): also a ValueError."""
+
+
 class KernelRuntimeError(TegulaError):
     """An error while a kernel ran: the kernel line, the program id and the details.
 

@@ -6,11 +6,12 @@
 
 Groups, as in Triton: `cache` (`dir`, `dump_dir`, `override_dir`), `compilation`
 (`always_compile`, `front_end_debugging`, `checked` — tegula's checked mode), `autotuning`
-(`cache`, `print`), `runtime` (`interpret`, `debug`, the launch / load / JIT hooks) and
-`nvidia` (`libdevice_path`, `ptxas_path`). A knob that exists in `tegula.config` reads
-it (so `TRITON_*` and `TEGULA_*` variables keep working) and assigning one sets the
-variable tegula reads, as Triton's knobs do; deleting the assignment (`del
-knobs.cache.dir` or `reset()`) goes back to the environment.
+(`cache`, `print`), `runtime` (`interpret`, `debug`, `override_arch`, the launch / load /
+JIT hooks), `language` (`default_fp_fusion`) and `nvidia` (`libdevice_path`, `ptxas_path`).
+A knob that exists in `tegula.config` reads it (so `TRITON_*` and `TEGULA_*` variables
+keep working) and assigning one sets the variable tegula reads, as Triton's knobs do;
+deleting the assignment (`del knobs.cache.dir` or `reset()`) goes back to the
+environment.
 
 Hooks (`runtime`): `launch_enter_hook` / `launch_exit_hook` are called with the launch
 metadata (`CompiledKernel.launch_metadata`: name, function, stream, and what the
@@ -166,6 +167,8 @@ class autotuning_knobs(base_knobs):
 class runtime_knobs(base_knobs):
     interpret = env_knob("interpret")
     debug = env_knob("debug")
+    # TRITON_OVERRIDE_ARCH: compile CUDA kernels for this arch ("sm80") instead of the device's
+    override_arch = env_knob("override_arch", unset_is_none=True)
 
     def __init__(self) -> None:
         self.launch_hooked = False
@@ -203,7 +206,8 @@ class nvidia_knobs(base_knobs):
 
 
 class language_knobs(base_knobs):
-    pass
+    # TRITON_DEFAULT_FP_FUSION: the default of the enable_fp_fusion launch option
+    default_fp_fusion = env_knob("default_fp_fusion")
 
 
 cache = cache_knobs()

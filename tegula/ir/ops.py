@@ -27,6 +27,7 @@ from . import numpy_ops as npo
 from .types import (
     I1,
     I32,
+    I64,
     BlockPtrType,
     PointerType,
     SmemType,
@@ -60,6 +61,9 @@ class Op(enum.Enum):
     PROGRAM_ID = "program_id"
     NUM_PROGRAMS = "num_programs"
     ARANGE = "arange"
+    # hardware counters (`tl.extra.cuda.smid` / `globaltimer`)
+    SMID = "smid"
+    GLOBALTIMER = "globaltimer"
     # unary elementwise
     NEG = "neg"
     NOT = "not"
@@ -228,6 +232,10 @@ def _scalar_i1(ts, _a):
     return [I1]
 
 
+def _scalar_i64(ts, _a):
+    return [I64]
+
+
 def _arange(ts, a):
     return [TileType((a.end - a.start,), I32)]
 
@@ -316,6 +324,12 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.NUM_PROGRAMS: OpInfo(Kind.SOURCE, 0, attrs=A.AxisAttrs, result=_scalar_i32,
                             llvm={"nvptx": "nctaid", "host": "arg"}),
     Op.ARANGE: OpInfo(Kind.SOURCE, 0, attrs=A.RangeAttrs, result=_arange),
+    # smid: the index of the multiprocessor running this program (PTX `%smid`). Pure,
+    # as in Triton: a CTA never moves to another SM, so two reads agree and may merge.
+    Op.SMID: OpInfo(Kind.SOURCE, 0, result=_scalar_i32),
+    # globaltimer: a nanosecond clock (PTX `%globaltimer`, i64). Not pure: every read
+    # is a new sample, kept in program order, never merged or hoisted out of a loop.
+    Op.GLOBALTIMER: OpInfo(Kind.SOURCE, 0, pure=False, result=_scalar_i64),
 
     Op.NEG: _elementwise(np.negative, {"sint": "sub0", "uint": "sub0", "float": "fneg"}, 1),
     Op.NOT: _elementwise(npo.bitwise_not, {"sint": "xor-1", "uint": "xor-1"}, 1),

@@ -57,7 +57,7 @@ def _leaf_spec(v: Any, i: int, specialize: bool, align: bool, spec_value: Callab
         leaf = getattr(e, "tree_leaf", v)
         inner = getattr(e, "leaf_why", e.why)
         why = f"its element {''.join(f'[{k}]' for k in path)} is a {describe_value(leaf)}"
-        err = UnsupportedArgument(v, why + (f" ({inner})" if inner else ""))
+        err = type(e)(v, why + (f" ({inner})" if inner else ""))  # an overflow stays one
         err.tree_path, err.tree_leaf, err.leaf_why = path, leaf, inner
         raise err from None
 

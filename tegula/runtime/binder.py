@@ -40,17 +40,19 @@ from typing import Any, Callable, Sequence
 from .. import config
 from .. import knobs as knobs_module
 from ..config import knobs
-from ..errors import KernelArgumentError
+from ..errors import KernelArgumentError, KernelArgumentOverflow
 from . import launch_hooks, tracebacks
 from . import specialization as S
 from .kernel import current_stream, normalize_grid
 
 
-def launch_flags() -> tuple[bool, bool, bool, bool]:
+def launch_flags() -> tuple:
     """The knobs that change what a launch compiles to: (interpret, debug, checked,
-    cpu_backend) — the last picks the host backend, so toggling it never reuses a
-    kernel compiled for the other one."""
-    return (knobs.interpret, knobs.debug, knobs.checked, knobs.cpu_backend)
+    cpu_backend, default_fp_fusion, override_arch) — cpu_backend picks the host backend,
+    so toggling it never reuses a kernel compiled for the other one; the last two are
+    option defaults Triton reads at launch (`knobs.language.default_fp_fusion`,
+    `knobs.runtime.override_arch`)."""
+    return tuple(getattr(knobs, name) for name in config.LAUNCH_KNOBS)
 
 
 def _flags_reader() -> Callable[[], tuple[bool, ...]]:
@@ -155,7 +157,8 @@ def _slow_spec(jitfn: Any, p: Any) -> Callable[[Any], tuple]:
             return param_spec(p, value)
         except S.UnsupportedArgument as e:
             why = f": {e.why}" if e.why else ""
-            raise KernelArgumentError(
+            error = KernelArgumentOverflow if isinstance(e, S.ArgumentOverflow) else KernelArgumentError
+            raise error(
                 f"argument '{p.name}' of kernel '{jitfn.__name__}' ({jitfn.definition_site()}) is a "
                 f"{S.describe_value(value)}, which a kernel cannot take{why}. Kernel arguments are "
                 "arrays or tensors (for pointers), ints, floats, bools, None, constexpr values, tuples of "

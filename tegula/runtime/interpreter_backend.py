@@ -22,7 +22,7 @@ class InterpreterBackend:
     disk_cacheable = False
     # launch options the interpreter's results do not depend on (the autotuner times
     # configs differing only in these once)
-    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg", "arch")
 
     def available(self) -> tuple[bool, str]:
         return True, ""

@@ -20,6 +20,7 @@ import warnings
 from functools import partial
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
+from ..config import LAUNCH_KNOBS
 from ..errors import CompilationError, KernelArgumentError, TegulaError
 from ..frontend import exec_sources  # noqa: F401  (its audit hook must see exec'd kernels from the start)
 from ..language.constexpr_function import ConstexprFunction, constexpr_function  # noqa: F401
@@ -419,12 +420,17 @@ class JITFunction(KernelInterface):
         what = f"the launch of kernel '{self.__name__}' ({self.definition_site()})"
         try:
             checked = bool(opts.get("checked") or knob_checked)
-            options = CompileOptions.from_dict({**opts, "debug": debug, "checked": checked}, strict=True, what=what,
-                                               params=self.arg_names)
+            given = {**opts, "debug": debug, "checked": checked}
+            # option defaults from knobs, as the key saw them (a change recompiles)
+            flags = dict(zip(LAUNCH_KNOBS, key[-2])) if isinstance(key[-2], tuple) else {}
+            for option, knob in (("enable_fp_fusion", "default_fp_fusion"), ("arch", "override_arch")):
+                if given.get(option) is None and knob in flags:
+                    given[option] = flags[knob] if option != "arch" else (flags[knob] or None)
+            options = CompileOptions.from_dict(given, strict=True, what=what, params=self.arg_names)
         except KernelArgumentError as e:
             if what in str(e):
                 raise
-            raise KernelArgumentError(f"{what}: {e}") from None
+            raise type(e)(f"{what}: {e}") from None  # the same kind (an AssertionError too, ...)
         first = next((nm for nm, sp in zip(self.arg_names, specs)
                       if sp[0].startswith("*") and sp[2] == spec.device), "")
         backend, device = backend_registry.backend_for_device(spec.device, interpret, self.__name__, first)

@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence
 
-from ..errors import KernelArgumentError
+from ..config import knobs
+from ..errors import KernelArgumentError, LaunchOptionAssertion, LaunchOptionValueError
+
+
+def _default_fp_fusion() -> bool:
+    """`TRITON_DEFAULT_FP_FUSION` (`knobs.language.default_fp_fusion`), read when the
+    options are made, i.e. at the launch that compiles (Triton reads it then too)."""
+    return bool(knobs.default_fp_fusion)
+
+
+def _default_arch() -> Optional[str]:
+    """`TRITON_OVERRIDE_ARCH` (`knobs.runtime.override_arch`), or None: the device's."""
+    return knobs.override_arch or None
 
 
 @dataclass(frozen=True)
@@ -27,7 +40,8 @@ class CompileOptions:
     # tegula's checked mode: compiled backends bounds-check every load and store and
     # report the first failure after the launch (costs a sync per launch)
     checked: bool = False
-    enable_fp_fusion: bool = True
+    # default: the TRITON_DEFAULT_FP_FUSION knob (on unless set to 0)
+    enable_fp_fusion: bool = field(default_factory=_default_fp_fusion)
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
     default_dot_input_precision: str = "tf32"
@@ -38,11 +52,22 @@ class CompileOptions:
     # A stage file (`k.tir_opt`, `k.ptx`, ...) that replaces that stage's output, as an
     # autotuning Config's `ir_override` (Triton 3.6); the extension names the stage.
     ir_override: Optional[str] = None
+    # The CUDA architecture the kernel is lowered for ("sm80": mma.sync, cp.async, no
+    # wgmma) instead of the device's, as Triton's `arch` option; the PTX and cubin are
+    # still the device's. Default: the TRITON_OVERRIDE_ARCH knob, else the device's.
+    # Host backends ignore it.
+    arch: Optional[str] = field(default_factory=_default_arch)
+
+    # whether `arch` is a request to check and normalize (a subclass may carry a fact)
+    _arch_is_request = True
 
     def __post_init__(self) -> None:
+        if self.arch is not None and self._arch_is_request:
+            object.__setattr__(self, "arch", normalize_arch(self.arch))
         w = self.num_warps
         if not isinstance(w, int) or w <= 0 or w & (w - 1):
-            raise KernelArgumentError(f"num_warps must be a power of 2, got {w!r}")
+            # an AssertionError too: Triton checks it with an assert
+            raise LaunchOptionAssertion(f"num_warps must be a power of 2, got {w!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 0:
             raise KernelArgumentError(f"num_stages must be a non-negative int, got {self.num_stages!r}")
         if not isinstance(self.num_ctas, int) or self.num_ctas < 1:
@@ -65,7 +90,7 @@ class CompileOptions:
         arguments); otherwise they are ignored, as Triton's `compile(options=...)` does.
         `None` values mean "the default" (an autotuning Config leaves maxnreg unset so)."""
         if not values:
-            return _DEFAULT
+            return cls()  # the knob-given defaults as they are now
         known: dict[str, Any] = {}
         unknown = []
         for k, v in values.items():
@@ -88,7 +113,7 @@ class CompileOptions:
             raise KernelArgumentError(
                 f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(hints)} in {what}; "
                 f"its {listed}launch options are {', '.join(sorted(_FIELD_NAMES))}")
-        return cls(**known) if known else _DEFAULT
+        return cls(**known)
 
     def replace(self, **changes: Any) -> "CompileOptions":
         return dataclasses.replace(self, **changes)
@@ -111,9 +136,21 @@ def _normalize(name: str, value: Any) -> Any:
     return value
 
 
+_ARCH = re.compile(r"(?:sm_?)?(\d+)a?")
+
+
+def normalize_arch(arch: Any) -> str:
+    """`arch` as Triton spells it, `sm<capability>`: from "sm80" (Triton's form), "sm_90a",
+    "90" or 90. Which capabilities compile is the CUDA backend's question."""
+    m = _ARCH.fullmatch(str(arch).strip().lower()) if isinstance(arch, (str, int)) and not isinstance(arch, bool) \
+        else None
+    if m is None:
+        raise LaunchOptionValueError(f"arch must have the form sm<capability> (sm80, sm90, ...), got {arch!r}")
+    return f"sm{int(m.group(1))}"
+
+
 _FIELD_NAMES = frozenset(f.name for f in fields(CompileOptions))
 # Launch options only Triton's AMD backend knows (autotuning configs written for both
 # vendors carry them): accepted and ignored, as Triton on NVIDIA GPUs does.
 OTHER_TARGET_OPTIONS = frozenset({"matrix_instr_nonkdim", "waves_per_eu", "kpack", "schedule_hint",
                                   "instruction_sched_variant"})
-_DEFAULT = CompileOptions()

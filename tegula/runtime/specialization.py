@@ -121,6 +121,10 @@ class UnsupportedArgument(Exception):
         super().__init__(why or type(value).__name__)
 
 
+class ArgumentOverflow(UnsupportedArgument):
+    """An int that fits no 64-bit parameter (the JIT raises KernelArgumentOverflow)."""
+
+
 def pow2_divisor(x: int) -> int:
     """The largest power of two, at most 16, dividing `x` (16 for 0)."""
     low = x & 15
@@ -144,7 +148,7 @@ def spec_int(x: int, specialize: bool, align: bool) -> tuple:
         return _INT_SPECS["i64"][div]
     if 0x8000000000000000 <= x <= 0xFFFFFFFFFFFFFFFF:
         return _INT_SPECS["u64"][div]
-    raise UnsupportedArgument(x, f"the int {x} does not fit in 64 bits")
+    raise ArgumentOverflow(x, f"the int {x} does not fit in 64 bits (int64 or uint64)")
 
 
 def _spec_bool(x: Any, specialize: bool, align: bool) -> tuple:

@@ -120,6 +120,8 @@ def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:
     b.loc = Loc(SRC, 3, 4, 30)
     pid = b.op1(Op.PROGRAM_ID, attrs=A.AxisAttrs(0))
     b.op1(Op.NUM_PROGRAMS, attrs=A.AxisAttrs(1))
+    b.op1(Op.SMID)
+    b.op1(Op.GLOBALTIMER)
     offs = b.op1(Op.ARANGE, attrs=A.RangeAttrs(0, 128))
     start = b.op1(Op.MUL, pid, b.constant(128, I32))
     idx = b.op1(Op.ADD, b.splat(start, (128,)), offs)

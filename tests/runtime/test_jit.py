@@ -286,8 +286,42 @@ def test_unknown_keyword_argument(fake):
 
 def test_bad_option_value_names_the_kernel(fake):
     x, y, out = _arrays()
-    with pytest.raises(KernelArgumentError, match=r"add_kernel.*num_warps must be a power of 2"):
+    with pytest.raises(KernelArgumentError, match=r"add_kernel.*num_warps must be a power of 2") as info:
         add_kernel[(1,)](x, y, out, 64, num_warps=3)
+    # Triton checks it with an assert: code written for it catches AssertionError
+    assert isinstance(info.value, AssertionError)
+    assert f"{__file__}:{ADD_DEF_LINE}" in str(info.value)
+
+
+@pytest.mark.parametrize("value", [2**64, -2**63 - 1, 2**70])
+def test_int_outside_64_bits_is_an_overflow_error(fake, value):
+    x, y, out = _arrays()
+    with pytest.raises(OverflowError, match=r"argument 'n' of kernel 'add_kernel' .*does not fit in 64 bits") as info:
+        add_kernel[(1,)](x, y, out, value)
+    assert isinstance(info.value, KernelArgumentError)
+    assert f"{__file__}:{ADD_DEF_LINE}" in str(info.value)
+    with pytest.raises(OverflowError, match=r"its element \[1\]"):  # inside a tuple argument too
+        tuple_sum[(1,)]((1, value), out)
+
+
+@jit
+def tuple_sum(t, out_ptr):
+    tl.store(out_ptr, (t[0] + t[1]).to(tl.float32))
+
+
+@jit
+def store_scalar(v, out_ptr):
+    tl.store(out_ptr, v)
+
+
+@pytest.mark.parametrize("value, dtype", [(2**64 - 1, np.uint64), (2**63, np.uint64), (-2**63, np.int64),
+                                          (2**63 - 1, np.int64)])
+@pytest.mark.parametrize("interpret", ["1", "0"])
+def test_ints_at_the_64_bit_edges_pass_exactly(value, dtype, interpret, monkeypatch):
+    monkeypatch.setenv("TEGULA_INTERPRET", interpret)  # the interpreter, the CPU backend
+    out = np.zeros(1, dtype)
+    store_scalar[(1,)](value, out)
+    assert int(out[0]) == value
 
 
 @pytest.mark.parametrize("value, kind", [("text", "str"), ([1, 2], "list"), ({"a": 1}, "dict"),
@@ -347,3 +381,24 @@ def test_duplicate_argument_names_the_kernel(fake):
     x, y, out = _arrays()
     with pytest.raises(TypeError, match="add_kernel.* multiple values for argument 'n'"):
         add_kernel[(1,)](x, y, out, 64, n=64)
+
+
+def test_default_fp_fusion_knob_is_read_at_launch_and_recompiles(fake, monkeypatch):
+    """TRITON_DEFAULT_FP_FUSION sets the default of enable_fp_fusion when a launch does
+    not give it (Triton's knobs.language.default_fp_fusion); a change between launches
+    recompiles, and a launch's own enable_fp_fusion wins."""
+    x, y, out = _arrays()
+    monkeypatch.delenv("TEGULA_DEFAULT_FP_FUSION", raising=False)
+    add_kernel[(1,)](x, y, out, 64)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    add_kernel[(1,)](x, y, out, 64)
+    add_kernel[(1,)](x, y, out, 64, enable_fp_fusion=True)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    add_kernel[(1,)](x, y, out, 64)  # compiled before with fusion on: no new compile
+    assert [call[4].enable_fp_fusion for call in fake.frontend_calls] == [True, False, True]
+    tegula.knobs.language.default_fp_fusion = False  # Triton's knob object sets the same
+    try:
+        add_kernel[(1,)](x, y, out, 63)  # a new specialization: compiled with the knob's default
+        assert len(fake.frontend_calls) == 4 and fake.frontend_calls[-1][4].enable_fp_fusion is False
+    finally:
+        del tegula.knobs.language.default_fp_fusion

@@ -184,7 +184,7 @@ class CpuBackend:
 
     # launch options the generated code does not depend on: the autotuner compiles and
     # times configs differing only in these once (runtime.autotuner.equivalent_configs)
-    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+    ignored_options = ("num_warps", "num_stages", "num_ctas", "maxnreg", "arch")
 
     # selected for host memory unless TEGULA_CPU_BACKEND=0 (or TEGULA_INTERPRET=1): the
     # registry asks `knobs.cpu_backend` at every launch (`backend_registry._host_backend`)

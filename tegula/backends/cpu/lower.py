@@ -23,7 +23,7 @@ from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import PointerType, ScalarType, element_of, shape_of
 from ...passes import written_arguments
 from ...passes.axis_analysis import axis_info
-from ..llvm import host_jit
+from ..llvm import host_clock, host_jit
 from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type
 from .lower_control import ControlFlow
@@ -334,6 +334,13 @@ class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, ControlFlow, MaskFacts,
 
     def op_num_programs(self, ins: Instr) -> None:
         self.env[id(ins.result)] = self.nprog[ins.attrs.axis]
+
+    def op_smid(self, ins: Instr) -> None:
+        # programs run on host threads, not multiprocessors: 0, as the interpreter says
+        self.env[id(ins.result)] = ir.Constant(I32, 0)
+
+    def op_globaltimer(self, ins: Instr) -> None:
+        self.env[id(ins.result)] = host_clock.monotonic_ns(self.b, self.alloca_b)
 
     def op_arange(self, ins: Instr) -> None:
         ty = llvm_type(element_of(ins.result.type))

@@ -36,6 +36,7 @@ from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
 from . import codegen, occupancy, ptxas
+from .arch import lowering_capability
 from .assign_layouts import assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
 from .layout_plan import LayoutPlan
@@ -209,7 +210,10 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     `cubin` (bytes)."""
     t0 = time.perf_counter()
     emit = emit or (lambda stage, content: content)
+    # `cap` is the device's (PTX target, cubin, shared-memory capacity); `arch` the
+    # capability the kernel is lowered for (the `arch` option, else the device's)
     cap = capability_of(target)
+    arch_cap = lowering_capability(option(options, "arch", None), cap)
     num_warps = int(option(options, "num_warps", 4))
     debug = bool(option(options, "debug", False)) or knobs.debug
     # checked mode (tegula's, not Triton's debug): bounds-checked accesses, errors
@@ -223,7 +227,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     extras = {"buffer_stores": True, "prefetch_tiles": True}
     pass_timings: dict[str, float] = {}
     while True:
-        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, cap, checked, pass_timings, **extras)
+        kernel_tgir, plan = to_tgir(kernel, num_warps, stages, arch_cap, checked, pass_timings, **extras)
         # Rings plus the scratch of the ops inside their loops may exceed the GPU's
         # shared memory; a shallower pipeline then still runs (no cliff into an
         # out-of-resources launch for a config that worked unpipelined). A loop's store
@@ -247,11 +251,11 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
 
     def lower(rematerialized_descriptors: bool) -> tuple[KernelLowering, str, str]:
         """The kernel's lowering, its optimized LLVM IR and PTX."""
-        lw = KernelLowering(kernel_tgir, plan, cap, debug=debug, checked=checked, fp_fusion=fp_fusion,
+        lw = KernelLowering(kernel_tgir, plan, arch_cap, debug=debug, checked=checked, fp_fusion=fp_fusion,
                             rematerialized_descriptors=rematerialized_descriptors)
         module = lw.build()
         codegen.add_module_flags(module)
-        llir = codegen.optimize(str(module), cap, kernel_tgir.name)
+        llir = codegen.optimize(str(module), arch_cap, kernel_tgir.name)
         return lw, llir, codegen.emit_ptx(llir, cap)
 
     lw, llir, ptx_text = lower(False)
@@ -272,6 +276,7 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
         "name": kernel.name, "num_warps": lw.total_warps,  # with a producer partition's warps
         "num_stages": num_stages, "num_ctas": 1,
         "shared": shared_bytes(kernel_tgir), "arch": arch, "capability": cap,
+        "lowered_for": arch_cap,  # the `arch` option's capability, else the device's
         "arg_types": [str(a.type) for a in kernel.args],
         "pointer_args": [i for i, a in enumerate(kernel.args) if isinstance(element_of(a.type), PointerType)],
         "debug": debug, "checked": lw.checked is not None,

@@ -42,6 +42,16 @@ def lower_program_id(lw: "KernelLowering", ins: Instr) -> None:
     lw.define(ins.results[0], [lw.dev.sreg(lw.b, f"{name}.{_AXES[ins.attrs.axis]}")])
 
 
+@handles(Op.SMID)
+def lower_smid(lw: "KernelLowering", ins: Instr) -> None:
+    lw.define(ins.results[0], [lw.dev.sreg(lw.b, "smid")])
+
+
+@handles(Op.GLOBALTIMER)
+def lower_globaltimer(lw: "KernelLowering", ins: Instr) -> None:
+    lw.define(ins.results[0], [lw.dev.globaltimer(lw.b)])
+
+
 def arange_regs(lw: "KernelLowering", lay: LinearLayout, start: int) -> list[ir.Value]:
     out = []
     for r in range(lay.n_regs):

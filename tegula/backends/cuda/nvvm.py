@@ -55,7 +55,7 @@ class NVPTXDevice(TmaInstructions):
                     "wgmma_fence", "wgmma", "wgmma_rs", "wgmma_commit", "wgmma_wait",
                     "ex2_approx", "ex2_approx_ftz", "sqrt_approx_ftz", "rsqrt_approx_ftz", "div_full",
                     "cvt_f32_to_fp8", "cvt_f32x2_to_fp8", "cvt_from_fp8", "cvt_rz", "libdevice_call", "vprintf",
-                    "assertfail", "griddepcontrol",
+                    "assertfail", "griddepcontrol", "globaltimer",
                     "tensormap_address", "mbarrier_init", "fence_mbarrier_init", "mbarrier_expect_tx",
                     "tma_load", "mbarrier_wait", "mbarrier_inval", "mbarrier_arrive", "named_barrier",
                     "named_barrier_arrive", "setmaxnreg",
@@ -95,8 +95,14 @@ class NVPTXDevice(TmaInstructions):
         call(b, f"llvm.nvvm.setmaxnreg.{action}.sync.aligned.u32", VOID, [ir.Constant(I32, count)])
 
     def sreg(self, b: ir.IRBuilder, name: str) -> ir.Value:
-        """A PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, ..."""
+        """A 32-bit PTX special register: `tid.x`, `ctaid.y`, `nctaid.z`, `smid`, ..."""
         return call(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+
+    def globaltimer(self, b: ir.IRBuilder) -> ir.Value:
+        """`mov.u64 %rd, %globaltimer`: the GPU's nanosecond timer. Volatile inline
+        assembly, as Triton emits it: each read stays where the program put it (the
+        NVVM intrinsic may be merged or moved by LLVM)."""
+        return inline_asm(b, I64, [], "mov.u64 $0, %globaltimer;", "=l", side_effect=True)
 
     def griddepcontrol(self, b: ir.IRBuilder, action: str) -> None:
         """`griddepcontrol.wait` or `griddepcontrol.launch_dependents` (sm_90)."""

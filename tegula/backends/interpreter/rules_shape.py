@@ -1,7 +1,10 @@
-"""Rules of source ops (constant, arange, program_id, num_programs) and shape ops.
+"""Rules of source ops (constant, arange, program_id, num_programs, smid, globaltimer)
+and shape ops.
 
 Sources cost nothing at run time: constants and aranges are made once, read-only, and
-pre-filled in the environment; program ids alias the reserved pid slots.
+pre-filled in the environment; program ids alias the reserved pid slots. The hardware
+counters have host meanings: `smid` is 0 (programs run one at a time, on no
+multiprocessor), `globaltimer` reads the monotonic clock in nanoseconds at each step.
 
 Shape ops: splat and broadcast fill a new array (a zero-stride `np.broadcast_to` view
 above 16K elements, where copying costs more than numpy's view setup), expand_dims is
@@ -11,6 +14,8 @@ compile-time constant is itself folded to a constant. On pointer tiles they appl
 the offsets (and to the buffer indices of a mixed tile).
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -66,6 +71,21 @@ def program_id(ins: Instr, c: Compiler) -> Step:
 def num_programs(ins: Instr, c: Compiler) -> Step:
     c.alias(ins.result, NPROG_SLOTS[ins.attrs.axis])
     return None
+
+
+@rule(Op.SMID)
+def smid(ins: Instr, c: Compiler) -> Step:
+    c.constant(ins.result, np.int32(0))
+    return None
+
+
+@rule(Op.GLOBALTIMER)
+def globaltimer(ins: Instr, c: Compiler) -> Step:
+    o = c.slot(ins.result)
+
+    def step(env):
+        env[o] = np.int64(time.monotonic_ns())
+    return step
 
 
 def _shape_step(ins: Instr, c: Compiler, fn) -> Step:

@@ -38,6 +38,8 @@ class BackendOptions(CompileOptions):
     supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     cluster_dims: tuple[int, int, int] = (1, 1, 1)
+    # `arch` is the target's (or the `arch` option's, when one was given): a fact here
+    _arch_is_request = False
 
 
 class BaseBackend:
@@ -70,11 +72,15 @@ class BaseBackend:
 
     def parse_options(self, options: Optional[dict]) -> BackendOptions:
         base = CompileOptions.from_dict(dict(options or {}), strict=False)
+        values = base.as_dict()
+        requested = values.pop("arch")  # the `arch` option or TRITON_OVERRIDE_ARCH ("sm80")
         facts = self._target_facts()
+        if requested is not None:
+            facts["arch"] = requested
         for k in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes"):
             if options and k in options:
                 facts[k] = tuple(options[k])
-        return BackendOptions(**base.as_dict(), **facts)
+        return BackendOptions(**values, **facts)
 
     def add_stages(self, stages: dict, options: Any, language: Language = Language.TRITON) -> None:
         """tegula's stages run in a fixed order inside `tegula.runtime.compiler.compile`;

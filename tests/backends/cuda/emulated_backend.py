@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda.arch import lowering_capability
 from tegula.backends.cuda.compiler import option
 from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.runtime.args import HostArgs
@@ -42,23 +43,27 @@ class EmulatedCudaBackend:
 
         # the emulator's debug mode is checked mode with device asserts
         debug = bool(option(options, "debug", False)) or bool(option(options, "checked", False))
-        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug, capability=self.capability,
+        # the `arch` option lowers for an older capability, as on the GPU
+        cap = lowering_capability(option(options, "arch", None), self.capability)
+        ek = EmulatedKernel(kernel, int(option(options, "num_warps", 4)), debug, capability=cap,
                             num_stages=int(option(options, "num_stages", 3)))
         EmulatedCudaBackend._built[(id(kernel), ek.num_warps, debug, int(option(options, "num_stages", 3)),
-                                    self.capability)] = (kernel, ek)
+                                    cap)] = (kernel, ek)
         for cap in self.ptx_capabilities:
             asm, _md = compile_kernel(kernel, options, cap)
             assert asm["ptx"] and ("cubin" in asm or cap == 0)
             EmulatedCudaBackend.assembled.append(f"{kernel.name}@sm_{cap}")
-        return {"tgir": print_ir(ek.lowering.kernel, locs=True), "llir": ek.llir}, {"shared": ek.smem_bytes}
+        return ({"tgir": print_ir(ek.lowering.kernel, locs=True), "llir": ek.llir},
+                {"shared": ek.smem_bytes, "lowered_for": cap})
 
     def load(self, compiled: Any, device: int):
         md = compiled.metadata
         checked = bool(getattr(md, "debug", False)) or bool(getattr(md, "checked", False))
+        cap = int(getattr(md, "lowered_for", None) or self.capability)
         kernel, ek = EmulatedCudaBackend._built.pop((id(compiled.ir), int(md.num_warps), checked,
-                                                     int(md.num_stages), self.capability), (None, None))
+                                                     int(md.num_stages), cap), (None, None))
         if kernel is not compiled.ir:
-            ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, capability=self.capability,
+            ek = EmulatedKernel(compiled.ir, int(md.num_warps), checked, capability=cap,
                                 num_stages=int(md.num_stages))
         names = list(md.arg_names)
         written = [i for i, n in enumerate(names) if n in set(md.written_args)]

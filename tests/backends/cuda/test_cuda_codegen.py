@@ -120,6 +120,20 @@ def test_enable_fp_fusion_controls_fma_contraction(fusion, fused):
         assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
 
 
+@pytest.mark.parametrize("knob, fused", [("0", False), ("1", True)])
+def test_default_fp_fusion_knob_sets_the_default(knob, fused, monkeypatch):
+    """TRITON_DEFAULT_FP_FUSION is the default of enable_fp_fusion (Triton's
+    knobs.language.default_fp_fusion); an explicit option still wins."""
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", knob)
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "o_ptr": "*fp32", "BLOCK": "constexpr"}
+    src = ASTSource(fma_kernel, sig, {"BLOCK": 128})
+    ptx = _body(tegula.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"])
+    assert ("fma.rn.f32" in ptx) == fused
+    ptx = _body(tegula.compile(src, target=GPUTarget("cuda", 90, 32), options={"enable_fp_fusion": not fused})
+                .asm["ptx"])
+    assert ("fma.rn.f32" in ptx) == (not fused)
+
+
 class _CountingPlacement:
     """The allocation/barrier passes' bookkeeping (`shared_memory`) on its own: places
     scratch uses one after the other and counts the barriers (before a use that must

@@ -3,7 +3,7 @@
 It owns the CTA-level services every host model builds on, read from the CTA context
 (`cta.py`) in the kernel's entry block:
 - ids: `tid.x` is the host thread's parameter, `ctaid.*` / `nctaid.*` come from the
-  context; `lane`, `warp` and `warpgroup` are derived once;
+  context, `smid` is 0; `lane`, `warp` and `warpgroup` are derived once;
 - barriers by scope: `sync(b, "cta")` is `bar.sync` (all threads), `sync(b, "warp")`
   waits for the 32 threads of this thread's warp only and `sync(b, "warpgroup")` for
   the 128 of its warpgroup — so a collective executed by some warps never waits for
@@ -61,7 +61,8 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
         self.entry = entry  # for allocas of the models (stack slots allocated once)
         words = [entry.load(entry.gep(ctx, [ir.Constant(I32, i)], source_etype=I64), typ=I64)
                  for i in range(cta.CTX_WORDS)]
-        self.sregs = {"tid.x": self.tid}
+        # %smid: the emulator runs one CTA at a time, on no multiprocessor of its own
+        self.sregs = {"tid.x": self.tid, "smid": ir.Constant(I32, 0)}
         for i, a in enumerate("xyz"):
             self.sregs[f"ctaid.{a}"] = entry.trunc(words[cta.SLOT_CTAID + i], I32)
             self.sregs[f"nctaid.{a}"] = entry.trunc(words[cta.SLOT_NCTAID + i], I32)

@@ -21,7 +21,9 @@ and the correctly rounded result where the instruction is an approximation:
   rounding);
 - `libdevice_call` calls the host C library's function of the same meaning
   (`host_libm`), and `rsqrt` as 1/sqrt; libdevice functions without a host
-  counterpart raise at lowering time.
+  counterpart raise at lowering time;
+- `globaltimer` (`mov.u64 %globaltimer`) reads the host's monotonic clock in
+  nanoseconds (`llvm.host_clock`), the unit of the GPU's timer.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import llvmlite.ir as ir
 
 from ....ir.types import F32 as TF32
 from ....ir.types import ScalarType
-from ...llvm import casts
+from ...llvm import casts, host_clock
 from ...llvm.intrinsics import intrinsic
 from ...llvm.scalar_ops import ScalarTarget
 from ...llvm.types import F16, F32, I8, I16, I32
@@ -146,6 +148,9 @@ class PtxModels:
 
     def cp_async_commit(self: "HostDevice", b: ir.IRBuilder) -> None:
         return None
+
+    def globaltimer(self: "HostDevice", b: ir.IRBuilder) -> ir.Value:
+        return host_clock.monotonic_ns(b, self.entry)  # nanoseconds, as %globaltimer counts
 
     def griddepcontrol(self: "HostDevice", b: ir.IRBuilder, action: str) -> None:
         return None  # the emulator runs one grid at a time: its predecessor has completed
