@@ -66,6 +66,11 @@ class CompilationError(TegulaError):
     def src(self) -> str:
         return str(self)
 
+    @property
+    def error_message(self) -> str:
+        """The message without the location (Triton's attribute; its tests match on it)."""
+        return self.message
+
 
 class KernelArgumentError(TegulaError, TypeError):
     """A launch got the wrong number or kind of arguments (checked before any compile)."""

@@ -10,6 +10,8 @@ results, yields and block arguments).
   A name defined on one path only is not visible afterwards.
 - An `if` on a tensor condition that contains a `return` takes the statements after
   it into both branches; the function's return value is then merged like a variable.
+  A path that ends without returning a value, where the other returns one, returns an
+  undefined value of the same type (Triton's poison; `Semantic.undefined`: zeros).
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ class BranchesMixin:
         merged = pre.copy()
         pairs: list[tuple[str, Any, Any]] = []
         if returns:
-            pairs = self._merge_returns(then_scope, else_scope, merged)
+            pairs = self._merge_returns(then_scope, else_scope, merged, then_block, else_block)
         else:
             pairs = self._merge_names(node, pre, then_scope, else_scope, merged)
         values = self.emit_branch_results(
@@ -121,33 +123,54 @@ class BranchesMixin:
                     merged.dropped.setdefault(name, why)
         return pairs
 
-    def _merge_returns(self, then_scope: Scope, else_scope: Scope,
-                       merged: Scope) -> list[tuple[str, Any, Any]]:
+    def _merge_returns(self, then_scope: Scope, else_scope: Scope, merged: Scope,
+                       then_block: Block, else_block: Block) -> list[tuple[str, Any, Any]]:
         tv, ev = then_scope.get(RETURN_SLOT), else_scope.get(RETURN_SLOT)
         t_none, e_none = unwrap(tv) is None, unwrap(ev) is None
         if t_none and e_none:
             return []
-        if t_none or e_none:
-            raise FrontendError(f"'{self.src.name}' returns a value on some paths and nothing on others "
-                                f"({describe(tv if not t_none else ev)} vs nothing)")
+        if t_none:
+            tv = self._undefined_like(ev, else_block, then_block)
+        elif e_none:
+            ev = self._undefined_like(tv, then_block, else_block)
         if static_equal(tv, ev):
             merged.set(RETURN_SLOT, tv)
             return []
         return [(RETURN_SLOT, tv, ev)]
 
+    def _undefined_like(self, value: Any, value_block: Block, block: Block) -> Any:
+        """An undefined value made in `block` with the types and structure of `value`
+        (returned in `value_block`): what a path that returns nothing gives, as in Triton,
+        where it is poison. Only tensors, numbers and tuples of them have one (not
+        strings or dtypes, nor block pointers and descriptors, whose static parts an
+        undefined value could not have)."""
+
+        def undefinable(v: Any) -> bool:
+            return all(undefinable(x) for x in v) if is_value_tuple(v) else is_tensor(v) or is_number(v)
+
+        with self.builder.at_end_of(value_block):
+            leaves = self.carry_leaves(value) if undefinable(value) else None
+        if leaves is None:
+            raise FrontendError(f"'{self.src.name}' returns {describe(value)} on some paths and nothing on "
+                                "others; only tensors, numbers and tuples of them can be left undefined")
+        with self.builder.at_end_of(block):
+            undefined = [self.sem.undefined(x.type) for x in leaves]
+        return unflatten(value, iter(undefined)) if not is_number(value) else undefined[0]
+
     def _mismatch_message(self, name: str, pre: Scope, then_scope: Scope, else_scope: Scope,
                           tv: Any, ev: Any) -> str:
+        # Each message starts with Triton's words for the mismatch (code matches on them).
         if name == RETURN_SLOT:
-            return (f"'{self.src.name}' returns {describe(tv)} on one path and {describe(ev)} on another; "
-                    "all its return values must have the same type")
+            return (f"Inconsistent return types: '{self.src.name}' returns {describe(tv)} on one path and "
+                    f"{describe(ev)} on another; all its return values must have the same type")
 
         def side(scope: Scope, value: Any, branch: str) -> str:
             if name in pre.vars and scope.vars[name] is pre.vars[name]:
                 return f"{describe(value)} before the `if` (unchanged by the {branch}-branch)"
             return f"{describe(value)} in the {branch}-branch"
 
-        return (f"'{name}' is {side(then_scope, tv, 'then')} but {side(else_scope, ev, 'else')}; a variable "
-                "assigned under a tensor condition must have the same type on both paths")
+        return (f"Mismatched type for {name}: {side(then_scope, tv, 'then')} but {side(else_scope, ev, 'else')}; "
+                "a variable assigned under a tensor condition must have the same type on both paths")
 
     # ------------------------------------------------------------------ shared plumbing
     def carry_leaves(self, value: Any) -> Optional[list[Any]]:
@@ -211,6 +234,7 @@ class BranchesMixin:
             return None
         return self.emit_branch_results(
             c, then_block, else_block, [(tv, ev)],
-            lambda _i, a, b: f"the two values of a conditional expression on a tensor condition must have "
-                             f"the same type, but they are {describe(a)} and {describe(b)}")[0]
+            lambda _i, a, b: f"Ternary expression with dynamic condition has inconsistent types {describe(a)} "
+                             f"and {describe(b)}: the two values of a conditional expression on a tensor "
+                             "condition must have the same type")[0]
 

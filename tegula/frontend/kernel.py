@@ -4,7 +4,7 @@ specialization to an `ir.Kernel`.
 Parameters found in `constexprs` (constexpr parameters, integers specialized because
 they equal 1, None arguments) are bound as compile-time values; every other parameter
 becomes a kernel argument, in parameter order, typed from `signature` and carrying its
-`arg_attrs`. The kernel is named after the Python function.
+`arg_attrs`. The kernel is named after the Python function, or as `@jit(repr=...)` says.
 """
 from __future__ import annotations
 
@@ -26,24 +26,28 @@ from .values import constexpr, language, to_value, unwrap
 
 def build_kernel(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
                  arg_attrs: Mapping[str, ArgAttrs], options: Any,
-                 arg_trees: Optional[Mapping[str, Any]] = None) -> Kernel:
+                 arg_trees: Optional[Mapping[str, Any]] = None, name: Optional[str] = None) -> Kernel:
     """Generate the tile IR of the @jit function `fn` (`fn.fn` is the Python function)
     specialized by `signature` / `constexprs` / `arg_attrs`, compiled with `options`
-    (`.debug` turns `assert` into device assertions). Raises `CompilationError`,
-    located in the user's source, for anything the kernel does wrong."""
+    (`.debug` turns `assert` into device assertions), named `name` (default: the
+    function's). Raises `CompilationError`, located in the user's source, for anything
+    the kernel does wrong."""
     pyfn = getattr(fn, "fn", fn)
     try:
         src = get_source(pyfn, getattr(fn, "_src_override", None))
     except SourceUnavailableError as e:
         raise CompilationError(str(e)) from None
     try:
-        return _build(src, pyfn, signature, constexprs, arg_attrs, options, dict(arg_trees or {}))
+        kernel = _build(src, pyfn, signature, constexprs, arg_attrs, options, dict(arg_trees or {}))
     except CompilationError as e:
         if config.knobs.debug_frontend:
             raise
         # The traceback through the generator's frames says nothing to a kernel author;
         # the language's own error stays the cause, as in Triton (without frames).
         raise e.with_traceback(None) from e.__cause__
+    if name is not None:
+        kernel.name = name
+    return kernel
 
 
 def _build(src: FunctionSource, pyfn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],

@@ -41,9 +41,10 @@ def parse_arg_type(text: str) -> Type:
 def _parse(s: str) -> Optional[Type]:
     if s.startswith("*"):
         inner = s[1:]
-        # `*k...` is Triton's const pointer; constness does not change the IR type.
-        if inner.startswith("k") and (inner[1:] in _SCALARS or inner[1:].startswith("*")):
+        # `*k...` is Triton's const pointer (a `tl.const` parameter): read-only
+        const = inner.startswith("k") and (inner[1:] in _SCALARS or inner[1:].startswith("*"))
+        if const:
             inner = inner[1:]
         pointee = _parse(inner)
-        return None if pointee is None else PointerType(pointee)
+        return None if pointee is None else PointerType(pointee, const=const)
     return _SCALARS.get(s)

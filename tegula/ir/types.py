@@ -8,10 +8,11 @@ has a `TileType` whose shape is static and whose element is a scalar or pointer 
 `BlockPtrType` is a block pointer (`tl.make_block_ptr`): a window of a strided tensor
 at offsets that `advance` moves.
 Types are immutable and hashable; the text form (`i32`, `ptr<f16>`, `tile<128x64xf16>`)
-is what the printer writes and the parser reads. In the backend stage `tgir` a tile type
-also carries an *encoding* (where its elements live: `tile<128x64xf16, #blocked<...>>`),
-a value registered with `ir.encodings`; type equality includes it, so a missing
-`convert_layout` is a verifier error there.
+is what the printer writes and the parser reads (`ptr<f32, const>`: a read-only
+pointer). In the backend stage `tgir` a tile type also carries an *encoding* (where
+its elements live: `tile<128x64xf16, #blocked<...>>`), a value registered with
+`ir.encodings`; type equality includes it, so a missing `convert_layout` is a verifier
+error there.
 """
 from __future__ import annotations
 
@@ -80,10 +81,16 @@ SCALAR_TYPES = {n: ScalarType(n) for n in _SCALAR_BITS}
 
 @dataclass(frozen=True)
 class PointerType:
-    """A pointer to `pointee` in `address_space` (1 = global, 3 = shared)."""
+    """A pointer to `pointee` in `address_space` (1 = global, 3 = shared). A `const`
+    pointer (Triton's `tl.const` parameters, `tl.pointer_type(..., const=True)`) is one
+    the kernel only reads through: the language rejects stores and atomics through it,
+    and, the flag being part of the type, merging it with a non-const pointer (an `if`,
+    a conditional expression, the returns of a function) is a type mismatch, as in
+    Triton 3.6. Text: `ptr<f32>`, `ptr<f16, 3>`, `ptr<f32, const>`."""
 
     pointee: Union[ScalarType, "PointerType"]
     address_space: int = 1
+    const: bool = False
 
     @property
     def bits(self) -> int:
@@ -96,9 +103,9 @@ class PointerType:
     is_bool = is_int = is_signed = is_unsigned = is_float = is_fp8 = False
 
     def __str__(self) -> str:
-        if self.address_space == 1:
-            return f"ptr<{self.pointee}>"
-        return f"ptr<{self.pointee}, {self.address_space}>"
+        space = "" if self.address_space == 1 else f", {self.address_space}"
+        const = ", const" if self.const else ""
+        return f"ptr<{self.pointee}{space}{const}>"
 
     __repr__ = __str__
 
@@ -268,8 +275,13 @@ def _parse_type_prefix(s: str) -> tuple[Type, str]:
         pointee, tail = _parse_type_prefix(parts[0])
         if tail.strip():
             raise ValueError(f"bad pointer type: {s!r}")
+        const = len(parts) > 1 and parts[-1].strip() == "const"
+        if const:
+            parts = parts[:-1]
+        if len(parts) > 2:
+            raise ValueError(f"bad pointer type: {s!r}")
         space = int(parts[1]) if len(parts) > 1 else 1
-        return PointerType(pointee, space), rest
+        return PointerType(pointee, space, const), rest
     if s.startswith("tensordesc<"):
         inner, rest = _split_angle(s[len("tensordesc"):])
         parts = _split_top_comma(inner)

@@ -105,6 +105,7 @@ def make_block_ptr(sem, base, shape, strides, offsets, block_shape, order):
         raise ValueError(f"Expected a permutation of (0, ..., {rank - 1}) for order, got {list(order_)}")
     parts = (_int_list(sem, shape, "shape", T.int64, rank) + _int_list(sem, strides, "strides", T.int64, rank)
              + _int_list(sem, offsets, "offsets", T.int32, rank))
+    base = sem.without_const(base)
     bp_type = ir.BlockPtrType(block, base.dtype.element_ty.to_ir(), order_)
     value = sem.builder.op1(ir.Op.MAKE_BLOCK_PTR, base.handle, *(p.handle for p in parts), type=bp_type)
     return block_ptr(sem.wrap(value), base.type, block, order_)

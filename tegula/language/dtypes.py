@@ -243,7 +243,9 @@ class dtype(base_type):
 
 
 class pointer_type(dtype):
-    """A pointer to `element_ty` in `address_space` (1 = global memory)."""
+    """A pointer to `element_ty` in `address_space` (1 = global memory); `const=True`
+    makes it a pointer to read-only memory (`const_pointer<fp32>`), which `tl.store`
+    and the atomics reject and which does not merge with a non-const pointer."""
 
     def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         element_ty = unwrap_constexpr(element_ty)
@@ -285,7 +287,7 @@ class pointer_type(dtype):
         return False
 
     def to_ir(self, builder=None) -> ir.Type:
-        return irt.PointerType(self.element_ty.to_ir(), self.address_space)
+        return irt.PointerType(self.element_ty.to_ir(), self.address_space, self.const)
 
     def __eq__(self, other) -> bool:
         other = unwrap_constexpr(other)
@@ -424,7 +426,7 @@ def from_ir(t: ir.Type) -> dtype:
     if isinstance(t, irt.TileType):
         return block_type(from_ir(t.element), t.shape)
     if isinstance(t, irt.PointerType):
-        return pointer_type(from_ir(t.pointee), t.address_space)
+        return pointer_type(from_ir(t.pointee), t.address_space, t.const)
     if isinstance(t, irt.BlockPtrType):  # Triton's type of a block pointer
         return pointer_type(block_type(from_ir(t.element), t.block))
     if isinstance(t, irt.ScalarType):

@@ -135,6 +135,17 @@ class SemanticBase:
     def zero_like(self, x: tensor) -> tensor:
         return self.tile_constant(0, x.dtype, [int(s) for s in x.shape])
 
+    def undefined(self, ty: dtype) -> tensor:
+        """A value of type `ty` (scalar or block, numbers or pointers) whose contents the
+        program may not rely on: what a function returns on a path that ends without a
+        `return` while others return a value (Triton's `ub.poison`). tegula makes it
+        zeros (null pointers), which cost one constant and keep runs deterministic."""
+        shape = list(ty.shape) if ty.is_block() else []
+        elem = ty.scalar
+        if elem.is_ptr():
+            return self.cast(self.tile_constant(0, T.int64, shape), ty)
+        return self.tile_constant(0, elem, shape)
+
     def to_tensor(self, x: Any, check_type: bool = True) -> Any:
         """Python bool/int/float (or a constexpr of one) -> a constant tensor with Triton's
         default dtype (int1, int32/uint32/int64/uint64 by range, fp32 or fp64)."""

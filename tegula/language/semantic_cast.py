@@ -65,6 +65,15 @@ class CastMixin(SemanticBase):
             return self.emit_tensor(ir.Op.INT_TO_PTR, x, type=dst_full)
         raise TypeError(f"cannot cast {src} to {dst}")
 
+    def without_const(self, ptr: tensor) -> tensor:
+        """`ptr` as a plain (non-const) pointer: what a block pointer or a tensor
+        descriptor is built on, their types carrying no constness (as in Triton, where
+        `make_block_ptr` / `make_tensor_descriptor` of a `tl.const` base make ordinary
+        ones). A no-op for a pointer that is not const."""
+        if not ptr.dtype.is_const():
+            return ptr
+        return self.cast(ptr, T.pointer_type(ptr.dtype.element_ty, ptr.dtype.address_space))
+
     def bitcast(self, input: Any, dst_ty: Any) -> tensor:
         x = self.to_tensor(input)
         dst = T.as_dtype(dst_ty, "the target of a bitcast").scalar

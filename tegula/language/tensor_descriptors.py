@@ -183,8 +183,8 @@ def make_tensor_descriptor(sem, base, shape, strides, block_shape, padding_optio
         raise ValueError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
     if padding == "nan" and not base.dtype.element_ty.is_floating():
         raise ValueError("Padding option `nan` is not supported for integer descriptors")
-    return tensor_descriptor(base, _scalars(sem, shape, T.int32, "shape"), _scalars(sem, strides, T.int64, "strides"),
-                             block, padding)
+    return tensor_descriptor(sem.without_const(base), _scalars(sem, shape, T.int32, "shape"),
+                             _scalars(sem, strides, T.int64, "strides"), block, padding)
 
 
 @builtin

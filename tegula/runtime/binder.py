@@ -99,7 +99,12 @@ def param_spec(p: Any, value: Any) -> tuple:
     specialize, align = not p.do_not_specialize, not p.do_not_specialize_on_alignment
     if p.annotation_type:
         return annotated_spec(value, p.annotation_type, specialize, align)
-    return S.spec_value(value, specialize, align)
+    spec = S.spec_value(value, specialize, align)
+    if p.is_const and isinstance(spec[0], str) and spec[0].startswith("*") and not spec[0].startswith("*k"):
+        # a `tl.const` parameter: Triton's `*k` type, a pointer to read-only memory (the
+        # launch key need not say so: constness is the parameter's, not the value's)
+        spec = ("*k" + spec[0][1:], *spec[1:])
+    return spec
 
 
 def compute_specs(params: Sequence[Any], values: Sequence[Any]) -> list[tuple]:

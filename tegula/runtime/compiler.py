@@ -42,10 +42,10 @@ __all__ = ["ASTSource", "CompiledKernel", "IRSource", "StageIO", "compile"]
 # ---------------------------------------------------------------------------- the other layers
 
 def _frontend_build(fn: Any, signature: dict, constexprs: dict, attrs: dict, options: Any,
-                    arg_trees: Optional[dict] = None) -> Any:
+                    arg_trees: Optional[dict] = None, name: Optional[str] = None) -> Any:
     from ..frontend import build_kernel
 
-    return build_kernel(fn, signature, constexprs, attrs, options, arg_trees=arg_trees)
+    return build_kernel(fn, signature, constexprs, attrs, options, arg_trees=arg_trees, name=name)
 
 
 def _print_ir(kernel: Any) -> str:
@@ -221,9 +221,11 @@ def _front(src: Union[ASTSource, IRSource], options: CompileOptions,
         return _parse_ir(src.text), ({"tir": src.text} if src.stage == "tir" else {})
     try:
         trees = getattr(src, "arg_trees", None)
-        extra = (trees,) if trees else ()  # tuple / descriptor parameters (runtime.arg_trees)
+        extra: dict = {"arg_trees": trees} if trees else {}  # tuple / descriptor parameters (runtime.arg_trees)
+        if src.name != src.fn.__name__:
+            extra["name"] = src.name  # named by the kernel's `repr=` (source.ASTSource)
         kernel = _frontend_build(src.fn, dict(src.signature), dict(src.constexprs), dict(src.attrs), options,
-                                 *extra)
+                                 **extra)
     except CompilationError as err:
         _note_scalar_arguments(err, src)
         raise

@@ -72,8 +72,9 @@ def _annotation_type(text: str) -> str:
         if text.startswith(prefix):
             text = text[len(prefix):]
     if text.startswith("*"):
-        inner = _annotation_type(text[1:])
-        return "*" + inner if inner and not inner.startswith("*") else ""
+        const = text.startswith("*k") and text[2:3] != "*" and _annotation_type(text[2:])
+        prefix, inner = ("*k", const) if const else ("*", _annotation_type(text[1:]))
+        return prefix + inner if inner and not inner.startswith("*") else ""
     return _ANNOTATION_TYPES.get(text, "")
 
 
@@ -91,8 +92,9 @@ class KernelParam:
         self.annotation_type = "" if self.is_constexpr else _annotation_type(self.annotation)
         self.do_not_specialize = do_not_specialize
         self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
-        # Triton's const pointers (`*k` types) do not exist in tegula
-        self.is_const = False
+        # `p: tl.const` (or a `*k...` type): a pointer to read-only memory, whose
+        # signature type is `*k<dtype>` (Triton's rule: "const" in the annotation)
+        self.is_const = not self.is_constexpr and ("const" in self.annotation or self.annotation_type.startswith("*k"))
 
     @property
     def has_default(self) -> bool:

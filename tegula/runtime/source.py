@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Mapping, Optional
+import re
+from typing import Any, Mapping, NamedTuple, Optional
 
 from ..errors import KernelArgumentError
 from ..ir.core import ArgAttrs
@@ -63,6 +64,38 @@ def _attrs(value: Any, name: str) -> ArgAttrs:
                 div = int(pair[1])
         return ArgAttrs(divisibility=div)
     raise KernelArgumentError(f"cannot read attributes {value!r} of parameter '{name}'")
+
+
+class SpecializationProxy(NamedTuple):
+    """What `@jit(repr=fn)` is called with (Triton's `SpecializationProxy`): `constants`,
+    the parameters bound at compile time (constexprs, ints specialized because they
+    equal 1, None) by name, and `signature`, every parameter's type string by name
+    (`i32`, `u64`, `*fp32`, `*kfp32` for a `tl.const` pointer, `constexpr`)."""
+
+    constants: dict
+    signature: dict
+
+
+_PTX_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+def _kernel_name(fn: Any, raw_sig: Mapping[str, Any], signature: Mapping[str, str],
+                 constexprs: Mapping[str, Any]) -> str:
+    """The compiled kernel's name: the Python function's, or what its `@jit(repr=...)`
+    callable makes of the specialization (as Triton 3.6 names the kernel function, and
+    so `CompiledKernel.name` and the PTX entry, after `fn.repr(proxy)`)."""
+    make = getattr(fn, "_repr", None)
+    if make is None:
+        return fn.__name__
+    params = [p.name for p in fn.params]
+    constants = {n: constexprs[n] for n in params if n in constexprs}
+    sig = {n: signature.get(n, raw_sig.get(n)) for n in params}
+    name = make(SpecializationProxy(constants, sig))
+    if not isinstance(name, str) or not _PTX_NAME.fullmatch(name):
+        raise KernelArgumentError(
+            f"repr= of kernel '{fn.__name__}' returned {name!r}; a kernel name must be a string of "
+            "letters, digits, '_' and '$', not starting with a digit (it names the compiled function)")
+    return name
 
 
 class ASTSource:
@@ -121,12 +154,17 @@ class ASTSource:
                     self.attrs[n] = _attrs(raw_attrs.get(n, 1), n)
         if missing:
             raise KernelArgumentError(f"ASTSource for '{self.name}' lacks the type of: {', '.join(missing)}")
+        self.name = _kernel_name(fn, raw_sig, self.signature, self.constexprs)
 
     def fn_key(self) -> str:
+        key = self.fn.cache_key
         if self.arg_trees:
             trees = ";".join(f"{n}={tree_text(t)}" for n, t in self.arg_trees.items())
-            return f"{self.fn.cache_key}|trees:{trees}"
-        return self.fn.cache_key
+            key = f"{key}|trees:{trees}"
+        if self.name != self.fn.__name__:
+            # a `repr=` name is not a function of the source: it is part of the key
+            key = f"{key}|name:{self.name}"
+        return key
 
     def make_ir(self, target: Any, options: Any, codegen_fns: Any, module_map: Any, context: Any) -> Any:
         """Triton's entry for tools that read a kernel's TTIR through its MLIR bindings

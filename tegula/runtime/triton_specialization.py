@@ -3,7 +3,7 @@
 
 `create_specialize_impl(specialize_extra)` returns `specialize_impl(arg, is_const=False,
 specialize_value=True, align=True) -> (type, key)`: the signature type of `arg`
-(`*fp16`, `i32`, `fp32`, `i1`, or `constexpr` for None, ints equal to 1 and constexpr
+(`*fp16`, `*kfp16` when `is_const`, `i32`, `fp32`, `i1`, or `constexpr` for None, ints equal to 1 and constexpr
 values) and its specialization key: for tensors and ints the string
 `specialize_extra(arg, "tensor" | "int", align=...)` returns (`"D"` for divisible by
 16, as `BaseBackend.get_arg_specialization` says), for constexprs their value. Tuples
@@ -39,6 +39,7 @@ def create_specialize_impl(specialize_extra: Optional[Callable[..., Any]] = None
         if ty == "constexpr":
             return ty, spec[1]
         if ty.startswith("*"):
+            ty = "*k" + ty[1:] if is_const else ty  # a pointer to read-only memory
             return ty, (extra(arg, "tensor", align=align) or "") if specialize_value else ""
         if ty in ("i32", "i64", "u64"):
             return ty, (extra(arg, "int", align=align) or "") if specialize_value else ""

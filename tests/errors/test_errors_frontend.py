@@ -111,8 +111,8 @@ def if_type_mismatch(n):
 def test_if_branches_give_a_variable_different_types():
     err = compile_error(if_type_mismatch)
     check(err, if_type_mismatch, "# E", "if",
-          "'x' is f32 in the then-branch but i32 before the `if` (unchanged by the else-branch); a "
-          "variable assigned under a tensor condition must have the same type on both paths")
+          "Mismatched type for x: f32 in the then-branch but i32 before the `if` (unchanged by the "
+          "else-branch); a variable assigned under a tensor condition must have the same type on both paths")
 
 
 @jit
@@ -126,8 +126,8 @@ def if_new_variable_mismatch(n):
 def test_variable_defined_in_both_branches_with_different_types():
     err = compile_error(if_new_variable_mismatch)
     check(err, if_new_variable_mismatch, "# E", "if",
-          "'y' is tile<4xi32> in the then-branch but i32 in the else-branch; a variable assigned "
-          "under a tensor condition must have the same type on both paths")
+          "Mismatched type for y: tile<4xi32> in the then-branch but i32 in the else-branch; a variable "
+          "assigned under a tensor condition must have the same type on both paths")
 
 
 @jit
@@ -214,20 +214,22 @@ def test_kernel_returning_a_value():
 
 
 @jit
-def _returns_on_one_path(x):
+def _name_on_one_path(x):
     if x > 0:  # E
-        return x
+        return "name"
 
 
 @jit
-def inconsistent_return(n):
-    y = _returns_on_one_path(n)
+def undefinable_return(n):
+    y = _name_on_one_path(n)
 
 
-def test_value_returned_on_some_paths_only():
-    err = compile_error(inconsistent_return)
-    check(err, _returns_on_one_path, "# E", "if",
-          "'_returns_on_one_path' returns a value on some paths and nothing on others (i32 vs nothing)")
+def test_a_string_returned_on_some_paths_only():
+    # a tensor returned on some paths only is fine (tests/frontend/test_frontend_returns.py)
+    err = compile_error(undefinable_return)
+    check(err, _name_on_one_path, "# E", "if",
+          "'_name_on_one_path' returns constexpr str ('name') on some paths and nothing on others; only "
+          "tensors, numbers and tuples of them can be left undefined")
 
 
 @jit

@@ -27,14 +27,14 @@ for a "nan" descriptor: TMA's NaN-request fill).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from ...config import knobs
 from ...errors import CompilationError
 from ...ir.core import Instr, Kernel, Value
 from ...ir.ops import Op
-from ...ir.types import ScalarType, TensorDescType
+from ...ir.types import PointerType, ScalarType, TensorDescType
 from ...passes.ir_utils import users_of
 from .lower_wgmma import swizzle_bytes
 
@@ -108,6 +108,8 @@ def _source(v: Value, kernel: Kernel) -> Optional[Source]:
     owner = v.owner
     if isinstance(owner, Instr) and owner.op is Op.CONSTANT and isinstance(owner.attrs.value, int):
         return ("const", int(owner.attrs.value))
+    if isinstance(owner, Instr) and owner.op is Op.BITCAST and _drops_const(owner.operands[0].type, v.type):
+        return _source(owner.operands[0], kernel)  # a `tl.const` argument as a descriptor's base
     if isinstance(owner, Instr) and owner.op is Op.CAST:
         src, dst = owner.operands[0].type, v.type
         if (isinstance(src, ScalarType) and isinstance(dst, ScalarType) and src.is_int and dst.is_int
@@ -118,6 +120,12 @@ def _source(v: Value, kernel: Kernel) -> Optional[Source]:
         if a is not None and b is not None:
             return (_ARITHMETIC[owner.op], a, b)
     return None
+
+
+def _drops_const(src: Any, dst: Any) -> bool:
+    """A bitcast from a const pointer to the same pointer without the const: the same address."""
+    return (isinstance(src, PointerType) and isinstance(dst, PointerType) and src.const
+            and replace(src, const=False) == dst)
 
 
 def _divisibility(src: Source, kernel: Kernel) -> int:
