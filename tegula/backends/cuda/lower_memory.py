@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import llvmlite.ir as ir
 
+from ...ir.accessors import memory_operands
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import PointerType, ScalarType, element_of
+from ...passes import contiguity_order
 from ..llvm.types import I8, I16, I32, I64, byte_size, memory_type
 from .checked import KIND_LOAD, KIND_STORE
 from .linear_layout import LinearLayout, dim_fields
@@ -36,7 +38,11 @@ _STORE_CACHE = {".wb", ".cg", ".cs", ".wt"}
 
 def access_width(lw: "KernelLowering", ins: Instr, lay: Optional[LinearLayout]) -> int:
     """Elements per vector access: the plan's width, bounded by how many leading
-    registers of the layout hold consecutive elements of one dimension."""
+    registers of the layout hold consecutive elements of the dimension that width is
+    along (the pointers' most contiguous one, `memory_access`). Registers running
+    along another dimension are no vector: a column-major A loaded in wgmma's
+    register-A layout, whose register pairs run along K, was read as two elements
+    along M."""
     vec = lw.plan.vec.get(ins, 1)
     if lay is None or not lay.reg or vec == 1:
         return 1
@@ -44,8 +50,12 @@ def access_width(lw: "KernelLowering", ins: Instr, lay: Optional[LinearLayout]) 
     if first & (first - 1):
         return 1
     bit = first.bit_length() - 1
-    for s, n in dim_fields(lay.shape):
+    ptr = memory_operands(ins).pointer
+    axis = contiguity_order(ptr, lw.plan.axis)[0] if ptr is not None else None
+    for d, (s, n) in enumerate(dim_fields(lay.shape)):
         if s == bit:
+            if axis is not None and d != axis:
+                return 1
             k = 0
             while k < len(lay.reg) and k < n and lay.reg[k] == 1 << (s + k):
                 k += 1
