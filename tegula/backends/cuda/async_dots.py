@@ -91,8 +91,9 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     same dot as its accumulator (`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`), left
     in flight across the back edge.
 
-    Late: every other wgmma dot (not an fp8 one with promotion, which waits for its own
-    partial sums) is waited for right before the first op that reads its result, with
+    Late: every other wgmma dot (not one that waits at once, `MmaChoice.waits_at_once`:
+    an fp8 one with promotion, which waits for its own partial sums, or one with an f16
+    accumulator) is waited for right before the first op that reads its result, with
     the wgmma dots issued in between still in flight (`wait_group N` completes groups in
     order). So the dots of one iteration overlap the code between them and their uses:
     a body written as FlashAttention-3 rotates attention (issue S_j = Q·K_j, then
@@ -116,7 +117,7 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     at = {d: order.index(d) for d in wgmma}
     top = {sub: ins for ins in order for sub in ins.walk()}
     # in body order (as everything below), so the waits come out the same every compile
-    chained = [d for d, choice in wgmma.items() if carry and not choice.promote and _chained(d, body, uses)]
+    chained = [d for d, choice in wgmma.items() if carry and not choice.waits_at_once and _chained(d, body, uses)]
 
     def first_use(d: Instr) -> Optional[int]:
         users = [top.get(u, term) for u in uses.get(d.results[0], [])]
@@ -131,7 +132,7 @@ def async_dots(kernel: Kernel, loop: Instr, loads: set[Instr], transposes: dict[
     # (issue, wait) positions of the dots waited for in their own iteration
     waits: list[tuple[int, int]] = []
     for d, choice in wgmma.items():
-        if choice.promote:
+        if choice.waits_at_once:
             waits.append((at[d], at[d]))
         elif d not in chained and (use := first_use(d)) is not None:
             out.late[d] = late_wait(d, use)

@@ -25,8 +25,12 @@ the next iteration, so that one is issued while this one runs; 0 after the loop;
 dot waited for at its first use, the dots issued since). An A operand in registers is
 read by that wait too, so its registers are not reused while the wgmma may read them.
 
-An fp8 dot whose `max_num_imprecise_acc` L is at most its K (`MmaChoice.promote`, L / k
-steps) accumulates each run of L products in a fresh partial accumulator, waits for it
+An f16 accumulator (`out_dtype=tl.float16`) is packed into `.f16x2` registers before
+the first wgmma and unpacked after its wait (`packed_registers`), so the dot waits for
+itself (`MmaChoice.waits_at_once`).
+
+An fp8 dot whose `max_num_imprecise_acc` L is at most its K (`MmaChoice.promote`,
+ceil(L / k) steps) accumulates each run of L products in a fresh partial accumulator, waits for it
 and adds it to the f32 accumulator with ordinary `add.f32`, as Triton promotes them;
 such a dot is never left in flight (`async_dots`).
 """
@@ -39,9 +43,10 @@ import llvmlite.ir as ir
 from ...ir.core import Instr
 from ...ir.ops import Op
 from ...ir.types import shape_of
-from ..llvm.types import I32, I64
+from ..llvm.types import F16, I32, I64
 from .linear_layout import BitMap, dim_fields
 from .mma import MmaChoice
+from .packed_registers import is_f16, pack_registers, unpack_registers
 from .pipeline_candidates import is_zero, zeroed_when
 from .registry import handles
 from .shared_layouts import nvmma_offsets
@@ -102,13 +107,22 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             and lw.plan.required(ins, 2) in (None, lw.tile(ins.operands[2]).layout):
         acc, restart = list(lw.tile(reset[1]).regs), lw.scalar(reset[0])
 
+    # an f16 accumulator lives in `.f16x2` registers from the first wgmma to the wait
+    # (packed_registers): unpacked only once the wait has passed them through
+    f16_acc = is_f16(acc[0])
+    if f16_acc:
+        acc = pack_registers(b, acc, 2)
+        chunk_regs = choice.n_instr // 4
+    else:
+        chunk_regs = choice.n_instr // 2
+
     a_view = lw.shared_views.get(ins.operands[0])
     b_view = lw.shared_views.get(ins.operands[1])
     if b_view is None:
         raise AssertionError("wgmma's B must be read in place from a shared memory slot")
     a_regs = None
     if a_view is None:  # A from registers, in the plan's wgmma_register_a layout
-        a_regs = _pack_registers(b, lw.operand(ins, 0), 4 // size)
+        a_regs = pack_registers(b, lw.operand(ins, 0), 4 // size)
         a_buf, a_base, a_map = None, None, None
     else:
         a_buf, a_base = a_view
@@ -174,7 +188,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     b_desc = base_descriptor(b_buf, b_base, b_bits)
     a_desc = base_descriptor(a_buf, a_base, a_bits) if a_base is not None else None
 
-    chunk = choice.n_instr // 2
+    chunk = chunk_regs
     # A zero accumulator (a fresh `tl.dot(a, b)`) is not materialized: the first K step
     # of each sub-tile runs with scale-d false (D = A·B) and later ones accumulate.
     zero_acc = is_zero(ins.operands[2])
@@ -214,7 +228,9 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         issue(range(k_steps), tiles, zero_acc)
         acc = flat(tiles)
         lw.dev.wgmma_commit(b)
-        if not _waited_later(lw, ins):
+        if f16_acc:  # never left in flight (MmaChoice.waits_at_once)
+            acc = unpack_registers(b, lw.dev.wgmma_wait(b, acc), F16, 2)
+        elif not _waited_later(lw, ins):
             acc = lw.dev.wgmma_wait(b, acc)
         elif a_regs is not None:
             lw.in_flight_inputs[ins.results[0]] = a_regs
@@ -234,19 +250,6 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     lw.define(ins.results[0], acc)
 
 
-def _pack_registers(b: ir.IRBuilder, vals: list[ir.Value], per_register: int) -> list[ir.Value]:
-    """Consecutive elements packed `per_register` to an i32 register (two 16-bit or four
-    8-bit ones), the first in the low bits, as the A fragment's registers hold them."""
-    out = []
-    for at in range(0, len(vals), per_register):
-        group = vals[at:at + per_register]
-        vec = ir.Constant(ir.VectorType(group[0].type, per_register), ir.Undefined)
-        for i, x in enumerate(group):
-            vec = b.insert_element(vec, x, ir.Constant(I32, i))
-        out.append(b.bitcast(vec, I32))
-    return out
-
-
 def _waited_later(lw: "KernelLowering", ins: Instr) -> bool:
     """Whether every use of the dot's result is a `dot_wait` (the pipeliner leaves the
     dot in flight and waits for it there)."""
@@ -261,6 +264,10 @@ def lower_dot_wait(lw: "KernelLowering", ins: Instr) -> None:
     complete in order, so the value is its operand when no dot of the kernel is a wgmma."""
     regs = lw.operand(ins, 0)
     if lw.capability >= 90 and any(c.version == 3 for c in lw.plan.mma.values()):
-        regs = lw.dev.wgmma_wait(lw.b, list(regs), ins.attrs.pending,
-                                 lw.in_flight_inputs.get(ins.operands[0], ()))
+        words = list(regs)
+        if is_f16(words[0]):  # a dot whose lowering waited already: the wait needs i32s
+            words = pack_registers(lw.b, words, 2)
+        words = lw.dev.wgmma_wait(lw.b, words, ins.attrs.pending,
+                                  lw.in_flight_inputs.get(ins.operands[0], ()))
+        regs = unpack_registers(lw.b, words, F16, 2) if is_f16(regs[0]) else words
     lw.define(ins.results[0], regs)

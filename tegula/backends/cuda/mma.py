@@ -2,11 +2,17 @@
 
 `choose_mma(ins, num_warps, capability)` returns an `MmaChoice` for a 2-D dot that
 `mma.sync` (sm_80+) can compute, or None when the dot stays on the FMA path:
-- f16 x f16 and bf16 x bf16 with an f32 accumulator: `m16n8k16`;
+- f16 x f16 and bf16 x bf16 with an f32 accumulator: `m16n8k16`; f16 x f16 with an
+  f16 accumulator (`out_dtype=tl.float16`): `m16n8k16.f16.f16.f16.f16`, accumulating in
+  f16 on the tensor cores as Triton does (the result is rounded to f16 after every
+  instruction, i.e. every 16 products; wgmma's `.f16` accumulator likewise), its
+  accumulators packed two to a register (`packed_registers`);
 - f32 x f32 with `input_precision="tf32"`: `m16n8k8.tf32` (inputs rounded to tf32
   first, as the interpreter's rule says); `"ieee"` and `"tf32x3"` stay exact on FMAs;
-- int8 x int8 with an int32 accumulator: `m16n8k32.s8` (wrapping sums, as the
-  interpreter's);
+- int8 x int8 with an int32 accumulator: `m16n8k32.satfinite.s8` (Triton's choice: a
+  sum beyond the int32 range saturates instead of wrapping, which takes K > 2**17 of
+  extreme values; wgmma has no `.satfinite` in Triton's use and wraps, as the
+  interpreter's sums);
 and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
 of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
 place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead
@@ -27,6 +33,7 @@ from ...ir.types import element_of, shape_of
 # (a type, accumulator type) -> (ptx a/b type, k, k_width, element bytes)
 _INSTRUCTIONS = {
     ("f16", "f32"): ("f16", 16, 2, 2),
+    ("f16", "f16"): ("f16", 16, 2, 2),
     ("bf16", "f32"): ("bf16", 16, 2, 2),
     ("f32", "f32"): ("tf32", 8, 1, 4),
     ("i8", "i32"): ("s8", 32, 4, 1),
@@ -39,8 +46,8 @@ class MmaChoice:
     or a `wgmma.mma_async.m64n{n_instr}k{k}` (version 3, sm_90a: both operands read
     from shared memory; `wm` a multiple of 4, each warpgroup 64 rows)."""
 
-    ab_type: str          # PTX operand type: f16 bf16 tf32 s8
-    acc_type: str         # PTX accumulator type: f32 s32
+    ab_type: str          # PTX operand type: f16 bf16 tf32 s8 e4m3 e5m2
+    acc_type: str         # PTX accumulator type: f32 s32 f16
     k: int                # the instruction's K
     k_width: int          # consecutive K elements per 32-bit register
     elem_bytes: int
@@ -56,8 +63,17 @@ class MmaChoice:
         if self.version == 3:
             return (f"wgmma.mma_async.sync.aligned.m64n{self.n_instr}k{self.k}."
                     f"{self.acc_type}.{self.ab_type}.{self.ab_type}")
-        return (f"mma.sync.aligned.m16n8k{self.k}.row.col."
+        sat = ".satfinite" if self.acc_type == "s32" else ""
+        return (f"mma.sync.aligned.m16n8k{self.k}.row.col{sat}."
                 f"{self.acc_type}.{self.ab_type}.{self.ab_type}.{self.acc_type}")
+
+    @property
+    def waits_at_once(self) -> bool:
+        """A wgmma dot the lowering waits for itself, never left in flight by the
+        pipeliner (`async_dots`): an fp8 dot with promotion waits for each partial sum,
+        and an f16 accumulator's registers hold packed pairs that the lowering unpacks
+        after the wait (unpacked while in flight, they would be read early)."""
+        return bool(self.promote) or self.acc_type == "f16"
 
 
 def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
@@ -124,11 +140,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
         # for f32 accumulation every L <= K products gets partial accumulators added in
-        # f32 every L (`MmaChoice.promote`, as Triton's); an L that is no multiple of
-        # the instruction's K stays on the exact FMA path
-        limit = ins.attrs.max_num_imprecise_acc
-        if limit and limit <= sa[1] and limit % _WGMMA_ONLY[(ea, ec)][1]:
-            return None
+        # f32 (`MmaChoice.promote`, Triton's rule: `_promotion_steps`)
         spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
         return None
@@ -149,11 +161,15 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
 
 def _promotion_steps(ins: Instr, k: int) -> int:
     """K steps per partial accumulator of an fp8 wgmma dot whose `max_num_imprecise_acc`
-    L is at most its K (0: it accumulates in place; an unset or zero L is no limit)."""
+    L is at most its K (0: it accumulates in place). Triton 3.6's rule (WGMMA.cpp): a
+    partial accumulator takes instructions until it holds at least L products, so
+    ceil(L / k) steps, at least one (an explicit L = 0 adds after every instruction);
+    the last K step always adds. Unset (None) or above K: no limit — `tl.dot` refuses
+    an explicit L above K, and the target's default (2**30 on sm_90) is above any K."""
     limit = getattr(ins.attrs, "max_num_imprecise_acc", None)
-    if not limit or limit > shape_of(ins.operands[0].type)[1]:
+    if limit is None or limit > shape_of(ins.operands[0].type)[1]:
         return 0
-    return max(1, limit // k)
+    return max(1, -(-limit // k))
 
 
 def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) -> Optional[MmaChoice]:
@@ -167,7 +183,7 @@ def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) ->
     if spec is None:
         return None
     ab, k, k_width, size = spec
-    acc = "s32" if ec == "i32" else "f32"
+    acc = {"i32": "s32", "f16": "f16"}.get(ec, "f32")
     warps = (int(warps_per_cta[0]), int(warps_per_cta[1]))
     if version == 3:
         n_cover = shape_of(ins.results[0].type)[1] // warps[1]

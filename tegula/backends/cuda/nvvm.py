@@ -23,6 +23,7 @@ import llvmlite.ir as ir
 from ..llvm.intrinsics import call, declare, inline_asm
 from ..llvm.types import BF16, F16, F32, I8, I16, I32, I64, VOID, ptr_type
 from .nvvm_tma import TmaInstructions
+from .packed_registers import is_f16, pack_registers, unpack_registers
 
 if TYPE_CHECKING:
     from .mma import MmaChoice
@@ -167,9 +168,16 @@ class NVPTXDevice(TmaInstructions):
     def mma(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], bb: list[ir.Value],
             c: list[ir.Value]) -> list[ir.Value]:
         """One warp-wide `mma.sync` (see `mma.MmaChoice`): `a` four and `bb` two i32
-        registers of packed operand elements, `c` the four accumulators (f32 or i32);
-        returns the four results."""
+        registers of packed operand elements, `c` the four accumulators (f32, i32 or
+        f16); returns the four results. f16 accumulators are two `.f16x2` registers
+        (elements 0-1 and 2-3, `packed_registers`)."""
         acc_ty = c[0].type
+        if is_f16(c[0]):
+            words = pack_registers(b, list(c), 2)
+            asm = f"{choice.ptx} {{$0,$1}}, {{$2,$3,$4,$5}}, {{$6,$7}}, {{$8,$9}};"
+            cons = ",".join(["=r"] * 2 + ["r"] * 6 + ["0", "1"])
+            out = inline_asm(b, ir.LiteralStructType([I32] * 2), [*a, *bb, *words], asm, cons)
+            return unpack_registers(b, [b.extract_value(out, i) for i in range(2)], acc_ty, 2)
         reg = "f" if acc_ty == F32 else "r"
         asm = (f"{choice.ptx} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, {{$10,$11,$12,$13}};")
         cons = ",".join([f"={reg}"] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
@@ -282,7 +290,8 @@ class NVPTXDevice(TmaInstructions):
         """One warpgroup-wide `wgmma.mma_async` (see `mma.MmaChoice`, version 3) with A
         and B read through shared-memory matrix descriptors (A M-major when `trans_a`,
         else K-major; B N-major when `trans_b`); `acc` the n_instr / 2 accumulators of
-        this thread, accumulated into — or, when not `scale_d`, only their count and
+        this thread (f32 or i32; an f16 accumulator's n_instr / 4 `.f16x2` registers as
+        i32, packed by the lowering), accumulated into — or, when not `scale_d`, only their count and
         type matter: D = A·B (see `_wgmma_accumulators`)."""
         # transposes exist for 16-bit operands only (fp8 operands are always K-major)
         trans = f", {int(trans_a)}, {int(trans_b)}" if choice.elem_bytes == 2 else ""

@@ -2,8 +2,8 @@
 runs on wgmma with partial accumulators — each run of L products in a fresh one,
 waited for and added to the f32 accumulator with `add.f32` (Triton's promotion) —
 instead of falling back to FMAs; such a dot is never left in flight. Unset, it
-accumulates in place, as before; a limit that is no multiple of wgmma's k32 stays on
-the FMA path. Checked on the host emulator against float64 and in the PTX."""
+accumulates in place; a limit that is no multiple of wgmma's k32 takes ceil(L / 32)
+instructions per partial sum, 0 one, as in Triton. Checked on the host emulator against float64 and in the PTX."""
 from __future__ import annotations
 
 import re
@@ -72,11 +72,15 @@ def test_promoted_fp8_dots_on_the_emulator(fmt, limit, promote):
 def test_promotion_in_the_ptx():
     """BK = 128 with L = 32: four wgmmas per dot, each followed by a wait and one add
     per accumulator register after the first (32 per thread for 64x64 over 4 warps) — Triton's
-    `dot_high_precision_acc` shape; an L of 48 (not a multiple of 32) stays on FMAs."""
+    `dot_high_precision_acc` shape."""
     asm, _md = compile_kernel(_kernel("fp8e4nv", 128, 32, div=16), {"num_warps": 4, "num_stages": 3}, 90)
     ptx = asm["ptx"]
     assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\.e4m3", ptx)) == 4
     assert len(re.findall(r"wgmma\.wait_group\.sync\.aligned 0", ptx)) >= 4
     assert len(re.findall(r"\badd(\.rn)?\.f32\b", ptx)) >= 3 * 32
-    fma, _md = compile_kernel(_kernel("fp8e4nv", 128, 48, div=16), {"num_warps": 4, "num_stages": 3}, 90)
-    assert "wgmma.mma_async" not in fma["ptx"]
+    # Triton's rule for an L that is no multiple of 32: partial sums of ceil(L / 32)
+    # instructions (L = 48: every second one, two adds per dot); L = 0: every one
+    for limit, adds in ((48, 2), (0, 4)):
+        asm, _md = compile_kernel(_kernel("fp8e4nv", 128, limit, div=16), {"num_warps": 4, "num_stages": 3}, 90)
+        assert len(re.findall(r"wgmma\.mma_async", asm["ptx"])) == 4
+        assert len(re.findall(r"\badd(\.rn)?\.f32\b", asm["ptx"])) == adds * 32

@@ -58,6 +58,16 @@ def test_int8_wgmma_ptx_assembles(negate_a):
     assert "p;" in asm["ptx"]  # scale-d only: no scale or transpose operands for integers
 
 
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("capability", [80, 90])
+def test_int8_mma_sync_saturates(capability):
+    """On mma.sync an int8 dot is `.satfinite`, as Triton emits it (its test_dot looks
+    for `m16n8k32.row.col.satfinite.s32.s8.s8.s32`); a row-major B keeps it there on
+    sm_90a too."""
+    asm, _md = compile_kernel(_kernel(False), {"num_warps": 4, "num_stages": 3}, capability)
+    assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in asm["ptx"] and "cubin" in asm
+
+
 @tegula.jit
 def int8_invariant_b(a_ptr, b_ptr, c_ptr, steps, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """B loaded once before the loop (staged in shared memory for wgmma where it lies

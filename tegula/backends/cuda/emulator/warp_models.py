@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import llvmlite.ir as ir
 
 from ...llvm.intrinsics import intrinsic
-from ...llvm.types import F32, I8, I16, I32
+from ...llvm.types import F16, F32, I8, I16, I32, I64
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 def _c(n: int) -> ir.Constant:
     return ir.Constant(I32, n)
+
+
+def _clamp(b: ir.IRBuilder, v: ir.Value, lo: int, hi: int) -> ir.Value:
+    """`v` (an i64) clamped to [lo, hi]."""
+    v = b.select(b.icmp_signed("<", v, ir.Constant(I64, lo)), ir.Constant(I64, lo), v)
+    return b.select(b.icmp_signed(">", v, ir.Constant(I64, hi)), ir.Constant(I64, hi), v)
 
 
 class WarpModels:
@@ -61,7 +67,10 @@ class WarpModels:
         """`mma.sync.m16n8kK`: thread (g = lane // 4, q = lane % 4) computes its four
         accumulators (rows g and g + 8, columns 2q and 2q + 1) from the elements the
         PTX fragment tables place in other lanes' `a` (four) and `bb` (two) registers:
-        fma in f32, wrapping i32 sums for int8."""
+        fma in f32; an f16 accumulator (`c` its four elements: the device packs them)
+        sums so from its f32 value and is rounded to f16 once at the end of the
+        instruction; int8 sums are exact and saturate to the int32 range at the end
+        (`.satfinite`)."""
         g, q = b.lshr(self.lane, _c(2)), b.and_(self.lane, _c(3))
         kw, bits = choice.k_width, 8 * choice.elem_bytes
 
@@ -81,11 +90,22 @@ class WarpModels:
             for i in range(4):
                 col = b.add(b.shl(q, _c(1)), _c(i & 1))
                 acc = c[i]
+                if choice.acc_type == "f16":
+                    acc = b.fpext(acc, F32)
+                elif choice.acc_type == "s32":  # .satfinite: exact sums, clamped at the end
+                    acc = b.sext(acc, I64)
                 for k in range(choice.k):
                     packed, quad, hi = k % kw, (k // kw) % 4, k // (4 * kw)
                     x = element(b.add(b.shl(g, _c(2)), _c(quad)), (i >> 1) + 2 * hi, packed)
                     y = element(b.add(b.shl(col, _c(2)), _c(quad)), 4 + hi, packed)
-                    acc = intrinsic(b, "fma", [x, y, acc]) if choice.acc_type == "f32" else b.add(acc, b.mul(x, y))
+                    if choice.acc_type == "s32":
+                        acc = b.add(acc, b.sext(b.mul(x, y), I64))
+                    else:
+                        acc = intrinsic(b, "fma", [x, y, acc])
+                if choice.acc_type == "f16":  # accumulated in f16: rounded once per instruction
+                    acc = b.fptrunc(acc, F16)
+                elif choice.acc_type == "s32":
+                    acc = b.trunc(_clamp(b, acc, -2**31, 2**31 - 1), I32)
                 out.append(acc)
             return out
 

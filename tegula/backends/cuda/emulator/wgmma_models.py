@@ -9,6 +9,8 @@ ISA's definitions rather than from the lowering's bookkeeping:
   swizzle mode (the 16-byte chunk bits 4.. of the address XOR-ed with bits 7..). The
   products accumulate in f32 one k at a time (the hardware's order within an
   instruction is unspecified; results agree to rounding), int8 ones in wrapping i32;
+  an f16 accumulator (`.f16x2` registers) is widened, summed so and rounded to f16 at
+  the end of each instruction;
 - `shared_address` is the offset into the CTA's shared buffer (which the model reads
   through `smem`);
   A false scale-d predicate (`scale_d=False`) starts from zero instead of the
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import llvmlite.ir as ir
 
 from ...llvm import casts
-from ...llvm.types import F32, I8, I16, I32, I64, ptr_type
+from ...llvm.types import F16, F32, I8, I16, I32, I64, ptr_type
+from ..packed_registers import pack_registers, unpack_registers
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -142,8 +145,21 @@ class WgmmaModels:
     def _wgmma_loops(self: "HostDevice", b: ir.IRBuilder, choice: Any,
                      a_value: Callable[[ir.Value, ir.Value, ir.Value], ir.Value], desc_b: ir.Value,
                      acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+        """`_wgmma_sums` on this thread's accumulator registers. An f16 accumulator
+        arrives as `.f16x2` registers (pairs of consecutive elements, `packed_registers`):
+        each instruction sums its products onto the f32 value of its f16 accumulator
+        and rounds to f16 once at its end, as the tensor cores accumulate in f16."""
+        if choice.acc_type != "f16":
+            return self._wgmma_sums(b, choice, a_value, desc_b, acc, trans_b)
+        wide = [b.fpext(h, F32) for h in unpack_registers(b, acc, F16, 2)]
+        sums = self._wgmma_sums(b, choice, a_value, desc_b, wide, trans_b)
+        return pack_registers(b, [b.fptrunc(v, F16) for v in sums], 2)
+
+    def _wgmma_sums(self: "HostDevice", b: ir.IRBuilder, choice: Any,
+                    a_value: Callable[[ir.Value, ir.Value, ir.Value], ir.Value], desc_b: ir.Value,
+                    acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
         """acc[i] += sum over k of A(row(i), k) * B(k, col(i)) for this thread's
-        registers, B read through its descriptor."""
+        registers (f32 or i32, one element each), B read through its descriptor."""
         count = len(acc)
         size = choice.elem_bytes
         ety = _product_type(choice)
