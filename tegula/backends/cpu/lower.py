@@ -79,7 +79,8 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, GatherOps, ControlFlow, MaskFacts, PendingValues, StreamingStores):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, GatherOps, ControlFlow, MaskFacts, PendingValues,
+                  StreamingStores):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked

@@ -10,7 +10,10 @@ out = (o, k, j) -> src = (o, index, j), `o` above and `j` below the axis field.
 
 An index outside [0, src.shape[axis]) reads position `index mod src.shape[axis]`
 (inside the scratch) and the result is replaced by zero (false for bools), as the
-interpreter defines it. The work is one store per source element and one load per
+interpreter defines it. Floats travel as the unsigned integers of their width, so
+the elements are moved and selected as bits (bf16/fp8 NaN payloads intact; a host
+build of the lowering, the emulator, may otherwise select narrow floats through f32,
+quieting a signalling NaN). The work is one store per source element and one load per
 result element, where the comparisons the language used to build cost
 index size x source length (megabytes of PTX for Triton's [128, 64] test).
 
@@ -25,13 +28,16 @@ import llvmlite.ir as ir
 
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import element_of, shape_of
-from ..llvm.types import I32, byte_size, constant
+from ...ir.types import U8, U16, U32, U64, element_of, shape_of
+from ..llvm.types import I32, byte_size, constant, llvm_type
 from .convert import MAX_VECTOR_BYTES, flat_run, smem_load, smem_store
 from .registry import handles
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
+
+
+_BITS = {1: U8, 2: U16, 4: U32, 8: U64}
 
 
 def gather_bytes(src_type: Any) -> int:
@@ -40,6 +46,10 @@ def gather_bytes(src_type: Any) -> int:
     for d in shape_of(src_type):
         n *= d
     return n * byte_size(element_of(src_type))
+
+
+def _as(b: ir.IRBuilder, v: ir.Value, ty: ir.Type) -> ir.Value:
+    return v if v.type == ty else b.bitcast(v, ty)
 
 
 def _log2(n: int) -> int:
@@ -74,11 +84,15 @@ def lower_gather(lw: "KernelLowering", ins: Instr) -> None:
     n_src, n_idx = src_shape[axis], idx_shape[axis]
     low, src_high, idx_high = _log2(inner), _log2(n_src * inner), _log2(n_idx * inner)
     signed = element_of(idx_v.type).is_signed
-    zero = constant(res.type, 0)
+    bits = _BITS.get(esize) if elem.is_float else None  # floats move as their bits
+    value_type = bits or elem
+    zero = constant(value_type, 0)
 
     src_l = lw.tile(src_v).layout
     out_l = lw.plan.layouts[res]
     src_regs = lw.operand(ins, 0)
+    if bits is not None:
+        src_regs = [_as(b, x, llvm_type(bits)) for x in src_regs]
     idx_regs = lw.operand(ins, 1)
     if len(idx_regs) == 1:  # a uniform index (a scalar's splat)
         idx_regs = idx_regs * out_l.n_regs
@@ -87,7 +101,7 @@ def lower_gather(lw: "KernelLowering", ins: Instr) -> None:
     w = flat_run(src_l, max(1, MAX_VECTOR_BYTES // esize))
     for g in range(0, src_l.n_regs, w):
         offset = b.mul(lw.element_flat(src_l, g), ir.Constant(I32, esize))
-        smem_store(lw, offset, src_regs[g:g + w], elem)
+        smem_store(lw, offset, src_regs[g:g + w], value_type)
     lw.smem_written()
 
     out = []
@@ -98,6 +112,6 @@ def lower_gather(lw: "KernelLowering", ins: Instr) -> None:
         at = b.or_(outer, b.shl(k, ir.Constant(I32, low)))
         if low:
             at = b.or_(at, b.and_(flat, ir.Constant(I32, inner - 1)))
-        v = smem_load(lw, b.mul(at, ir.Constant(I32, esize)), 1, elem)[0]
-        out.append(b.select(inside, v, zero))
+        v = b.select(inside, smem_load(lw, b.mul(at, ir.Constant(I32, esize)), 1, value_type)[0], zero)
+        out.append(_as(b, v, llvm_type(elem)))
     lw.define(res, out)
