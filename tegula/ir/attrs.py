@@ -65,6 +65,13 @@ class PermuteAttrs:
 
 
 @dataclass(frozen=True)
+class GatherAttrs:
+    """gather: the axis (of source and index alike) along which the index picks."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
 class LoadAttrs:
     """load: which optional operands (mask, other) are present, and cache hints."""
 
@@ -316,7 +323,7 @@ ATTR_CLASSES = {
     cls.__name__: cls
     for cls in (
         ConstantAttrs, AxisAttrs, RangeAttrs, CastAttrs, NanAttrs, ShapeAttrs,
-        ExpandDimsAttrs, PermuteAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
+        ExpandDimsAttrs, PermuteAttrs, GatherAttrs, LoadAttrs, StoreAttrs, ReduceAttrs, ScanAttrs,
         DotAttrs, PrintAttrs, AssertAttrs, HintAttrs, FDivAttrs, LoopAttrs, AsyncCopyAttrs,
         AsyncWaitAttrs, DescriptorReduceAttrs, TmaLoadAttrs, BlockLoadAttrs, BlockStoreAttrs,
         MbarrierInitAttrs, MbarrierWaitAttrs, WarpRoleAttrs,

@@ -121,6 +121,7 @@ class Op(enum.Enum):
     PERMUTE = "permute"
     JOIN = "join"
     SPLIT = "split"
+    GATHER = "gather"    # out[..i..] = src[..index[..i..] at `axis`..] (tl.gather)
     # memory
     LOAD = "load"
     STORE = "store"
@@ -265,6 +266,10 @@ def _split(ts, _a):
     return [t, t]
 
 
+def _gather(ts, _a):
+    return [with_shape(element_of(ts[0]), shape_of(ts[1]))]
+
+
 def _load(ts, _a):
     pointee = element_of(ts[0]).pointee if isinstance(element_of(ts[0]), PointerType) else None
     return None if pointee is None else [with_element(ts[0], pointee)]
@@ -400,6 +405,10 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.PERMUTE: OpInfo(Kind.SHAPE, 1, attrs=A.PermuteAttrs, result=_permute),
     Op.JOIN: OpInfo(Kind.SHAPE, 2, result=_join),
     Op.SPLIT: OpInfo(Kind.SHAPE, 1, results=2, result=_split),
+    # gather src, index -> a tile of the index's shape and the source's element type:
+    # element i is src at i's coordinates with the one along `axis` replaced by
+    # index[i]; an index outside [0, src.shape[axis]) gives 0 (false for bools)
+    Op.GATHER: OpInfo(Kind.SHAPE, 2, attrs=A.GatherAttrs, result=_gather),
 
     Op.LOAD: OpInfo(Kind.MEMORY, VARIADIC, attrs=A.LoadAttrs, result=_load),
     Op.STORE: OpInfo(Kind.MEMORY, VARIADIC, results=0, attrs=A.StoreAttrs, pure=False, result=_none),

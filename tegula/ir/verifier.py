@@ -329,6 +329,8 @@ class _Verifier:
         elif op is Op.SPLIT:
             if shape_of(ts[0])[-1:] != (2,):
                 self.fail(f"'split' needs a last dimension of 2, got {ts[0]}", ins)
+        elif op is Op.GATHER:
+            self.gather(ins, ts)
         elif op in (Op.LOAD, Op.STORE):
             self.memory(ins, ts)
         elif op in (Op.ATOMIC_RMW, Op.ATOMIC_CAS):
@@ -499,6 +501,23 @@ class _Verifier:
             self.fail(f"'atomic_rmw' kind {a.kind!r} is not defined for {elem}", ins)
         if elem.bits < 16 or (elem.bits == 16 and a.kind != "fadd"):
             self.fail(f"'atomic_rmw {a.kind}' is not defined for {elem} (16-bit elements: fadd only)", ins)
+
+    def gather(self, ins: Instr, ts: list[Type]) -> None:
+        """gather src, index: tiles of one rank that agree off `axis`, an integer index,
+        a non-pointer source (the backends move the source's bits, not addresses)."""
+        src, idx = shape_of(ts[0]), shape_of(ts[1])
+        axis = ins.attrs.axis
+        if not src or len(src) != len(idx) or not 0 <= axis < len(src):
+            self.fail(f"'gather' needs a source and an index of one rank and an axis within it, got "
+                      f"{ts[0]}, {ts[1]} and axis {axis}", ins)
+            return
+        if any(s != i for d, (s, i) in enumerate(zip(src, idx)) if d != axis):
+            self.fail(f"'gather' source {ts[0]} and index {ts[1]} differ off axis {axis}", ins)
+        ie, se = element_of(ts[1]), element_of(ts[0])
+        if not isinstance(ie, ScalarType) or not ie.is_int:
+            self.fail(f"'gather' needs an integer index, got {ts[1]}", ins)
+        if not isinstance(se, ScalarType):
+            self.fail(f"'gather' needs a tile of scalars as its source, got {ts[0]}", ins)
 
     def dot(self, ins: Instr, ts: list[Type]) -> None:
         a, b, c = (shape_of(t) for t in ts)

@@ -29,7 +29,7 @@ from .written_args import pointer_arguments_behind
 # ops whose integer result holds the values of these operands, unchanged
 _COPIES = {
     Op.SELECT: (1, 2), Op.SPLAT: (0,), Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,),
-    Op.PERMUTE: (0,), Op.HINT: (0,), Op.JOIN: (0, 1), Op.SPLIT: (0,),
+    Op.PERMUTE: (0,), Op.HINT: (0,), Op.JOIN: (0, 1), Op.SPLIT: (0,), Op.GATHER: (0,),
 }
 
 

@@ -1,7 +1,8 @@
 """tl.gather and tl.histogram end to end on every backend (the `on` fixture), against
 numpy: gathers along each axis of a 2-D tile with repeated and permuted indices (floats
 bit for bit, -0.0 and NaN included; ints; bools), and histograms with a mask and values
-outside the bins."""
+outside the bins (test_gather.py has the gather's random cases per element type, rank and
+index type)."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,22 +41,6 @@ def test_gather_along_each_axis(on, dtype, axis):
     gather_kernel[(1,)](on(src), on(idx), out, R=r, C=c, IR=ir, IC=ic, AXIS=axis)
     want = np.take_along_axis(src, idx, axis)
     np.testing.assert_array_equal(on.back(out).view(f"u{src.itemsize}"), want.view(f"u{src.itemsize}"))
-
-
-@pytest.mark.parametrize("axis", [0, 1])
-def test_gather_cut_into_pieces_under_the_element_limit(on, axis, monkeypatch):
-    # a lower limit makes small tiles take the path large ones take at 2**20 elements
-    from tegula.language import dtypes
-
-    monkeypatch.setattr(dtypes, "TRITON_MAX_TENSOR_NUMEL", 1024)
-    rng = np.random.default_rng()
-    r, c = 16, 8
-    src = rng.standard_normal((r, c)).astype(np.float32)
-    ir, ic = (32, c) if axis == 0 else (r, 32)
-    idx = rng.integers(0, src.shape[axis], (ir, ic)).astype(np.int32)
-    out = on(np.zeros((ir, ic), np.float32))
-    gather_kernel[(1,)](on(src), on(idx), out, R=r, C=c, IR=ir, IC=ic, AXIS=axis)
-    np.testing.assert_array_equal(on.back(out), np.take_along_axis(src, idx, axis))
 
 
 def test_gather_of_triton_s_large_shape_on_the_interpreter(monkeypatch):

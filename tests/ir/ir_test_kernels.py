@@ -208,6 +208,10 @@ def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:
     b.op1(Op.PERMUTE, wide, attrs=A.PermuteAttrs((1, 0)))
     pair = b.op1(Op.JOIN, v, xv)
     lo, hi = b.create(Op.SPLIT, [pair]).results
+    # a gather along the 128 positions of a row, at the positions in `offs` reversed
+    rev = b.op1(Op.EXPAND_DIMS, b.op1(Op.SUB, b.splat(b.constant(127, I32), (128,)), offs),
+                attrs=A.ExpandDimsAttrs(0))
+    b.op1(Op.GATHER, row, rev, attrs=A.GatherAttrs(1))
     # reductions and scans (one with two operands and two results)
     total = b.create(Op.REDUCE, [flat], A.ReduceAttrs(0),
                      regions=[_combine_region([F32], lambda rb, a: [rb.op1(Op.ADD, a[0], a[1])])]).result

@@ -28,6 +28,7 @@ from ..llvm.scalar_ops import lower_op
 from ..llvm.types import I8, I32, I64, constant, llvm_type
 from .lower_control import ControlFlow
 from .lower_dot import DotOps
+from .lower_gather import GatherOps
 from .lower_memory import MemoryOps
 from .lower_ops import MoreOps
 from .lower_reduce import ReduceOps
@@ -78,7 +79,8 @@ class CpuLoweringError(CompilationError):
     """The CPU backend cannot lower an op of the kernel."""
 
 
-class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, ControlFlow, MaskFacts, PendingValues, StreamingStores):
+class CpuLowering(MemoryOps, ReduceOps, DotOps, MoreOps, GatherOps, ControlFlow, MaskFacts, PendingValues,
+                  StreamingStores):
     def __init__(self, kernel: Kernel, checked: bool = True, debug: bool = False):
         self.kernel = kernel
         self.checked = checked

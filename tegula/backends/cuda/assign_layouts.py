@@ -204,6 +204,9 @@ class _Assigner:
             changed |= self.hint(ins.operands[0], h[res].with_shape(shape_of(ins.operands[0].type)))
         elif op is Op.PERMUTE and res in h:
             changed |= self.hint(ins.operands[0], LY.permute_source(h[res], ins.attrs.order))
+        elif op is Op.GATHER and res in h:
+            # the result is read in the index's layout (the source may be in any)
+            changed |= self.hint(ins.operands[1], h[res])
         elif op is Op.BROADCAST and res in h and is_tile(ins.operands[0]):
             changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)))
         elif op is Op.FOR:
@@ -396,6 +399,12 @@ class _Assigner:
             self.set(res, own[0])
         elif op is Op.BROADCAST:
             self.broadcast(ins, own[0])
+        elif op is Op.GATHER:
+            # the result in the index's layout (or the one its users want, the index
+            # then converted); the source is written to shared memory from where it is
+            lay = self.hints.get(res) or own[1]
+            self.require(ins, [own[0], lay])
+            self.set(res, lay)
         elif op is Op.JOIN:
             self.require(ins, [own[0], own[0]])
             self.set(res, LY.join_layout(own[0]))

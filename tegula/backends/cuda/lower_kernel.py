@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (registers the op lowerings)
     lower_debug,
     lower_dot,
     lower_elementwise,
+    lower_gather,
     lower_inline_asm,
     lower_layout,
     lower_memory,

@@ -9,7 +9,8 @@ written on the op as `smem(offset, size)`:
   they are not: a warp-specialized loop's rings are allocated before the split and
   freed after their loop, under an operand the consumers staged for both dense loops
   (attention's Q), and the next loop's rings fit where the first's were;
-- per-op scratch (`scratch_need`: a conversion through shared memory, the cross-warp
+- per-op scratch (`scratch_need`: a conversion through shared memory, a gather's
+  source, the cross-warp
   part of a reduction or scan, the operands an FMA or mma.sync dot stages, an atomic's
   old values handed to the copies of its elements, a TMA store's block outside loops —
   in a loop it has a buffer of its own, `store_buffers`): live during
@@ -52,6 +53,7 @@ from .convert import conversion_kind_of, through_smem_bytes
 from .encode_layouts import plan_from_types
 from .layout_plan import LayoutPlan
 from .lower_dot import fma_dot_bytes
+from .lower_gather import gather_bytes
 from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
 from .lower_reduce import cross_warp_bytes
 from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
@@ -111,6 +113,8 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
                 [mp for mp, _t in b_operand_maps(kk, n, choice.elem_bytes)]]
         total = sum(sizes[k] for k in (0, 1) if not _in_place(view, ins.operands[k], maps[k]))
         return ScratchNeed(total) if total else None
+    if op is Op.GATHER:  # the whole source, at its flat indices
+        return ScratchNeed(gather_bytes(ins.operands[0].type))
     if op is Op.DESCRIPTOR_STORE:  # kept for TMA (tma.tma_stores): the block, swizzled as its map says
         block = ins.operands[-1].type
         rows, cols = shape_of(block)

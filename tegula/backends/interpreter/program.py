@@ -30,6 +30,7 @@ from . import (  # noqa: F401  (importing the rule modules registers their rules
     rules_dot,
     rules_elementwise,
     rules_extern,
+    rules_gather,
     rules_memory,
     rules_reduce,
     rules_shape,
