@@ -44,6 +44,7 @@ from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops
 from .pipeline_plan import shared_capacity
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
+from .split_tf32x3 import split_tf32x3_dots
 from .stage_operands import stage_invariant_operands
 from .store_buffers import buffer_loop_stores
 from .tma import tma_enabled, tma_loads, tma_stores
@@ -115,6 +116,11 @@ def _leftover_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
                              copy=False)
 
 
+def _split_tf32x3(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """tf32x3 dots as three tf32 tensor-core dots (`split_tf32x3`)."""
+    return split_tf32x3_dots(kernel, ctx.options.capability)
+
+
 def _pipeline_loops(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Software pipelining of the loops that feed dots, and of dot-free loops given
     their own num_stages (not in checked mode, whose checked accesses are plain loads)."""
@@ -162,6 +168,7 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
     return kernel
 
 
+register_pass("cuda.split_tf32x3", _split_tf32x3)
 register_pass("cuda.lower_block_pointers", _lower_block_pointers)
 register_pass("cuda.lower_descriptors", _lower_descriptors)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
@@ -171,12 +178,13 @@ register_pass("cuda.buffer_stores", _buffer_stores)
 register_pass("cuda.encode_layouts", _encode_layouts)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
-# flatten_loops first: the flat loop of a `tl.range(..., flatten=True)` nest is what
+# split_tf32x3 first, so every later pass sees ordinary tf32 dots; flatten_loops before
+# the pipeliner: the flat loop of a `tl.range(..., flatten=True)` nest is what
 # pipeline_loops then pipelines across the outer iterations
-register_pipeline("cuda_tgir", ["flatten_loops", "cuda.lower_block_pointers", "cuda.lower_descriptors",
-                                "cuda.pipeline_loops", "cuda.leftover_descriptors", "cuda.stage_operands",
-                                "cuda.buffer_stores", "cuda.encode_layouts", "cuda.allocate_shared_memory",
-                                "cuda.insert_barriers"])
+register_pipeline("cuda_tgir", ["cuda.split_tf32x3", "flatten_loops", "cuda.lower_block_pointers",
+                                "cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
+                                "cuda.stage_operands", "cuda.buffer_stores", "cuda.encode_layouts",
+                                "cuda.allocate_shared_memory", "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

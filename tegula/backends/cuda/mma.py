@@ -8,7 +8,9 @@
   instruction, i.e. every 16 products; wgmma's `.f16` accumulator likewise), its
   accumulators packed two to a register (`packed_registers`);
 - f32 x f32 with `input_precision="tf32"`: `m16n8k8.tf32` (inputs rounded to tf32
-  first, as the interpreter's rule says); `"ieee"` and `"tf32x3"` stay exact on FMAs;
+  first, as the interpreter's rule says); `"ieee"` stays exact on FMAs, and a
+  `"tf32x3"` dot reaching here (too small for the split) does too (`split_tf32x3` has
+  made the others three tf32 dots);
 - int8 x int8 with an int32 accumulator: `m16n8k32.satfinite.s8` (Triton's choice: a
   sum beyond the int32 range saturates instead of wrapping, which takes K > 2**17 of
   extreme values; wgmma has no `.satfinite` in Triton's use and wraps, as the

@@ -81,8 +81,8 @@ class WarpModels:
                 return b.fpext(b.bitcast(raw, ir.HalfType()), F32)
             if choice.ab_type == "bf16":
                 return b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
-            if choice.ab_type == "tf32":
-                return b.bitcast(raw, F32)
+            if choice.ab_type == "tf32":  # the hardware ignores an operand's low 13 bits
+                return b.bitcast(b.and_(raw, _c(-0x2000)), F32)
             return b.sext(raw, I32)  # s8
 
         def read() -> list[ir.Value]:
