@@ -25,3 +25,15 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path_factory.mktemp("tegula-cache")))
     # The pass manager verifies the IR between passes whenever tests run.
     monkeypatch.setenv("TEGULA_VERIFY_IR", "1")
+
+
+@pytest.fixture(params=["interpreter", "cpu"])
+def host_backend(request, monkeypatch):
+    """Runs a test once on the interpreter and once on the compiled CPU backend (host
+    arrays), returning which."""
+    if request.param == "interpreter":
+        monkeypatch.setenv("TEGULA_INTERPRET", "1")
+    else:
+        monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    return request.param

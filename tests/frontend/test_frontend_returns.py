@@ -12,16 +12,6 @@ import tegula as triton
 import tegula.language as tl
 
 
-@pytest.fixture(params=["interpreter", "cpu"])
-def backend(request, monkeypatch):
-    if request.param == "interpreter":
-        monkeypatch.setenv("TEGULA_INTERPRET", "1")
-    else:
-        monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    return request.param
-
-
 @triton.jit
 def _return_poison(x):
     a = False  # a tensor (assignment makes numbers tensors), so the `if` is a runtime one
@@ -34,7 +24,7 @@ def _poison_kernel(out):
     tl.store(out, _return_poison(7))
 
 
-def test_the_path_without_a_return_gives_zero(backend):
+def test_the_path_without_a_return_gives_zero(host_backend):
     # Triton's test_poison_return: the number 7 returned on one path makes the result i32
     out = np.full((), 5, np.int32)
     h = _poison_kernel[(1,)](out)
@@ -55,7 +45,7 @@ def _pair_kernel(io, c):
     tl.store(io + offs, a + b)
 
 
-def test_tuples_of_tiles(backend):
+def test_tuples_of_tiles(host_backend):
     x = np.arange(8, dtype=np.int32)
     io = x.copy()
     _pair_kernel[(1,)](io, 1)
@@ -78,7 +68,7 @@ def _pointer_kernel(io, c):
         tl.store(q, 5)
 
 
-def test_pointers(backend):
+def test_pointers(host_backend):
     io = np.zeros(4, np.int32)
     _pointer_kernel[(1,)](io, 1)
     np.testing.assert_array_equal(io, [0, 5, 0, 0])
@@ -101,7 +91,7 @@ def _nested_kernel(out, c):
 
 
 @pytest.mark.parametrize("c, expected", [(7, 101), (3, 0), (0, -99)])
-def test_nested_paths(backend, c, expected):
+def test_nested_paths(host_backend, c, expected):
     out = np.ones((), np.int32)
     _nested_kernel[(1,)](out, c)
     assert int(out) == expected

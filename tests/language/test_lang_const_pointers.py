@@ -19,16 +19,6 @@ from tegula.ir.types import F32, PointerType, TileType, parse_type
 from tegula.runtime.triton_specialization import specialize_impl
 
 
-@pytest.fixture(params=["interpreter", "cpu"])
-def backend(request, monkeypatch):
-    if request.param == "interpreter":
-        monkeypatch.setenv("TEGULA_INTERPRET", "1")
-    else:
-        monkeypatch.delenv("TEGULA_INTERPRET", raising=False)
-        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    return request.param
-
-
 def _line_of(fn, marker: str) -> int:
     lines, first = inspect.getsourcelines(fn.fn)
     return first + next(i for i, text in enumerate(lines) if marker in text)
@@ -64,7 +54,7 @@ def _copy(in_ptr: tl.const, out, n, BLOCK: tl.constexpr):
     tl.store(out + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
 
 
-def test_reading_through_a_const_pointer(backend):
+def test_reading_through_a_const_pointer(host_backend):
     x = np.random.rand(32).astype(np.float32)
     y = np.zeros_like(x)
     h = _copy[(1,)](x, y, 32, BLOCK=32)
@@ -111,7 +101,7 @@ def _store_to_cast_const(out, BLOCK: tl.constexpr):
     (_store_to_const, (16,)), (_atomic_to_const, ()), (_store_to_carried_const, (2, 16)),
     (_store_to_cast_const, (16,)),
 ], ids=["store", "atomic", "loop-carried", "cast"])
-def test_writing_through_a_const_pointer_is_a_located_error(backend, kernel, args):
+def test_writing_through_a_const_pointer_is_a_located_error(host_backend, kernel, args):
     x = np.zeros(64, np.float32)
     err = _compile_error(kernel, x, *args)
     assert err.error_message == "Cannot store to a constant pointer"
@@ -126,7 +116,7 @@ def _cast_away_const(in_ptr: tl.const, BLOCK: tl.constexpr):
     tl.store(w + offs, tl.load(in_ptr + offs) * 2)
 
 
-def test_a_cast_to_a_plain_pointer_may_write(backend):
+def test_a_cast_to_a_plain_pointer_may_write(host_backend):
     x = np.arange(16, dtype=np.float32)
     _cast_away_const[(1,)](x, 16)
     np.testing.assert_array_equal(x, np.arange(16, dtype=np.float32) * 2)
@@ -171,7 +161,7 @@ def _merge_call(in_ptr: tl.const, out, c_in: tl.const, choose):
     (_merge_call, "Inconsistent return types: '_pick' returns ptr<f32, const> on one path and ptr<f32> on "
                   "another"),
 ], ids=["if", "ternary", "call"])
-def test_merging_const_and_plain_pointers_is_a_type_mismatch(backend, kernel, message):
+def test_merging_const_and_plain_pointers_is_a_type_mismatch(host_backend, kernel, message):
     x = np.zeros(4, np.float32)
     err = _compile_error(kernel, x, x, x, 3)
     assert err.error_message.startswith(message)
@@ -198,7 +188,7 @@ def _merge_const_const(in_ptr: tl.const, out, c_in: tl.const, choose, BLOCK: tl.
     tl.store(out + offs, tl.load(p + offs) + tl.load(q + offs))
 
 
-def test_constexpr_choices_and_const_with_const_merges_are_fine(backend):
+def test_constexpr_choices_and_const_with_const_merges_are_fine(host_backend):
     x, c = np.arange(8, dtype=np.float32), np.full(8, 10, np.float32)
     out = np.zeros(8, np.float32)
     _merge_static[(1,)](x, out, c, True)
@@ -222,7 +212,7 @@ def _sum_blocks(in_ptr: tl.const, out, n, BLOCK: tl.constexpr):
     tl.store(out + tl.arange(0, BLOCK), acc)
 
 
-def test_block_pointers_and_descriptors_over_a_const_base(backend):
+def test_block_pointers_and_descriptors_over_a_const_base(host_backend):
     # As in Triton, they are ordinary (non-const) block pointers and descriptors.
     x = np.random.rand(64).astype(np.float32)
     out = np.zeros(16, np.float32)
