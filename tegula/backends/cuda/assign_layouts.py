@@ -35,7 +35,7 @@ from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of, shape_of
-from ...passes import axis_info, contiguity_order
+from ...passes import axis_info
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
 from .encodings import layout_of
@@ -88,9 +88,7 @@ class _Assigner:
                 # operands read in place from slots, directly or through a transposed view
                 b_slot, a_slot = slot_read(ins.operands[1]), slot_read(ins.operands[0])
                 in_shared, a_shared = b_slot is not None, a_slot is not None
-                b_rows = in_shared and self.copied_along_rows(b_slot[0].operands[0], instrs) != b_slot[1]
-                a_rows = a_shared and self.copied_along_rows(a_slot[0].operands[0], instrs) != a_slot[1]
-                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared, b_rows, not a_rows)
+                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared)
                 if choice is not None:
                     self.plan.mma[ins] = choice
                     if choice.version == 3:
@@ -141,14 +139,6 @@ class _Assigner:
         logsumexp, from the dot's row maxima and sums), and the store is done in that
         layout, its pointers and mask built there (hinted by `refine`)."""
         return is_small_store(ins, self.nw)
-
-    def copied_along_rows(self, buf: Value, instrs: list[Instr]) -> bool:
-        """Whether the copies into a slot buffer run along its rows (a B operand's K):
-        their pointers are most contiguous along dimension 0."""
-        for ins in instrs:
-            if ins.op is Op.ASYNC_COPY and ins.operands[0] is buf:
-                return contiguity_order(ins.operands[2], self.info)[0] == 0
-        return False
 
     def register_a_loads(self, instrs: list[Instr]) -> None:
         """A load read only as wgmma's register A (attention's Q, loaded once before

@@ -6,8 +6,8 @@ other one is waited for (`dot_wait {pending = N}` before the first op reading it
 A dot stays in flight across iterations only if it runs on wgmma with a pipelined B and
 its result only feeds the next iteration's same dot as its accumulator; an A operand in
 registers computed in the loop must not be redefined while its dot may still run
-(triton#9433's hazard). Whether a slot is stored along its rows (`copied_along_rows`) decides which
-fp8 operand layouts wgmma can read.
+(triton#9433's hazard). Which way round a slot's copies run does not matter: an 8-bit
+operand's slot is stored K-major whatever they do (`lower_shared.buffer_layout`).
 """
 from __future__ import annotations
 
@@ -15,26 +15,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ir import attrs as A
-from ...ir.accessors import memory_operands
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
-from ...ir.types import element_of
-from ...passes import axis_info, contiguity_order
 from .mma import MmaChoice, choose_mma
 from .pipeline_candidates import dot_operand, zeroed_when
 from .slot_views import viewed_both_ways
-
-
-def copied_along_rows(kernel: Kernel, load: Instr, transposed: bool, cache: dict) -> bool:
-    """Whether an operand's copies run along its first dimension (its pointers are most
-    contiguous along dimension 0: K for a column-major B, M for a column-major A; for a
-    transposed load, along the loaded tile's second), so its slot is stored that way
-    round. The kernel's axis analysis is computed once, on demand."""
-    if load.op is Op.DESCRIPTOR_LOAD:  # a descriptor's blocks are contiguous along their last dimension
-        return transposed
-    if "info" not in cache:
-        cache["info"] = axis_info(kernel)
-    return contiguity_order(memory_operands(load).pointer, cache["info"])[0] == (1 if transposed else 0)
 
 
 def _chained(dot: Instr, body: Block, uses: dict[Value, list[Instr]]) -> bool:
@@ -168,21 +153,13 @@ def _slot_sources(body: Block, loads: set[Instr], transposes: dict[Instr, Instr]
 def _wgmma_choices(kernel: Kernel, body: Block, source: dict[Value, tuple[Instr, bool]], num_warps: int,
                    capability: int) -> dict[Instr, MmaChoice]:
     """The body's top-level dots that run on wgmma, with their instruction choice."""
-    axis_cache: dict = {}
     out = {}
     for ins in body.instrs:
         if ins.op is not Op.DOT:
             continue
         a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
-        # which way round the slots hold the operands matters to 8-bit ones only (wgmma
-        # transposes 16-bit operands itself)
-        narrow = element_of(ins.operands[0].type).bits == 8
         choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
-                            a_in_shared=a_src is not None,
-                            b_k_major=narrow and b_src is not None
-                            and copied_along_rows(kernel, b_src[0], b_src[1], axis_cache),
-                            a_k_major=not (narrow and a_src is not None
-                                           and copied_along_rows(kernel, a_src[0], a_src[1], axis_cache)))
+                            a_in_shared=a_src is not None)
         if choice is not None and choice.version == 3:
             out[ins] = choice
     return out

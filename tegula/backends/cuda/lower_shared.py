@@ -65,12 +65,14 @@ def _users(lw: "KernelLowering", v: Value) -> list[Instr]:
     return [ins for ins in lw.kernel.walk() if v in ins.operands]
 
 
-def _mma_operand_map(lw: "KernelLowering", load: Instr, along_rows: bool) -> Optional[BitMap]:
-    """The shared layout every user of `load` (a local_load) would read it in, when all
-    are tensor-core dots taking it as the same operand; else None. `along_rows`: the
-    slot's copies run along its first dimension (B's K, A's M), so it is stored that
-    way round where the instruction allows it."""
-    found: Optional[BitMap] = None
+def _mma_operand_map(lw: "KernelLowering", load: Instr, copies_along_rows: bool) -> Optional[tuple[BitMap, bool]]:
+    """(the shared layout, stored along its first dimension?) every user of `load` (a
+    local_load) would read its slot in, when all are tensor-core dots taking it as the
+    same operand; else None. `copies_along_rows`: the slot's copies run along its first
+    dimension (B's K, A's M), so it is stored that way round where the instruction
+    allows it: 16-bit operands either way (wgmma transposes them itself), 8-bit ones
+    on wgmma K-major always (`_stored_along_rows`)."""
+    found: Optional[tuple[BitMap, bool]] = None
     res = load.results[0]
     users = _users(lw, res)
     readers = []  # (dot, the value it reads, read through the transpose?)
@@ -92,10 +94,12 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, along_rows: bool) -> Opt
         choice = lw.plan.mma[u]
         eb = choice.elem_bytes
         shape = tuple(v.type.shape)
+        rows = copies_along_rows
         if choice.version == 3:
+            rows = _stored_along_rows(k, eb, through, copies_along_rows)
             # a transposed reader wants its view stored the other way round; seen from
             # the slot, that is its map composed with the transposition (`slot_views`)
-            m = wgmma_operand_offsets(k, shape, eb, along_rows != through)
+            m = wgmma_operand_offsets(k, shape, eb, rows != through)
             if m is None:
                 return None
             if through:
@@ -103,11 +107,24 @@ def _mma_operand_map(lw: "KernelLowering", load: Instr, along_rows: bool) -> Opt
         elif through:
             return None  # mma.sync reads its slots as they are
         else:
-            m = operand_offsets(k, shape, eb, along_rows if eb == 2 and k == 1 else None)
-        if found is not None and m != found:
+            m = operand_offsets(k, shape, eb, copies_along_rows if eb == 2 and k == 1 else None)
+        if found is not None and (m, rows) != found:
             return None
-        found = m
+        found = (m, rows)
     return found if users else None
+
+
+def _stored_along_rows(k: int, elem_bytes: int, through: bool, copies_along_rows: bool) -> bool:
+    """Whether a slot read by wgmma as operand `k` (0: A, 1: B; `through` a transposed
+    view) is stored along its first dimension. wgmma transposes 16-bit operands only,
+    so an 8-bit one lies K-major in its slot (B along K, A along K, the view's rows for
+    B): copies that run the other way (a row-major B, a column-major A) then write it
+    element by element through registers (`lower_async_copy`), which is Triton's
+    transposing local store; 16-bit slots are stored the way their copies run, which
+    keeps those 16-byte cp.async vectors."""
+    if elem_bytes != 1:
+        return copies_along_rows
+    return (k == 1) != through
 
 
 def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
@@ -121,22 +138,22 @@ def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
             # or its first when it holds the transpose
             return u.attrs.transposed
         if u.op is Op.ASYNC_COPY:
-            # the same judgement as assign_layouts' (an fp8 wgmma was chosen on it)
             return contiguity_order(u.operands[2], lw.plan.axis)[0] == 0
     return False
 
 
 def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
     """(offsets, along_rows) of a buffer's slots: the swizzled layout its tensor-core
-    reader wants (see `_mma_operand_map`), else row-major; `ctx` needs `kernel` and
-    `plan` (the lowering, or the allocation pass's view)."""
+    reader wants and which way round that stores it (see `_mma_operand_map`), else
+    row-major the way the copies run; `ctx` needs `kernel` and `plan` (the lowering,
+    or the allocation pass's view)."""
     t: SmemType = alloc.results[0].type
     along_rows = _copies_along_rows(ctx, alloc.results[0])
     for u in _users(ctx, alloc.results[0]):
         if u.op is Op.LOCAL_LOAD:
-            offsets = _mma_operand_map(ctx, u, along_rows)
-            if offsets is not None:
-                return offsets, along_rows
+            found = _mma_operand_map(ctx, u, along_rows)
+            if found is not None:
+                return found
     return BitMap.identity(sum(log2(d) for d in t.shape[1:])), along_rows
 
 
@@ -144,8 +161,9 @@ def read_in_place(ctx: "KernelLowering", load: Instr) -> Optional[BitMap]:
     """The slot layout a `local_load` is read in by its tensor-core users straight from
     the slot (it then produces no registers), or None when it is read into registers."""
     alloc = load.operands[0].owner
-    offsets, along_rows = buffer_layout(ctx, alloc)
-    return offsets if _mma_operand_map(ctx, load, along_rows) == offsets else None
+    offsets, _rows = buffer_layout(ctx, alloc)
+    found = _mma_operand_map(ctx, load, _copies_along_rows(ctx, alloc.results[0]))
+    return offsets if found is not None and found[0] == offsets else None
 
 
 def buffer_bytes(t: SmemType) -> int:
@@ -198,6 +216,9 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     elem = buf.element
     size = elem.bytes
     run, where = _copy_run(lw, ins, buf)
+    if run * size < 4 and not bounded:
+        _copy_through_registers(lw, ins, buf, base, where)
+        return
     b = lw.b
     done: set[int] = set()
     for r in range(0, lay.n_regs, run):
@@ -216,9 +237,37 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
                 p = inside if pred is None else b.and_(masks[r + i], inside)
                 vals = emit_load(lw, ptrs[r + i], 1, elem, p, None, None)
                 smem_store(lw, b.add(off, ir.Constant(I32, i * size)), vals, elem, absolute=True)
-        else:  # too narrow for cp.async: through registers, now
-            vals = emit_load(lw, ptrs[r], run, elem, pred, None, None)
-            smem_store(lw, off, vals, elem, absolute=True)
+
+
+def _copy_through_registers(lw: "KernelLowering", ins: Instr, buf: SharedBuffer, base: ir.Value,
+                            where: BitMap) -> None:
+    """An async_copy whose runs are too narrow for cp.async, done now through registers:
+    each vector as wide as global memory allows (the plan's access width), stored in
+    the pieces that are consecutive in the slot. A slot stored the other way round
+    from the copies (an 8-bit wgmma operand kept K-major, `_stored_along_rows`) is
+    written element by element from 16-byte loads: the transpose happens on the way
+    into shared memory, as in Triton's local store of a row-major fp8 B."""
+    lay = lw.plan.required(ins, 2)
+    ptrs = lw.operand(ins, 2)
+    masks = lw.operand(ins, 3) if ins.attrs.has_mask else None
+    elem = buf.element
+    size = elem.bytes
+    width = access_width(lw, ins, lay)
+    piece = min(vector_run(where, CHUNK_BYTES // size), width)
+    b = lw.b
+    done: set[int] = set()
+    loaded = []  # every load first, then the stores: the loads are in flight together
+    for r in range(0, lay.n_regs, width):
+        const = lay.reg_element(r)
+        if const in done:  # a copy of another register group (broadcast bits)
+            continue
+        done.add(const)
+        pred = masks[r] if masks is not None else None
+        loaded.append((r, emit_load(lw, ptrs[r], width, elem, pred, None, None)))
+    for r, vals in loaded:
+        for i in range(0, width, piece):
+            off = b.add(b.mul(lw.element_flat(where, r + i), ir.Constant(I32, size)), base)
+            smem_store(lw, off, vals[i:i + piece], elem, absolute=True)
 
 
 def _source_bytes(b: ir.IRBuilder, index: ir.Value, bound: ir.Value, run: int, size: int,

@@ -4,8 +4,9 @@ are read in place from shared-memory slots (pipelined loads, see `pipeline_loops
 Slots are stored in the NVMMA swizzled layout wgmma reads (`shared_layouts.
 nvmma_offsets`): boxes `swizzle` bytes wide along the contiguous dimension (128, 64 or 32
 bytes, the widest the tile allows), each 16-byte chunk of a row XOR-ed with the row's
-index within its 8-row group. A is K-major; B is N-major (`imm-trans-b = 1`) or, when
-its copies run along K, K-major.
+index within its 8-row group. A is K-major (or M-major, `imm-trans-a = 1`); B is
+N-major (`imm-trans-b = 1`) or K-major: a 16-bit slot the way its copies run, an 8-bit
+one K-major always (`lower_shared._stored_along_rows`; wgmma has no 8-bit transpose).
 
 Each warpgroup (4 warps) computes 64 rows per instruction; warpgroups tile M first,
 then N (`mma.wgmma_warps`); the accumulator is `mma_layouts.mma_v3_accumulator`. A
@@ -65,7 +66,7 @@ def swizzle_bytes(width_bytes: int) -> int:
 def wgmma_operand_offsets(k: int, shape: tuple[int, int], elem_bytes: int, along_rows: bool) -> Optional[BitMap]:
     """The slot layout of operand `k` (0: A [M, K]; 1: B [K, N]), contiguous along the
     first dimension when `along_rows` (an M-major A or a K-major B: the transposed
-    NVMMA layout; 8-bit operands must be K-major, which the dot's choice checked),
+    NVMMA layout; 8-bit operands are always given K-major, `lower_shared`),
     else along the second; None when that extent is narrower than the smallest swizzle."""
     rows, cols = shape
     if not along_rows:

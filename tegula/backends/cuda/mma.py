@@ -17,8 +17,13 @@
   interpreter's sums);
 and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
 of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
-place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead
-(fp8 and int8 only with their operands K-major: wgmma transposes 16-bit ones only).
+place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead.
+wgmma transposes 16-bit operands only; an 8-bit operand's slot is therefore always
+stored K-major (`lower_shared.buffer_layout`), whichever way its copies run: copies
+along N (a row-major B) or M (a column-major A) go through registers, which is
+Triton's transposing local store. So the choice does not depend on the operands'
+memory order (TMA rings, which cannot transpose, take 16-bit operands only:
+`tma.tma_loads`).
 
 `warps_per_cta` follows Triton's rule for mma v2: give warps to the dimension with the
 most instruction tiles left per warp, M first on ties, until all warps are placed.
@@ -105,7 +110,7 @@ def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
     return 4 * gm, gn
 
 
-# fp8 operands: wgmma only (sm_90a; operands in shared memory K-major, A possibly in registers)
+# fp8 operands: wgmma only (sm_90a; B in a shared-memory slot, A in one or in registers)
 _WGMMA_ONLY = {
     ("f8e4m3", "f32"): ("e4m3", 32, 4, 1),
     ("f8e5m2", "f32"): ("e5m2", 32, 4, 1),
@@ -116,11 +121,11 @@ _WGMMA_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
 
 
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
-               a_in_shared: bool = False, b_k_major: bool = False, a_k_major: bool = True) -> Optional[MmaChoice]:
+               a_in_shared: bool = False) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
     shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
-    fp8 dots need wgmma with B in a slot, K-major, and A K-major in a slot or in
-    registers (`a_k_major`, `b_k_major`: which way round their copies run)."""
+    fp8 dots need wgmma with B in a slot (stored K-major, as every 8-bit wgmma slot).
+    `a_in_shared` is informational: wgmma takes A from a slot or from registers."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -137,7 +142,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     if fp8:
         # A may also come from registers (attention's P @ V, a Q kept across the loop):
         # the register form takes 8-bit A as it takes 16-bit, four to a register
-        if not (capability >= 90 and knobs.wgmma and b_in_shared and b_k_major and (a_k_major or not a_in_shared)):
+        if not (capability >= 90 and knobs.wgmma and b_in_shared):
             return None
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
@@ -149,10 +154,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     (m, kk), n = sa, sb[1]
     if m < 16 or n < 8 or kk % spec[1]:
         return None
-    # wgmma transposes 16-bit operands only: others (fp8, int8) must lie K-major in
-    # their slots, B always, A where it is read from one (else mma.sync takes int8)
-    k_major = spec[0] in ("f16", "bf16") or (b_k_major and (a_k_major or not a_in_shared))
-    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in _WGMMA_TYPES and k_major and n >= 16:
+    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in _WGMMA_TYPES and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             return mma_instruction(ins, 3, warps)

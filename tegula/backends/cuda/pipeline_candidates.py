@@ -73,7 +73,7 @@ def is_candidate(ins: Instr, body: Block, uses: dict[Value, list[Instr]], num_wa
         users = uses.get(res, [])
     return bool(users) and all(
         u.op is Op.DOT and u in body.instrs and u.operands[2] is not res
-        and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True) is not None
+        and choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True) is not None
         for u in users)
 
 
@@ -93,7 +93,7 @@ def feeds_wgmma_only(ins: Instr, body: Block, uses: dict[Value, list[Instr]], nu
     for u in users:
         if u.op is not Op.DOT or u not in body.instrs or u.operands[2] is res:
             return False
-        choice = choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True)
+        choice = choose_mma(u, num_warps, capability, b_in_shared=True, a_in_shared=True)
         if choice is None or choice.version != 3:
             return False
     return bool(users)

@@ -82,7 +82,7 @@ def viewed_both_ways(res: Value, body: Block, uses: dict[Value, list[Instr]], nu
     if readers[0] is None or readers[1] is None or set(readers[0]) & set(readers[1]):
         return None  # (a dot reading the tile and its transpose would want two layouts)
     for dot in readers[0] + readers[1]:
-        choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=True, b_k_major=True)
+        choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=True)
         if choice is None or choice.version != 3:
             return None
     return perms[0]

@@ -166,7 +166,7 @@ def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int) -> bool:
     a B that is not in a slot gains nothing: wgmma needs B in shared memory)."""
     if k == 0 and not _in_shared(dot.operands[1]):
         return False
-    choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=k == 0, b_k_major=True)
+    choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=k == 0)
     return choice is not None and choice.version == 3
 
 

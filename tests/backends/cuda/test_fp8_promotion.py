@@ -84,3 +84,23 @@ def test_promotion_in_the_ptx():
         asm, _md = compile_kernel(_kernel("fp8e4nv", 128, limit, div=16), {"num_warps": 4, "num_stages": 3}, 90)
         assert len(re.findall(r"wgmma\.mma_async", asm["ptx"])) == 4
         assert len(re.findall(r"\badd(\.rn)?\.f32\b", asm["ptx"])) == adds * 32
+
+
+def _row_major_b_kernel(fmt, bk, limit):
+    sig = dict(SIG, a_ptr=f"*{fmt}", b_ptr=f"*{fmt}", LIMIT="constexpr")
+    cx = {"BM": 64, "BN": 64, "BK": bk, "LIMIT": limit}
+    for n in ("sak", "sbn", "scn"):  # A and B row-major, as Triton's test_dot_max_num_imprecise_acc
+        sig[n], cx[n] = "constexpr", 1
+    return tir_opt(fp8_matmul_limited, sig, cx, attrs={n: 16 for n, t in sig.items() if t != "constexpr"})
+
+
+@pytest.mark.parametrize("fmt", ["fp8e4nv", "fp8e5"])
+def test_promotion_with_row_major_b(fmt):
+    """Triton's test_dot_max_num_imprecise_acc loads B row-major: its slot is stored
+    K-major (the copies transpose it), so the dot runs on wgmma with the promotion rule,
+    `add.f32` as many as Triton counts: BM·BN / (32·warps) · BK / L."""
+    asm, _md = compile_kernel(_row_major_b_kernel(fmt, 128, 32), {"num_warps": 4, "num_stages": 3}, 90)
+    ptx = asm["ptx"]
+    ab = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}[fmt]
+    assert len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.{ab}\.{ab}", ptx)) == 4
+    assert len(re.findall(r"\badd(\.rn)?\.f32\b", ptx)) == 64 * 64 // (32 * 4) * (128 // 32)
