@@ -238,13 +238,16 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         lw.define(ins.results[0], acc)
         return
     # max_num_imprecise_acc: each run of `promote` K steps accumulates in a fresh partial
-    # accumulator, waited for and added to the f32 one (Triton's promotion of fp8 dots)
+    # accumulator, waited for and added to the f32 one (Triton's promotion of fp8 dots);
+    # the adds contract under enable_fp_fusion as every float add does (PTX `add.f32`,
+    # not `add.rn.f32`, which is what Triton's code and its tests show)
+    contract = ("contract",) if lw.target.fp_contract else ()
     for start in range(0, k_steps, choice.promote):
         partial = dict(tiles)
         issue(range(start, min(start + choice.promote, k_steps)), partial, fresh=True)
         lw.dev.wgmma_commit(b)
         done = lw.dev.wgmma_wait(b, flat(partial))
-        acc = done if zero_acc and start == 0 else [b.fadd(t, p) for t, p in zip(flat(tiles), done)]
+        acc = done if zero_acc and start == 0 else [b.fadd(t, p, flags=contract) for t, p in zip(flat(tiles), done)]
         tiles = by_tile(acc)
         if start + choice.promote < k_steps:
             lw.dev.wgmma_fence(b)  # the next wgmmas read registers written since the last ones

@@ -83,7 +83,8 @@ def test_promotion_in_the_ptx():
     for limit, adds in ((48, 2), (0, 4)):
         asm, _md = compile_kernel(_kernel("fp8e4nv", 128, limit, div=16), {"num_warps": 4, "num_stages": 3}, 90)
         assert len(re.findall(r"wgmma\.mma_async", asm["ptx"])) == 4
-        assert len(re.findall(r"\badd(\.rn)?\.f32\b", asm["ptx"])) == adds * 32
+        # counted as Triton's test counts them: the adds contract (`add.f32`, not `add.rn.f32`)
+        assert asm["ptx"].count("add.f32") == adds * 32
 
 
 def _row_major_b_kernel(fmt, bk, limit):
@@ -103,4 +104,4 @@ def test_promotion_with_row_major_b(fmt):
     ptx = asm["ptx"]
     ab = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}[fmt]
     assert len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.{ab}\.{ab}", ptx)) == 4
-    assert len(re.findall(r"\badd(\.rn)?\.f32\b", ptx)) == 64 * 64 // (32 * 4) * (128 // 32)
+    assert ptx.count("add.f32") == 64 * 64 // (32 * 4) * (128 // 32)
