@@ -92,6 +92,19 @@ class LinearLayout:
             n *= d
         return n
 
+    def distinct_register_groups(self, step: int) -> list[int]:
+        """The first registers of the groups of `step` consecutive registers, skipping
+        a group that holds the same elements as an earlier one (broadcast register bits:
+        writing it again would store the same values twice)."""
+        seen: set[int] = set()
+        firsts = []
+        for r in range(0, self.n_regs, step):
+            element = self.reg_element(r)
+            if element not in seen:
+                seen.add(element)
+                firsts.append(r)
+        return firsts
+
     def reg_element(self, r: int) -> int:
         """The flat index register r holds in thread 0 (the register part of any thread)."""
         out, i = 0, 0

@@ -89,12 +89,7 @@ def _write(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offset
     where = offset_layout(lay, offsets)
     size = elem.bits // 8
     run = vector_run(where, CHUNK_BYTES // size)
-    done: set[int] = set()
-    for r in range(0, lay.n_regs, run):
-        const = lay.reg_element(r)
-        if const in done:  # a copy of another register group (broadcast bits)
-            continue
-        done.add(const)
+    for r in lay.distinct_register_groups(run):
         vals = [round_tf32(b, v) if tf32 else v for v in regs[r:r + run]]
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, base))
         smem_store(lw, off, vals, elem)

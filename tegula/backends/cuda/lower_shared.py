@@ -220,12 +220,7 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
         _copy_through_registers(lw, ins, buf, base, where)
         return
     b = lw.b
-    done: set[int] = set()
-    for r in range(0, lay.n_regs, run):
-        const = lay.reg_element(r)
-        if const in done:  # a copy of another register group (broadcast bits)
-            continue
-        done.add(const)
+    for r in lay.distinct_register_groups(run):
         pred = masks[r] if masks is not None else None
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
         if run * size >= 4:
@@ -255,13 +250,8 @@ def _copy_through_registers(lw: "KernelLowering", ins: Instr, buf: SharedBuffer,
     width = access_width(lw, ins, lay)
     piece = min(vector_run(where, CHUNK_BYTES // size), width)
     b = lw.b
-    done: set[int] = set()
     loaded = []  # every load first, then the stores: the loads are in flight together
-    for r in range(0, lay.n_regs, width):
-        const = lay.reg_element(r)
-        if const in done:  # a copy of another register group (broadcast bits)
-            continue
-        done.add(const)
+    for r in lay.distinct_register_groups(width):
         pred = masks[r] if masks is not None else None
         loaded.append((r, emit_load(lw, ptrs[r], width, elem, pred, None, None)))
     for r, vals in loaded:

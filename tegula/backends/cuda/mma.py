@@ -120,6 +120,21 @@ _WGMMA_ONLY = {
 _WGMMA_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
 
 
+def _holds_an_instruction(a_shape: tuple, b_shape: tuple, k: int) -> bool:
+    """Whether an [M, K] x [K, N] dot holds one tensor-core instruction of depth `k`
+    (smaller dots are FMA work anyway)."""
+    (m, kk), n = a_shape, b_shape[1]
+    return m >= 16 and n >= 8 and kk % k == 0
+
+
+def tf32_on_tensor_cores(ins: Instr, capability: int) -> bool:
+    """Whether `ins`, a 2-D f32 x f32 dot, would run on the tensor cores with
+    `input_precision="tf32"` (`split_tf32x3` asks before making a tf32x3 dot three)."""
+    a, b = shape_of(ins.operands[0].type), shape_of(ins.operands[1].type)
+    return (capability >= 80 and knobs.dot_tensor_cores and len(a) == 2
+            and _holds_an_instruction(a, b, _INSTRUCTIONS[("f32", "f32")][1]))
+
+
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
                a_in_shared: bool = False) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
@@ -151,9 +166,9 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         spec = _WGMMA_ONLY[(ea, ec)]
     if spec is None:
         return None
-    (m, kk), n = sa, sb[1]
-    if m < 16 or n < 8 or kk % spec[1]:
+    if not _holds_an_instruction(sa, sb, spec[1]):
         return None
+    m, n = sa[0], sb[1]
     if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in _WGMMA_TYPES and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:

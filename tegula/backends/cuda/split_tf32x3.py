@@ -12,10 +12,11 @@ float32 accuracy at tensor-core speed, as Triton 3.6 computes tf32x3 (its F32Dot
 the same order of the three products, the small terms first). Before this pass tf32x3
 dots ran exactly on FMAs, roughly 0.03x the speed of the tensor cores.
 
-Only 2-D f32 x f32 dots whose shape holds a tf32 `mma.sync` instruction are split
-(M >= 16, N >= 8, K a multiple of 8): a smaller one stays an exact FMA dot, which
-is also cheaper than three. The pass runs first in `cuda_tgir`, so the pipeliner and
-layout assignment see ordinary tf32 dots.
+Only 2-D f32 x f32 dots that a tf32 `mma.sync` would compute are split
+(`mma.tf32_on_tensor_cores`: sm_80+, M >= 16, N >= 8, K a multiple of 8, tensor cores
+not turned off): any other stays an exact FMA dot, also cheaper than three. The pass
+runs first in `cuda_tgir`, so the pipeliner and layout assignment see ordinary tf32
+dots.
 """
 from __future__ import annotations
 
@@ -24,21 +25,19 @@ from ...ir.builder import Builder
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import F32, I32, TileType, element_of, shape_of
+from .mma import tf32_on_tensor_cores
 
 # cvt.rna.tf32.f32 on the bits: add half of the dropped 13 bits' range, then drop them
 _HALF_ULP, _KEEP = 0x1000, -0x2000  # 0xFFFFE000 as i32
 
 
-def _is_tf32x3_candidate(ins: Instr) -> bool:
+def _is_tf32x3_candidate(ins: Instr, capability: int) -> bool:
     if ins.op is not Op.DOT or ins.attrs is None or ins.attrs.input_precision != "tf32x3":
         return False
     a, b = ins.operands[0].type, ins.operands[1].type
     if element_of(a) != F32 or element_of(b) != F32 or element_of(ins.results[0].type) != F32:
         return False
-    if len(shape_of(a)) != 2:
-        return False
-    (m, k), n = shape_of(a), shape_of(b)[1]
-    return m >= 16 and n >= 8 and k % 8 == 0
+    return tf32_on_tensor_cores(ins, capability)
 
 
 def _split(bb: Builder, x: Value) -> tuple[Value, Value]:
@@ -71,13 +70,11 @@ def _rewrite(block: Block, index: int, dot: Instr) -> None:
 
 def split_tf32x3_dots(kernel: Kernel, capability: int) -> Kernel:
     """Every tf32x3 dot that fits a tf32 tensor-core instruction, as three tf32 dots."""
-    if capability < 80:
-        return kernel
     for block in list(kernel.body.blocks()):
         i = 0
         while i < len(block.instrs):
             ins = block.instrs[i]
-            if _is_tf32x3_candidate(ins):
+            if _is_tf32x3_candidate(ins, capability):
                 before = len(block.instrs)
                 _rewrite(block, i, ins)
                 i += len(block.instrs) - before

@@ -50,6 +50,11 @@ def test_tf32x3_is_three_tf32_dots(cap):
     assert _dots(_kernel("tf32x3", bm=8, bn=8, bk=8), cap) == ["tf32x3"]
 
 
+def test_no_split_without_tensor_cores(monkeypatch):
+    monkeypatch.setenv("TEGULA_DOT_TENSOR_CORES", "0")
+    assert _dots(_kernel("tf32x3"), 90) == ["tf32x3"]
+
+
 @pytest.mark.parametrize("cap", [80, 90])
 def test_tf32x3_has_float32_accuracy(cap):
     K, BM, BN = 100, 64, 64
