@@ -205,21 +205,26 @@ MATMUL_CASES = [  # (size, dtype, (BM, BN, BK, stages, warps)): the tensor-core 
 
 
 def parse_matmul_case(text: str) -> tuple:
-    """'3000:float16:128,128,64,4,4' → a MATMUL_CASES row."""
-    size, dtype, cfg = text.split(":")
+    """'3000:float16:128,128,64,4,4' → a MATMUL_CASES row; a fifth field `rowb` gives an
+    8-bit row a row-major B (the layout 8-bit tensor cores do not read directly)."""
+    size, dtype, cfg, *layout = text.split(":")
     bm, bn, bk, stages, warps = (int(x) for x in cfg.split(","))
-    return int(size), dtype, (bm, bn, bk, stages, warps)
+    return (int(size), dtype, (bm, bn, bk, stages, warps), *layout)
 
 
 def bench_matmul(tg, tr) -> None:
     """C = A @ B (fp32 accumulation, output in the input type) with Triton's tutorial
     kernel and a fixed config per row; cuBLAS through torch.matmul."""
-    for size, dt, (bm, bn, bk, stages, warps) in MATMUL_CASES:
+    for size, dt, (bm, bn, bk, stages, warps), *layout in MATMUL_CASES:
         dtype = getattr(torch, dt)
         fp8 = dtype.itemsize == 1
-        if fp8:  # A row-major, B column-major (a transposed row-major matrix), C fp16
+        row_b = layout == ["rowb"]
+        if fp8:  # A row-major, B column-major (a transposed row-major matrix) unless `rowb`; C fp16
             a = torch.randn(size, size, device="cuda").to(dtype)
             b = torch.randn(size, size, device="cuda").to(dtype).T
+            b_cublas = b  # torch._scaled_mm wants B column-major
+            if row_b:
+                b = b.contiguous()
             c = torch.empty(size, size, device="cuda", dtype=torch.float16)
             ref = (a.float() @ b.float()).half()
         else:
@@ -241,12 +246,12 @@ def bench_matmul(tg, tr) -> None:
         c_t = torch.empty_like(c)
         if fp8:
             one = torch.tensor(1.0, device="cuda")
-            fns["cublas"] = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)
+            fns["cublas"] = lambda: torch._scaled_mm(a, b_cublas, scale_a=one, scale_b=one, out_dtype=torch.float16)
         else:
             fns["cublas"] = lambda: torch.matmul(a, b, out=c_t)
         times, rounds = bench_rounds(fns)
         flops = 2 * size**3
-        record(f"matmul_{dt}", f"{size}^3 {bm}x{bn}x{bk} s{stages} w{warps}", "TFLOP/s",
+        record(f"matmul_{dt}" + ("_rowB" if row_b else ""), f"{size}^3 {bm}x{bn}x{bk} s{stages} w{warps}", "TFLOP/s",
                lambda ms: flops / ms / 1e9, rounds, None, tegula=times.get("tegula"), triton=times.get("triton"),
                torch=times["cublas"])
 

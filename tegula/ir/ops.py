@@ -152,6 +152,7 @@ class Op(enum.Enum):
     LOCAL_ALLOC = "local_alloc"
     LOCAL_LOAD = "local_load"
     LOCAL_DEALLOC = "local_dealloc"
+    LOCAL_COPY = "local_copy"
     ASYNC_COPY = "async_copy"
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
@@ -461,6 +462,11 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.LOCAL_DEALLOC: OpInfo(Kind.SHARED, 1, results=0, pure=False, result=_none),
     Op.LOCAL_LOAD: OpInfo(Kind.SHARED, 2, pure=False, result=_local_load),
     Op.ASYNC_COPY: OpInfo(Kind.SHARED, VARIADIC, results=0, attrs=A.AsyncCopyAttrs, pure=False, result=_none),
+    # local_copy src, src_slot, dst, dst_slot: the tile in slot `src_slot` of `src` written
+    # into slot `dst_slot` of `dst` (the buffers' slots may lie in different layouts: a
+    # row-major staging slot transposed into the K-major one an 8-bit wgmma reads);
+    # every thread's writes are visible to the CTA, tensor cores included, after it
+    Op.LOCAL_COPY: OpInfo(Kind.SHARED, 4, results=0, pure=False, result=_none),
     Op.ASYNC_COMMIT: OpInfo(Kind.SHARED, 0, results=0, pure=False, result=_none),
     Op.ASYNC_WAIT: OpInfo(Kind.SHARED, 0, results=0, attrs=A.AsyncWaitAttrs, pure=False, result=_none),
     # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`

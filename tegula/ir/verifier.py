@@ -237,6 +237,13 @@ class _Verifier:
         if op is Op.TMA_STORE:
             self.tma_store(ins, ts)
             return
+        if op is Op.LOCAL_COPY:
+            if (len(ts) != 4 or not isinstance(ts[0], SmemType) or not isinstance(ts[2], SmemType)
+                    or ts[1] != I32 or ts[3] != I32 or ts[0].shape[1:] != ts[2].shape[1:]
+                    or ts[0].element != ts[2].element):
+                self.fail(f"'local_copy' takes two buffers of one slot shape and element, each with an i32 slot, "
+                          f"got {_types(ts)}", ins)
+            return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
             return
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:

@@ -139,7 +139,9 @@ def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:
     b.create(Op.ASYNC_COMMIT, [])
     b.create(Op.ASYNC_WAIT, [], A.AsyncWaitAttrs(0))
     b.create(Op.BARRIER, [])
-    staged = b.op1(Op.LOCAL_LOAD, ring, slot)
+    # slot 1 copied to slot 0 (tgir; the CUDA backend's transposing copy) and read there
+    b.create(Op.LOCAL_COPY, [ring, slot, ring, b.constant(0, I32)])
+    staged = b.op1(Op.LOCAL_LOAD, ring, b.constant(0, I32))
     b.create(Op.LOCAL_DEALLOC, [ring])
     # an explicit layout conversion (tgir) there and back
     moved = b.op1(Op.CONVERT_LAYOUT, staged, type=TileType((128,), F32, BlockedEncoding((4,), (32,), (4,), (0,))))

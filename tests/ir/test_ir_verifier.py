@@ -46,6 +46,15 @@ def test_async_copy_checks_its_pointers_against_the_slot():
     verify(kernel_of("%0 = add %v, %v : tile<128xf32>\n"))
 
 
+def test_local_copy_wants_two_buffers_of_one_slot_type():
+    k = kernel_of("%a = local_alloc : smem<3x64x128xi8>\n%t = local_alloc : smem<2x64x128xf16>\n"
+                  "%s = constant {value = 0} : i32\nlocal_copy %a, %s, %t, %s\n")
+    with pytest.raises(VerificationError, match="'local_copy' takes two buffers of one slot shape and element"):
+        verify(k)
+    verify(kernel_of("%a = local_alloc : smem<3x64x128xi8>\n%t = local_alloc : smem<2x64x128xi8>\n"
+                     "%s = constant {value = 0} : i32\nlocal_copy %a, %s, %t, %s\n"))
+
+
 # ---------------------------------------------------------------- op table checks
 
 def test_wrong_operand_count():

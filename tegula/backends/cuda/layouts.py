@@ -74,6 +74,31 @@ def default_blocked(shape: Sequence[int], num_warps: int, vec: int = 1,
     return blocked(shape, spt, tpw, wpc, order)
 
 
+def transposing_copy_layout(shape: Sequence[int], num_warps: int, vec: int, fast: int, slot_fast: int,
+                            word: int, lanes_fast: int = 1) -> LinearLayout:
+    """The layout of a 2-D copy whose destination keeps another dimension contiguous
+    than its source does (an 8-bit wgmma operand stored K-major, copied from a row-major
+    B): each thread holds `vec` elements along the source-contiguous dimension `fast`
+    (one wide access) times `word` consecutive elements along `slot_fast`, so the
+    transposed elements leave it `word` at a time, one 32-bit shared store each. Of the
+    32 lanes, `lanes_fast` go along `fast` and the rest along `slot_fast`: with one, the
+    lanes of a store write one row of the destination, no bank twice (its swizzle
+    permutes whole 16-byte chunks of a row), while a load's lanes read as many rows;
+    each more lane along `fast` shares rows between a load's lanes and banks between a
+    store's. Warps go along `fast`."""
+    rank = len(shape)
+    assert rank == 2 and fast != slot_fast
+    spt = [1] * rank
+    spt[fast] = max(1, min(vec, shape[fast]))
+    spt[slot_fast] = max(1, min(word, shape[slot_fast]))
+    tpw, wpc = [1] * rank, [1] * rank
+    tpw[slot_fast] = min(WARP_SIZE // lanes_fast, max(1, shape[slot_fast] // spt[slot_fast]))
+    tpw[fast] = WARP_SIZE // tpw[slot_fast]
+    wpc[fast] = min(num_warps, max(1, shape[fast] // (spt[fast] * tpw[fast])))
+    wpc[slot_fast] = num_warps // wpc[fast]
+    return blocked(shape, spt, tpw, wpc, [fast, slot_fast])
+
+
 def slice_layout(parent: LinearLayout, axis: int) -> Optional[LinearLayout]:
     """The layout of a reduction along `axis` of a tile in `parent`: the axis' bits are
     dropped, so lanes/warps that spread the axis now hold copies. None for a rank-1

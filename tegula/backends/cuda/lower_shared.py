@@ -6,7 +6,9 @@ writes each one's byte range on the op (`smem(offset, size)`); the barrier pass 
 the CTA barriers around them. A buffer's placement inside each slot (`buffer_layout`)
 is chosen for its reader: when a slot feeds an mma.sync dot operand
 it gets that operand's swizzled layout (`lower_mma.operand_offsets`), so the dot reads
-it with `ldmatrix` straight from the slot; otherwise slots are row-major.
+it with `ldmatrix` straight from the slot; a staging slot (the source of a transposing
+`local_copy`) is row-major with its 16-byte chunks swizzled; otherwise slots are
+row-major.
 
 - `async_copy` issues one `cp.async` per run of registers that are consecutive both in
   global memory (the plan's vector width) and in the slot, with the mask as the
@@ -18,6 +20,9 @@ it with `ldmatrix` straight from the slot; otherwise slots are row-major.
 - `async_wait` is `cp.async.wait_group N` (and the proxy fence on sm_90); the barrier
   pass follows it with a `barrier` (other threads' copies are visible after it; it also
   orders every earlier read of the slot the next copies overwrite);
+- `local_copy` moves a slot into another slot of another layout through registers
+  (16-byte reads, the transposed elements written four to a 32-bit store), then the
+  proxy fence and a CTA barrier;
 - `local_load` produces nothing when all its users are tensor-core dots reading the
   slot in place (`shared_operand`), wgmma ones possibly through a 2-D transpose, which
   then is a view of the slot (`slot_views`: the transposed offsets, the copy direction
@@ -37,11 +42,12 @@ from ...ir.types import ScalarType, SmemType, element_of
 from ...passes import contiguity_order
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
-from .linear_layout import BitMap, log2
+from .linear_layout import BitMap, LinearLayout, log2
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, vector_run
 from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
+from .slot_copies import contiguous_dim, copy_slot, staging_offsets, store_registers
 from .slot_views import transposed_offsets
 
 if TYPE_CHECKING:
@@ -142,6 +148,23 @@ def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
     return False
 
 
+def slot_contiguous_dim(ctx: "KernelLowering", buf: Value, copies_along_rows: bool) -> Optional[int]:
+    """The dimension along which a slot of `buf` keeps consecutive elements next to each
+    other, when a tensor-core reader decides its layout (`_mma_operand_map`); else None
+    (the slot is row-major the way its copies run). `ctx` needs `kernel` and `plan` with
+    the dots' instructions chosen: layout assignment asks it, before any lowering, to
+    give a copy that stores across its own direction a transposing layout."""
+    shape = tuple(buf.type.shape[1:])
+    if len(shape) != 2:
+        return None
+    for u in _users(ctx, buf):
+        if u.op is Op.LOCAL_LOAD:
+            found = _mma_operand_map(ctx, u, copies_along_rows)
+            if found is not None:
+                return contiguous_dim(found[0], shape)
+    return None
+
+
 def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
     """(offsets, along_rows) of a buffer's slots: the swizzled layout its tensor-core
     reader wants and which way round that stores it (see `_mma_operand_map`), else
@@ -154,6 +177,8 @@ def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
             found = _mma_operand_map(ctx, u, along_rows)
             if found is not None:
                 return found
+        if u.op is Op.LOCAL_COPY and u.operands[0] is alloc.results[0] and len(t.shape) == 3:
+            return staging_offsets(tuple(t.shape[1:]), t.element.bytes, along_rows), along_rows
     return BitMap.identity(sum(log2(d) for d in t.shape[1:])), along_rows
 
 
@@ -235,29 +260,41 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def _copy_through_registers(lw: "KernelLowering", ins: Instr, buf: SharedBuffer, base: ir.Value,
-                            where: BitMap) -> None:
+                            where: LinearLayout) -> None:
     """An async_copy whose runs are too narrow for cp.async, done now through registers:
-    each vector as wide as global memory allows (the plan's access width), stored in
-    the pieces that are consecutive in the slot. A slot stored the other way round
+    every load first (each vector as wide as global memory allows, the plan's access
+    width; they are then in flight together), then the stores, each as many elements
+    as lie consecutive in the slot (`slot_run_bits`). A slot stored the other way round
     from the copies (an 8-bit wgmma operand kept K-major, `_stored_along_rows`) is
-    written element by element from 16-byte loads: the transpose happens on the way
-    into shared memory, as in Triton's local store of a row-major fp8 B."""
+    transposed on the way into shared memory, as in Triton's local store of a row-major
+    fp8 B: where the copy's layout gives each thread four consecutive K rows
+    (`transposing_copy_layout`), their bytes of one column go out as one 32-bit store,
+    else byte by byte."""
     lay = lw.plan.required(ins, 2)
     ptrs = lw.operand(ins, 2)
     masks = lw.operand(ins, 3) if ins.attrs.has_mask else None
     elem = buf.element
-    size = elem.bytes
     width = access_width(lw, ins, lay)
-    piece = min(vector_run(where, CHUNK_BYTES // size), width)
-    b = lw.b
-    loaded = []  # every load first, then the stores: the loads are in flight together
+    by_element: dict[int, ir.Value] = {}  # a register's element (thread part aside) → its value
     for r in lay.distinct_register_groups(width):
         pred = masks[r] if masks is not None else None
-        loaded.append((r, emit_load(lw, ptrs[r], width, elem, pred, None, None)))
-    for r, vals in loaded:
-        for i in range(0, width, piece):
-            off = b.add(b.mul(lw.element_flat(where, r + i), ir.Constant(I32, size)), base)
-            smem_store(lw, off, vals[i:i + piece], elem, absolute=True)
+        for i, v in enumerate(emit_load(lw, ptrs[r], width, elem, pred, None, None)):
+            by_element[lay.reg_element(r + i)] = v
+    store_registers(lw, by_element, lay, where, elem, base)
+
+
+@handles(Op.LOCAL_COPY)
+def lower_local_copy(lw: "KernelLowering", ins: Instr) -> None:
+    """Slot to slot through registers (`slot_copies.copy_slot`), then every thread's
+    writes made visible: the proxy fence (wgmma reads through the async proxy) and a
+    CTA barrier."""
+    src, dst = lw.buffer_of[ins.operands[0]], lw.buffer_of[ins.operands[2]]
+    copy_slot(lw, tuple(ins.operands[0].type.shape[1:]), src.element,
+              src.offsets, slot_base(lw, src, lw.scalar(ins.operands[1])),
+              dst.offsets, slot_base(lw, dst, lw.scalar(ins.operands[3])))
+    if lw.capability >= 90:
+        lw.dev.fence_proxy_async(lw.b)
+    lw.barrier()
 
 
 def _source_bytes(b: ir.IRBuilder, index: ir.Value, bound: ir.Value, run: int, size: int,

@@ -181,3 +181,39 @@ def dot_operand(load: Instr, transposes: dict[Instr, Instr]) -> Value:
     the transpose applied to it."""
     perm = transposes.get(load)
     return perm.results[0] if perm is not None else load.results[0]
+
+
+def transposed_on_chip(load: Instr, loads: list[Instr], transposes: dict[Instr, Instr],
+                       uses: dict[Value, list[Instr]], num_warps: int, capability: int, cache: dict) -> bool:
+    """Whether a pipelined load of an 8-bit wgmma operand runs across the K-major order
+    its slot must have (wgmma transposes 16-bit operands only): a row-major B, a
+    column-major A. Its ring then stages the tile the way the copies run (16-byte
+    cp.async, asynchronous like every other ring), and each iteration transposes the
+    landed slot into a K-major buffer in shared memory (`local_copy`) for the dot; left
+    alone, the lowering would copy it through registers with synchronous loads and
+    stores that meet in few banks (`lower_shared._copy_through_registers`)."""
+    if load.op is not Op.LOAD or load in transposes or capability < 90:
+        return False
+    res = load.results[0]
+    t = res.type
+    if not isinstance(t, TileType) or len(t.shape) != 2 or element_of(t).bytes != 1:
+        return False
+    readers = uses.get(res, [])
+    if not readers or any(u.op is not Op.DOT for u in readers):
+        return False
+    pipelined = {dot_operand(ld, transposes) for ld in loads}
+    operand = set()
+    for dot in readers:
+        ks = [k for k in (0, 1) if dot.operands[k] is res]
+        if len(ks) != 1 or dot.operands[2] is res:
+            return False
+        operand.add(ks[0])
+        choice = choose_mma(dot, num_warps, capability, dot.operands[1] in pipelined, dot.operands[0] in pipelined)
+        if choice is None or choice.version != 3:
+            return False
+    if len(operand) != 1:
+        return False
+    k_dim = 0 if operand.pop() == 1 else 1  # B is [K, N], A is [M, K]
+    if "info" not in cache:
+        cache["info"] = axis_info(cache["kernel"])
+    return contiguity_order(memory_operands(load).pointer, cache["info"])[0] != k_dim

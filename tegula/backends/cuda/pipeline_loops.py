@@ -85,7 +85,7 @@ from ...ir.types import I32, I64, SmemType, shape_of
 from ...passes.ir_utils import users_of
 from .async_dots import wait_inside
 from .copy_bounds import CopyBound
-from .pipeline_candidates import dot_operand, other_after_read
+from .pipeline_candidates import dot_operand, other_after_read, transposed_on_chip
 from .pipeline_memo import memo_inits, memo_step, state_types
 from .pipeline_plan import LoopPlan, plan_loop
 from .pipeline_split import split_transposed_uses, undo
@@ -127,6 +127,11 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             nest = tile_loop_of(kernel, parent) if plan.consumer_warps else None
             if nest is not None:
                 holding_rings.add(nest)
+            if not plan.consumer_warps:
+                uses = users_of(kernel.body)
+                cache = {"kernel": kernel}
+                plan.staged_transposes = {ld for ld in plan.loads if transposed_on_chip(
+                    ld, plan.loads, plan.transposes, uses, num_warps, capability, cache)}
             _rewrite(kernel, parent, plan, nest)
             done += 1
     return done
@@ -211,6 +216,14 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
         t = dot_operand(ld, plan.transposes).type
         with ab.location(ld.loc):
             bufs.append(ab.op1(Op.LOCAL_ALLOC, type=SmemType((S,) + tuple(t.shape), t.element)))
+    # the K-major buffers staged rings are transposed into: two, as the dot of the
+    # previous iteration may still read one while this iteration writes the other
+    turned: dict[Instr, Value] = {}
+    for ld in plan.loads:
+        if ld in plan.staged_transposes:
+            t = ld.results[0].type
+            with ab.location(ld.loc):
+                turned[ld] = ab.op1(Op.LOCAL_ALLOC, type=SmemType((2,) + tuple(t.shape), t.element))
     # the TMA rings' mbarriers, one per slot
     bars: dict[Instr, Value] = {}
     for ld in plan.loads:
@@ -303,6 +316,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     phase = new_body.add_arg(I32) if bars else None  # parity of the read slot's mbarrier phase
     empty_phase = new_body.add_arg(I32) if empty is not None else None  # ... and of the write slot's empty one
     memo_state = [new_body.add_arg(t) for t in state_types(plan.memo)] if plan.memo is not None else None
+    turn = new_body.add_arg(I32) if turned else None  # which transposed buffer this iteration writes
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
@@ -313,7 +327,11 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
             nb.create(Op.MBARRIER_WAIT, [bar, read, phase])
     for ld, buf in zip(plan.loads, bufs):
         with nb.location(ld.loc):
-            value = nb.op1(Op.LOCAL_LOAD, buf, read)
+            if ld in turned:  # transposed from the landed staging slot (`local_copy`)
+                nb.create(Op.LOCAL_COPY, [buf, read, turned[ld], turn])
+                value = nb.op1(Op.LOCAL_LOAD, turned[ld], turn)
+            else:
+                value = nb.op1(Op.LOCAL_LOAD, buf, read)
             after = other_after_read(ld) if ld.op is Op.LOAD else None
             if after is not None:
                 # the copy zero-filled the masked-off elements; the load's `other`
@@ -385,16 +403,18 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
         slots.append(flip(phase, next_read, zero))
     if empty_phase is not None:
         slots.append(flip(empty_phase, next_write, nb.constant(D, I32)))
-    nb.yield_(yields + slots + stepped)
+    turns = [nb.op1(Op.XOR, turn, one)] if turn is not None else []
+    nb.yield_(yields + slots + stepped + turns)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
+    turn_init = [b.constant(0, I32)] if turn is not None else []
     if ring_state is None:
         slot_inits = [b.constant(0, I32), b.constant(D, I32)] + [b.constant(0, I32) for p in (phase, empty_phase)
                                                                  if p is not None]
     else:  # the copies of iteration g + D wait with iteration g's full parity
         slot_inits = [ring_state[0], ring_position(b, *ring_state, D, S, D)[0], ring_state[1], ring_state[1]]
-    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init],
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init, *turn_init],
                      [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits]
-                     + [Value(v.type) for v in memo_init],
+                     + [Value(v.type) for v in memo_init] + [Value(I32) for _ in turn_init],
                      loop.attrs, [new_body], loop.loc)
     b.insert(new_loop)
     results = dict(zip(loop.results, new_loop.results))
@@ -410,7 +430,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     for bar in reversed(list(bars.values()) + ([empty] if empty is not None else [])):
         fb.create(Op.MBARRIER_INVAL, [bar])
         fb.create(Op.LOCAL_DEALLOC, [bar])
-    for buf in reversed(bufs):
+    for buf in reversed(bufs + list(turned.values())):
         fb.create(Op.LOCAL_DEALLOC, [buf])
     parent.instrs[at:at + 1] = pre.instrs
     if nest is not None:

@@ -58,6 +58,9 @@ class LoopPlan:
     release_warps: int = 0
     # a flattened loop's address code that changes once per outer iteration (pipeline_memo)
     memo: Optional[CoarseMemo] = None
+    # loads whose ring is a staging ring the way their copies run, transposed each
+    # iteration into a K-major buffer for the wgmma that reads them (`transposed_on_chip`)
+    staged_transposes: set[Instr] = field(default_factory=set)
 
     @property
     def distance(self) -> int:

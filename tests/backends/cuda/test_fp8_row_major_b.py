@@ -1,12 +1,15 @@
 """8-bit dots (fp8 e4m3/e5m2, int8) whose B lies row-major ([K, N], N contiguous) — and
 whose A lies column-major — on Hopper's wgmma: wgmma takes 8-bit operands K-major only,
-so their slots are stored K-major whichever way the copies run, the copies going
-through registers (Triton's transposing local store). Before, such a dot fell to FMAs
-(fp8) or mma.sync (int8) on sm_90a. Checked on the host emulator against float64 —
-a pipelined K loop with masks and K no multiple of the block, a chained dot after it
-(test_dot's chain-dot epilogue: the accumulator cast to 8 bits times a staged W), a lone
-dot, 4 and 8 warps — and in the PTX, which assembles for sm_90a; sm_80 keeps mma.sync
-(int8) and FMAs (fp8)."""
+so their slots are stored K-major whichever way the copies run. A pipelined loop stages
+such an operand the way its copies run and transposes each landed slot in shared
+memory (`local_copy`); a lone dot copies it through registers (Triton's transposing
+local store), four K rows a thread so that each shared store writes four transposed
+bytes. Before, such a dot fell to FMAs (fp8) or mma.sync (int8) on sm_90a. Checked on
+the host emulator against float64 — a pipelined K loop with masks and K no multiple of
+the block, a chained dot after it (test_dot's chain-dot epilogue: the accumulator cast
+to 8 bits times a staged W), a lone dot, 4 and 8 warps — on the interpreter (the
+staged rewrite gives the unpipelined loop's results bit for bit), and in the PTX, which
+assembles for sm_90a; sm_80 keeps mma.sync (int8) and FMAs (fp8)."""
 from __future__ import annotations
 
 import re
@@ -18,8 +21,13 @@ import tegula
 import tegula.language as tl
 from tegula.backends.cuda import compile_kernel
 from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.backends.cuda.pipeline_loops import pipeline_loops
 from tegula.backends.cuda.ptxas import find_ptxas
+from tegula.backends.interpreter import execute
 from tegula.compiler import ASTSource
+from tegula.ir import print_ir
+from tegula.ir.clone import clone_kernel
+from tegula.ir.verifier import verify
 from tegula.runtime.compiler import optimized_ir
 
 _TYPES = {"fp8e4nv": ("f32", "e4m3"), "fp8e5": ("f32", "e5m2"), "i8": ("i32", "s8")}
@@ -182,3 +190,69 @@ def test_row_major_b_ptx(fmt, chain):
 def test_lone_dot_ptx():
     asm, _md = compile_kernel(_lone_kernel("fp8e5", 64, 128, 64), {"num_warps": 4}, 90)
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2" in asm["ptx"] and "cubin" in asm
+
+
+def _store_widths(ptx):
+    return {w: len(re.findall(r"st\.shared\." + w + r"\s", ptx)) for w in ("b8", "u8", "b32", "v2.b32")}
+
+
+@pytest.mark.parametrize("a_column_major", [False, True], ids=["a_row", "a_col"])
+def test_pipelined_loop_stages_and_transposes_on_chip(a_column_major):
+    """Each operand copied across its K-major slot gets a staging ring (filled by 16-byte
+    cp.async) and two K-major buffers, one `local_copy` an iteration between them; the
+    dots read the K-major buffer. The PTX reads the staging slot 16 bytes at a time and
+    writes the K-major one 32 bits at a time, never a byte."""
+    kernel = clone_kernel(_chain_kernel("fp8e4nv", False, a_column_major, bm=128, bn=128, bk=64))
+    assert pipeline_loops(kernel, 3, 8, 90) == 1
+    verify(kernel, stage="tgir")
+    text = print_ir(kernel)
+    staged = 1 + a_column_major
+    assert text.count("local_copy") == staged
+    assert text.count("smem<2x") == staged  # the K-major buffers (the rings have 3 slots)
+    asm, md = compile_kernel(_chain_kernel("fp8e4nv", False, a_column_major, bm=128, bn=128, bk=64),
+                             {"num_warps": 8, "num_stages": 3}, 90)
+    ptx = asm["ptx"]
+    widths = _store_widths(ptx)
+    assert widths["b8"] == widths["u8"] == 0 and widths["b32"] > 0
+    assert "ld.shared.v4" in ptx and "cp.async.cg.shared.global" in ptx
+    # the 128x64 B staged and transposed: 3 staging slots + 2 K-major buffers of 8 KiB
+    assert md["shared"] >= (3 + 2) * 128 * 64 + 3 * 128 * 64
+
+
+@pytest.mark.parametrize("fmt", ["fp8e5", "i8"])
+def test_staged_rewrite_on_the_interpreter(fmt):
+    """The staged loop (staging ring, `local_copy`, the turning K-major buffers) gives
+    the unpipelined loop's results bit for bit on the interpreter."""
+    before = _chain_kernel(fmt, False, a_column_major=True)
+    after = clone_kernel(before)
+    assert pipeline_loops(after, 3, 4, 90) == 1
+    assert print_ir(after).count("local_copy") == 2
+    M, N, K = 80, 48, 208
+    rng = np.random.default_rng(11)
+    a = np.asfortranarray(_random(fmt, (M, K), rng)[0])
+    b = _random(fmt, (K, N), rng)[0]
+    outs = []
+    for kernel in (before, after):
+        c = np.full((M, 64), -7, np.int32 if fmt == "i8" else np.float32)
+        values = {"a_ptr": a, "b_ptr": b, "w_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K,
+                  "sam": a.strides[0] // a.itemsize, "sak": a.strides[1] // a.itemsize, "sbk": N}
+        execute(kernel, ((M + 63) // 64, 1, 1), [values[n] for n in kernel.arg_names])
+        outs.append(c)
+    assert not (outs[0] == -7).all()
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("capability", [80, 90])
+def test_through_registers_four_rows_a_store(capability):
+    """Where the copy goes through registers (a lone dot's staged B on sm_90a, sm_80's
+    pipelined int8 loop: mma.sync's 8-bit slots are K-major too), each thread holds four
+    K rows, so each shared store writes four transposed bytes."""
+    if capability == 90:
+        asm, _md = compile_kernel(_lone_kernel("fp8e5", 64, 128, 64), {"num_warps": 4}, 90)
+    else:
+        asm, _md = compile_kernel(_chain_kernel("i8", False, bm=128, bn=128, bk=64),
+                                  {"num_warps": 4, "num_stages": 3}, 80)
+    widths = _store_widths(asm["ptx"])
+    assert widths["b8"] == widths["u8"] == 0 and widths["b32"] > 0
+    assert "local_copy" not in asm["tgir"]
