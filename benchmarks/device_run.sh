@@ -116,7 +116,8 @@ stage() {
     local sizes=${T09_SIZES:-8192x8192x512,8192x8192x8192}
     for py in "python3" "python3 -m tegula.compat"; do
       timeout "${T09_TIMEOUT:-240}" $py benchmarks/tutorial09_cells.py .tutorials/09-persistent-matmul.py \
-        --sizes ${sizes//,/ } --config "${T09_CONFIG:-128x256x64x3x8}" 2>&1 | tee -a "$OUT/t09.log" | grep -v Warning
+        --sizes ${sizes//,/ } --config "${T09_CONFIG:-128x256x64x3x8}" ${T09_DTYPE:+--dtype $T09_DTYPE} 2>&1 \
+        | tee -a "$OUT/t09.log" | grep -v Warning
     done ;;
   ncu09)
     local M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,gpu__time_duration.sum"

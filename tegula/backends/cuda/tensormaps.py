@@ -20,7 +20,7 @@ from ...errors import KernelArgumentError
 from . import driver as drv
 from .tma import TensorMapSpec
 
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8e4m3": 1, "f8e5m2": 1, "i8": 1, "u8": 1}
 _CACHE_LIMIT = 4096
 
 
@@ -45,9 +45,11 @@ def encode_args(spec: TensorMapSpec, base: int, shape: Sequence[int], strides: S
 
 def encode_map(spec: TensorMapSpec, base: int, dims: tuple[int, ...], byte_strides: tuple[int, ...]) -> Any:
     cu = drv.cu()
+    byte = cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8  # 8-bit elements move as bytes
     dtype = {"f16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
              "bf16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-             "f32": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}[spec.element]
+             "f32": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+             "f8e4m3": byte, "f8e5m2": byte, "i8": byte, "u8": byte}[spec.element]
     swizzle = {32: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
                64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B,
                128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}[spec.swizzle]

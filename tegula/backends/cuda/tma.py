@@ -2,7 +2,9 @@
 launcher needs to encode each descriptor's tensor map on the host.
 
 A descriptor load goes through TMA when
-- it is a 2-D block of 16-bit elements (f16, bf16) read only by dots that run on
+- it is a 2-D block of 16-bit elements (f16, bf16), or of 8-bit ones (fp8, int8)
+  whose contiguous dimension is the dot's K (an [M, K] A, an [N, K] B read through
+  `.T`: wgmma transposes 16-bit operands only), read only by dots that run on
   wgmma, in a loop the pipeliner takes (`pipeline_candidates`): its slot then has the
   NVMMA swizzled layout wgmma reads (`lower_wgmma.wgmma_operand_offsets`), which is
   exactly what a TMA copy with the same swizzle writes — one copy per box of
@@ -39,7 +41,9 @@ from ...passes.ir_utils import users_of
 from .lower_wgmma import swizzle_bytes
 
 MAX_BOX = 256  # TMA's largest box extent
-ENCODABLE = ("f16", "bf16", "f32")  # element types the launcher encodes maps of
+# element types the launcher encodes maps of; 8-bit ones as bytes (UINT8, as Triton
+# does), which have no NaN fill
+ENCODABLE = ("f16", "bf16", "f32", "f8e4m3", "f8e5m2", "i8", "u8")
 
 Source = tuple  # ("arg", index), ("const", value), or ("add" | "mul", Source, Source)
 _ARITHMETIC = {Op.ADD: "add", Op.MUL: "mul"}
@@ -143,10 +147,10 @@ def _divisibility(src: Source, kernel: Kernel) -> int:
 
 def tensormap_spec(make: Instr, kernel: Kernel) -> Optional[TensorMapSpec]:
     """The host recipe of a `make_tensor_descriptor` whose 2-D blocks TMA can copy into
-    NVMMA-swizzled slots (f16, bf16, f32 elements), or None."""
+    NVMMA-swizzled slots (f16, bf16, f32 and 8-bit elements), or None."""
     desc: TensorDescType = make.results[0].type
     eb = desc.element.bytes
-    if desc.rank != 2 or desc.element.name not in ENCODABLE:
+    if desc.rank != 2 or desc.element.name not in ENCODABLE or (eb == 1 and desc.padding == "nan"):
         return None
     sources = [_source(v, kernel) for v in make.operands]
     if any(s is None for s in sources):
@@ -183,11 +187,28 @@ def tma_loads(kernel: Kernel, num_warps: int, capability: int) -> set[Instr]:
             if ins.op is not Op.DESCRIPTOR_LOAD:
                 continue
             make = ins.operands[0].owner
-            if ins.operands[0].type.element.bytes != 2 or tensormap_spec(make, kernel) is None:
-                continue  # wgmma's 16-bit operands only
+            eb = ins.operands[0].type.element.bytes
+            if eb not in (1, 2) or tensormap_spec(make, kernel) is None:
+                continue
+            if eb == 1 and not _read_k_major(ins, body, uses):
+                continue  # an 8-bit box along N or M: staged and transposed by the cp.async path
             if feeds_wgmma_only(ins, body, uses, num_warps, capability):
                 out.add(ins)
     return out
+
+
+def _read_k_major(load: Instr, body, uses: dict) -> bool:
+    """Whether every dot reading a descriptor block takes it with its contiguous (last)
+    dimension as K: directly as A ([M, K]) or through a transpose as B (an [N, K] block,
+    tutorial 09's), the layouts an 8-bit wgmma operand's slot must have."""
+    from .pipeline_candidates import transposed_by
+
+    res = load.results[0]
+    perm = transposed_by(res, body, uses)
+    value, operand = (perm.results[0], 1) if perm is not None else (res, 0)
+    readers = uses.get(value, [])
+    return bool(readers) and all(u.op is Op.DOT and u.operands[operand] is value
+                                 and u.operands[1 - operand] is not value for u in readers)
 
 
 def tma_stores(kernel: Kernel) -> set[Instr]:

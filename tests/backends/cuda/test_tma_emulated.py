@@ -1,7 +1,8 @@
 """TMA for tensor-descriptor matmuls on sm_90a, run on the host emulator (its models of
 `cp.async.bulk.tensor`, the mbarriers and wgmma) and compared with the interpreter
 and float64 numpy: device-side descriptors and host `TensorDescriptor` arguments,
-fp16 and bf16, B stored [K, N] or [N, K] (read through `.T`), one or two TMA boxes per
+fp16 and bf16, B stored [K, N] or [N, K] (read through `.T`), fp8 whose blocks run
+along K (an 8-bit B stored [K, N] is staged and transposed instead), one or two TMA boxes per
 block row, sizes that are not multiples of the block (the boxes' out-of-bounds parts
 zero-filled, or NaN-filled for a "nan" descriptor). Also: which descriptors TMA takes
 (the pointer path keeps the rest), and the PTX ptxas assembles for sm_90a."""
@@ -223,3 +224,87 @@ def test_descriptor_store_of_rows_not_known_to_end_on_16_bytes_goes_through_poin
     ek = EmulatedKernel(_ir(desc_store_matmul, sig, {"BM": 64, "BN": 64, "BK": 32}, attrs), 4, capability=90)
     ops = _tgir_ops(ek)
     assert Op.DESCRIPTOR_STORE not in ops and Op.STORE in ops and len(ek.tensormaps) == 2
+
+
+def _fp8_ir(fn, sig, cx, attrs):
+    """The kernel as a launch on sm_90 builds it: fp8 dots accumulate imprecisely there
+    (Triton's target default), so they are not split into promoted partial sums."""
+    return optimized_ir(ASTSource(fn, signature=sig, constexprs=cx, attrs=attrs),
+                        {"max_num_imprecise_acc_default": 2**30})
+
+
+def _fp8(rng, shape, fmt):
+    """(bytes the kernel reads, their float64 values) of an fp8 tensor."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    t = {"fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2}[fmt]
+    x = (rng.standard_normal(shape) * 0.5).astype(t)
+    return x.view(np.uint8), x.astype(np.float64)
+
+
+@pytest.mark.parametrize("fmt", ["fp8e4nv", "fp8e5"])
+@pytest.mark.parametrize("b_nk", [False, True], ids=["b_kn", "b_nk"])
+@pytest.mark.parametrize("bm, bn, bk", [(64, 64, 64), (128, 128, 128)])
+def test_fp8_blocks_along_k_run_on_tma(fmt, b_nk, bm, bn, bk):
+    """8-bit wgmma operands must lie K-major in their slots: A [M, K] and a B given as
+    [N, K] (tutorial 09's) are copied by TMA as they are; a B stored [K, N] runs along
+    N, so it is staged by cp.async and transposed on chip (`local_copy`)."""
+    M, N, K = 112, 144, 208
+    sig = {k: v.format(t=fmt) for k, v in SIG.items()}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": 16, "N": 16, "K": 16}
+    kernel = _fp8_ir(desc_matmul, sig, {"BM": bm, "BN": bn, "BK": bk, "B_NK": b_nk, "PAD": "zero"}, attrs)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    ops = _tgir_ops(ek)
+    assert [c.version for c in ek.plan.mma.values()] == [3]
+    assert len(ek.tensormaps) == 1 + b_nk
+    assert (Op.ASYNC_COPY in ops) == (Op.LOCAL_COPY in ops) == (not b_nk)
+    rng = np.random.default_rng(bm + b_nk)
+    a, a64 = _fp8(rng, (M, K), fmt)
+    b, b64 = _fp8(rng, (N, K) if b_nk else (K, N), fmt)
+    c = np.full((M, N), np.nan, np.float32)
+    ek.run(((M + bm - 1) // bm, (N + bn - 1) // bn, 1), [a, b, c, M, N, K])
+    np.testing.assert_allclose(c, a64 @ (b64.T if b_nk else b64), rtol=1e-5, atol=1e-5)
+
+
+def test_fp8_descriptor_store_runs_on_tma():
+    """An fp8 C (tutorial 09's FP8_OUTPUT) stored through TMA, clipped at the edges."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    M, N, K, ldc = 136, 112, 96, 128
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp8e4nv", "M": "i32", "N": "i32", "K": "i32",
+           "LDC": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "K": 16, "LDC": 16, "N": 16}
+    kernel = _fp8_ir(desc_store_matmul, sig, {"BM": 64, "BN": 64, "BK": 64}, attrs)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    ops = _tgir_ops(ek)
+    assert Op.DESCRIPTOR_STORE in ops and Op.STORE not in ops and len(ek.tensormaps) == 3
+    rng = np.random.default_rng(8)
+    a, a64 = _fp8(rng, (M, K), "fp8e4nv")
+    b, b64 = _fp8(rng, (N, K), "fp8e4nv")
+    c = np.full((M + 8, ldc), 7, np.uint8)  # bytes past M and N must keep their 7s
+    ek.run((3, 2, 1), [a, b, c, M, N, K, ldc])
+    f8 = ml_dtypes.float8_e4m3fn
+    want = (a64 @ b64.T).astype(np.float32).astype(f8).astype(np.float64)
+    np.testing.assert_array_equal(c[:M, :N].view(f8).astype(np.float64), want)
+    assert (c[M:] == 7).all() and (c[:, N:] == 7).all()
+
+
+def test_fp8_nan_padding_keeps_the_pointer_path():
+    """An 8-bit map moves bytes, which TMA cannot NaN-fill: a "nan" fp8 descriptor keeps
+    the pointer path."""
+    sig = {k: v.format(t="fp8e4nv") for k, v in SIG.items()}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": 16, "N": 16, "K": 16}
+    kernel = _fp8_ir(desc_matmul, sig, {"BM": 64, "BN": 64, "BK": 64, "B_NK": True, "PAD": "nan"}, attrs)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    assert len(ek.tensormaps) == 1  # B only; A's "nan" descriptor is pointer code
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+def test_fp8_tma_ptx_assembles_for_sm90a():
+    sig = {k: v.format(t="fp8e4nv") for k, v in SIG.items()}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": 16, "N": 16, "K": 16}
+    kernel = _fp8_ir(desc_matmul, sig, {"BM": 128, "BN": 256, "BK": 128, "B_NK": True, "PAD": "zero"}, attrs)
+    asm, md = compile_kernel(kernel, {"num_warps": 8, "num_stages": 3}, 90)
+    ptx = asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in ptx
+    assert "cp.async.cg" not in ptx and "cubin" in asm and md["n_spills"] == 0
+    assert [m["swizzle"] for m in md["tensormaps"]] == [128, 128]
