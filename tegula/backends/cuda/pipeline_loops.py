@@ -18,6 +18,13 @@ so the load's `other` must be absent or zero):
         read, write = (read+1) % S, (write+1) % S
     async_wait(0); local_dealloc B, A
 
+An 8-bit wgmma operand whose copies run across the K-major order its slot must have
+(a row-major fp8/int8 B, a column-major A: `pipeline_candidates.transposed_on_chip`)
+gets a staging ring stored the way its copies run, and two K-major buffers: after the
+wait, `local_copy B[read] -> T[turn]` transposes the landed slot and the dots read
+`local_load T, turn` (the loop carries `turn`, flipped each iteration: the previous
+iteration's wgmma may still read the other buffer).
+
 A dot that runs on wgmma and only updates its accumulator (`acc = tl.dot(a, b, acc)`)
 is left in flight into the next iteration (`dot_wait {pending = 1}` after it, 0 after
 the loop); the copies of that iteration are then issued after the wait and a barrier,

@@ -109,16 +109,16 @@ def _check(fmt, got, want):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("num_warps", [4, 8])
+@pytest.mark.parametrize("num_warps, stages", [(4, 3), (8, 3), (4, 2)])
 @pytest.mark.parametrize("chain", [False, True], ids=["loop", "chain"])
 @pytest.mark.parametrize("a_column_major", [False, True], ids=["a_row", "a_col"])
 @pytest.mark.parametrize("fmt", list(_TYPES))
-def test_row_major_b_on_wgmma(fmt, a_column_major, chain, num_warps):
+def test_row_major_b_on_wgmma(fmt, a_column_major, chain, num_warps, stages):
     kernel = _chain_kernel(fmt, chain, a_column_major)
-    ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=3)
+    ek = EmulatedKernel(kernel, num_warps, capability=90, num_stages=stages)
     assert [c.version for c in ek.plan.mma.values()] == [3] * (1 + chain)
     M, N, K = 112, 48, 176  # K no multiple of BK (masked), M and N neither; all divisible by 16 as specialized
-    rng = np.random.default_rng(hash((fmt, a_column_major, chain, num_warps)) % 2**32)
+    rng = np.random.default_rng(hash((fmt, a_column_major, chain, num_warps, stages)) % 2**32)
     a, a64 = _random(fmt, (M, K), rng)
     if a_column_major:
         a = np.asfortranarray(a)
