@@ -55,6 +55,16 @@ _HINT_ROUNDS = 8
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
 
 
+def _blocks_of(block: Block, out: Optional[dict] = None) -> dict:
+    """Each instruction under `block` → the block whose instruction list holds it."""
+    out = {} if out is None else out
+    for ins in block.instrs:
+        out[ins] = block
+        for region in ins.regions:
+            _blocks_of(region, out)
+    return out
+
+
 def _narrows_an_accumulator(ins: Instr) -> bool:
     """Whether `ins` casts a dot's accumulator to a narrower type (an epilogue's
     `acc.to(tl.float16)`): done in the accumulator's layout, so that a conversion the
@@ -167,13 +177,18 @@ class _Assigner:
         return is_small_store(ins, self.nw)
 
     def register_a_loads(self, instrs: list[Instr]) -> None:
-        """A load read only as wgmma's register A (attention's Q, loaded once before
-        its loop) is loaded straight into that layout: converting it at the dot would
-        go through shared memory in every iteration."""
+        """A load read only as wgmma's register A in a loop it sits outside (attention's
+        Q, loaded once before its KV loop) is loaded straight into that layout:
+        converting it at the dot would go through shared memory in every iteration. A
+        load in the dot's own block (a lone dot) keeps its coalesced anchor — 16-byte
+        loads (`ld.global.v4`, as Triton's test_dot checks) where the fragment layout
+        reads 4 bytes a lane, 8 rows a warp, half of each sector — and is converted at
+        the dot, once."""
         users: dict[Value, list[Instr]] = {}
         for ins in instrs:
             for o in ins.operands:
                 users.setdefault(o, []).append(ins)
+        block_of = _blocks_of(self.kernel.body)
         for ins in instrs:
             choice = self.plan.mma.get(ins)
             if choice is None or choice.version != 3:
@@ -184,7 +199,8 @@ class _Assigner:
             want = wgmma_register_a(shape_of(ins.operands[0].type), choice.warps_per_cta, choice.k_width)
             readers = users.get(src.results[0], [])
             if all(u.op is Op.DOT and u.operands[0] is src.results[0] and u.operands[1] is not src.results[0]
-                   and self.plan.mma.get(u) == choice for u in readers):
+                   and self.plan.mma.get(u) == choice and block_of.get(u) is not block_of.get(src)
+                   for u in readers):
                 self.anchors[src] = want
 
     def hint(self, v: Value, lay: Layout) -> bool:
