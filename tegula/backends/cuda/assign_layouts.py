@@ -55,16 +55,6 @@ _HINT_ROUNDS = 8
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
 
 
-def _blocks_of(block: Block, out: Optional[dict] = None) -> dict:
-    """Each instruction under `block` → the block whose instruction list holds it."""
-    out = {} if out is None else out
-    for ins in block.instrs:
-        out[ins] = block
-        for region in ins.regions:
-            _blocks_of(region, out)
-    return out
-
-
 def _narrows_an_accumulator(ins: Instr) -> bool:
     """Whether `ins` casts a dot's accumulator to a narrower type (an epilogue's
     `acc.to(tl.float16)`): done in the accumulator's layout, so that a conversion the
@@ -188,7 +178,7 @@ class _Assigner:
         for ins in instrs:
             for o in ins.operands:
                 users.setdefault(o, []).append(ins)
-        block_of = _blocks_of(self.kernel.body)
+        block_of = {ins: blk for blk in self.kernel.body.blocks() for ins in blk.instrs}
         for ins in instrs:
             choice = self.plan.mma.get(ins)
             if choice is None or choice.version != 3:

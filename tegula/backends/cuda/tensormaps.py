@@ -18,9 +18,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from ...errors import KernelArgumentError
 from . import driver as drv
-from .tma import TensorMapSpec
+from .tma import ENCODABLE_BYTES, TensorMapSpec
 
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8e4m3": 1, "f8e5m2": 1, "i8": 1, "u8": 1}
 _CACHE_LIMIT = 4096
 
 
@@ -28,7 +27,7 @@ def encode_args(spec: TensorMapSpec, base: int, shape: Sequence[int], strides: S
                 kernel: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(dims, byte strides of the outer dims), innermost first, checked against TMA's
     rules with the messages a user can act on."""
-    eb = _ELEMENT_BYTES[spec.element]
+    eb = ENCODABLE_BYTES[spec.element]
     dims = tuple(int(d) for d in reversed(shape))
     byte_strides = tuple(int(s) * eb for s in reversed(strides[:-1]))
     if base % 16:

@@ -41,9 +41,10 @@ from ...passes.ir_utils import users_of
 from .lower_wgmma import swizzle_bytes
 
 MAX_BOX = 256  # TMA's largest box extent
-# element types the launcher encodes maps of; 8-bit ones as bytes (UINT8, as Triton
-# does), which have no NaN fill
-ENCODABLE = ("f16", "bf16", "f32", "f8e4m3", "f8e5m2", "i8", "u8")
+# element types the launcher encodes maps of, and their bytes; 8-bit ones move as bytes
+# (UINT8, as Triton encodes them), which have no NaN fill
+ENCODABLE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f8e4m3": 1, "f8e5m2": 1, "i8": 1, "u8": 1}
+ENCODABLE = tuple(ENCODABLE_BYTES)
 
 Source = tuple  # ("arg", index), ("const", value), or ("add" | "mul", Source, Source)
 _ARITHMETIC = {Op.ADD: "add", Op.MUL: "mul"}

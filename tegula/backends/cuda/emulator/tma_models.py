@@ -33,6 +33,7 @@ import numpy as np
 from ...llvm.intrinsics import declare
 from ...llvm.types import I32, I64, VOID, ptr_type
 from ..shared_layouts import nvmma_offsets
+from ..tma import ENCODABLE_BYTES
 
 if TYPE_CHECKING:
     from ..tma import TensorMapSpec
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 TENSORMAP_WORDS = 16
 _KIND = {"f16": 1, "bf16": 2, "f32": 3, "f8e4m3": 4, "f8e5m2": 4, "i8": 4, "u8": 4}  # 4: bytes (no NaN fill)
-_ELEM_BYTES = {1: 2, 2: 2, 3: 4, 4: 1}
 _NAN_BITS = {1: 0x7E00, 2: 0x7FC0, 3: 0x7FC00000}
 _WORD = {1: (np.uint8, ctypes.c_uint8), 2: (np.uint16, ctypes.c_uint16), 4: (np.uint32, ctypes.c_uint32)}
 _COPY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
@@ -53,7 +53,7 @@ _ARRIVALS, _PENDING_SHIFT, _PHASE_BIT, _TX_SHIFT = 0xFFFF, 16, 1 << 32, 33
 def pack_tensormap(spec: "TensorMapSpec", base: int, dims: Sequence[int], byte_strides: Sequence[int]) -> np.ndarray:
     """The host model's 128-byte tensor map (what `cuTensorMapEncodeTiled` would encode)."""
     words = np.zeros(TENSORMAP_WORDS, np.int64)
-    eb = _ELEM_BYTES[_KIND[spec.element]]
+    eb = ENCODABLE_BYTES[spec.element]
     words[:10] = [base, dims[0], dims[1], byte_strides[0], spec.box[0], spec.box[1], eb, _KIND[spec.element],
                   spec.swizzle, int(spec.nan_fill)]
     return words
