@@ -115,6 +115,10 @@ _knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
       "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
       "results within the iteration (attention) take turns issuing their dots, so one's softmax "
       "runs under the other's dots (FlashAttention-3's ping-pong; 0: they issue as they come).")
+_knob("cp_async_l1", "TEGULA_CP_ASYNC_L1", None, _bool_or_auto, None,
+      "16-byte cp.async copies of a pipelined load go through L1 (cp.async.ca) instead of "
+      "around it (.cg) (1: every one; 0: none; unset or auto: those whose rows likely start "
+      "in the middle of a 32-byte sector, so neighbouring K blocks share a sector).")
 _knob("loop_store_buffers", "TEGULA_LOOP_STORE_BUFFERS", None, _bool, True,
       "On sm_90a, a TMA store in a loop (a persistent kernel's output tiles) writes through a "
       "buffer of its own, and the wait for the copy engine to read it moves to the next "

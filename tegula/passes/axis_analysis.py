@@ -48,10 +48,22 @@ from .ir_utils import constant_of
 # the fixed point comes fast; the cap bounds pathological nests.
 _MAX_LOOP_ROUNDS = 16
 
+# The largest divisibility the launch specialization tells apart (runtime.specialization:
+# 1, 2, 4, 8 or 16 for an int, 16 for an aligned pointer): at the cap it means "at least".
+SPECIALIZATION_CAP = 16
 
-def axis_info(kernel: Kernel) -> dict[Value, AxisInfo]:
-    """AxisInfo of every value of `kernel` (arguments, results, block arguments)."""
-    return _Analysis(kernel).run()
+
+def axis_info(kernel: Kernel, likely_divisibility: int = 0) -> dict[Value, AxisInfo]:
+    """AxisInfo of every value of `kernel` (arguments, results, block arguments).
+
+    With `likely_divisibility` (a power of two), an argument whose divisibility is at
+    the specialization's cap (`SPECIALIZATION_CAP`: "16 or more", pointers and integers
+    alike) is taken to be divisible by that much: what is likely (allocators align
+    arrays, sizes are round), not what is proved. Such a result may only steer
+    heuristics (whether an access likely straddles a sector), never the width or the
+    legality of an access. A divisibility below the cap is exact (a row stride of 3000
+    is divisible by 8 and not by 16) and stays."""
+    return _Analysis(kernel, likely_divisibility).run()
 
 
 # ------------------------------------------------------------------ assumptions
@@ -130,8 +142,9 @@ def collect_hints(kernel: Kernel) -> dict[Value, list[Instr]]:
 # ------------------------------------------------------------------ the dataflow walk
 
 class _Analysis:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, likely_divisibility: int = 0) -> None:
         self.kernel = kernel
+        self.likely_divisibility = likely_divisibility
         self.info: dict[Value, AxisInfo] = {}
         self.facts = collect_assumptions(kernel)
         self.hints = collect_hints(kernel)
@@ -157,6 +170,8 @@ class _Analysis:
         attrs = self.kernel.arg_attrs
         for i, a in enumerate(self.kernel.args):
             div = attrs[i].divisibility if i < len(attrs) and attrs[i] is not None else 1
+            if div >= SPECIALIZATION_CAP:
+                div = max(div, self.likely_divisibility)
             self.set(a, uniform(shape_of(a.type), div))
         self.block(self.kernel.body)
         return self.info

@@ -22,6 +22,7 @@ from ...ir.ops import Op
 from ...ir.types import TileType
 from ...passes import axis_info
 from .convert import conversion_kind_of
+from .copy_caching import copies_through_l1
 from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
 from .layout_plan import LayoutPlan, is_tile
 from .linear_layout import LinearLayout
@@ -132,6 +133,7 @@ def plan_from_types(kernel: Kernel, num_warps: int) -> LayoutPlan:
         if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
             order, plan.vec[ins] = memory_access(ins, num_warps, plan.axis)
             plan.vec_dim[ins] = order[0]
+    plan.l1_copies = copies_through_l1(kernel)
     return plan
 
 

@@ -36,6 +36,8 @@ class LayoutPlan:
     # the axis analysis the layouts were chosen from; the lowering reads constancy
     # from it to compute values that are equal across registers only once
     axis: Mapping[Value, Any] = field(default_factory=dict)
+    # the async copies whose 16-byte cp.async go through L1 (`copy_caching`)
+    l1_copies: set[Instr] = field(default_factory=set)
 
     def layout(self, v: Value) -> Layout:
         return self.layouts.get(v)

@@ -250,7 +250,7 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
         off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
         if run * size >= 4:
             src = _source_bytes(b, index[r], bound[r], run, size, pred) if bounded else None
-            lw.dev.cp_async(b, off, ptrs[r], run * size, pred, src)
+            lw.dev.cp_async(b, off, ptrs[r], run * size, pred, src, through_l1=ins in lw.plan.l1_copies)
         elif bounded:  # narrow, and the bound decided element by element
             for i in range(run):
                 inside = b.icmp_signed("<", index[r + i], bound[r + i])

@@ -237,18 +237,19 @@ class NVPTXDevice(TmaInstructions):
         inline_asm(b, VOID, args, asm, ",".join(cons) + ",~{memory}", side_effect=True)
 
     def cp_async(self, b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
-                 pred: Optional[ir.Value], src_size: Optional[ir.Value] = None) -> None:
+                 pred: Optional[ir.Value], src_size: Optional[ir.Value] = None,
+                 through_l1: bool = False) -> None:
         """`cp.async.{cg|ca}.shared.global [smem], [ptr], nbytes, src_size` (sm_80): an
         asynchronous copy of 4, 8 or 16 bytes from global memory to the shared byte
         offset. Only the first `src_size` bytes (an i32 in 0..nbytes) are read, the rest
         are zero-filled; without it the source size is `nbytes` where `pred` holds and 0
-        (nothing read) where it does not. 16-byte copies bypass L1 (`.cg`); smaller ones
-        must use `.ca`."""
+        (nothing read) where it does not. 16-byte copies bypass L1 (`.cg`) unless
+        `through_l1` (`copy_caching`); smaller ones must use `.ca`."""
         addr = b.ptrtoint(self.shared_ptr(b, byte_offset), I32)
         size = ir.Constant(I32, nbytes)
         if src_size is None:
             src_size = size if pred is None else b.select(pred, size, ir.Constant(I32, 0))
-        cache = "cg" if nbytes == 16 else "ca"
+        cache = "cg" if nbytes == 16 and not through_l1 else "ca"
         asm = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;"
         inline_asm(b, VOID, [addr, ptr, src_size], asm, "r,l,r,~{memory}", side_effect=True)
 

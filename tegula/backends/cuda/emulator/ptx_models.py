@@ -129,7 +129,9 @@ class PtxModels:
             store()
 
     def cp_async(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, ptr: ir.Value, nbytes: int,
-                 pred: Optional[ir.Value], src_size: Optional[ir.Value] = None) -> None:
+                 pred: Optional[ir.Value], src_size: Optional[ir.Value] = None,
+                 through_l1: bool = False) -> None:
+        del through_l1  # a cache policy: the host has one memory
         dst = self.shared_ptr(b, byte_offset)
         self.access_alignment(b, byte_offset, nbytes, "shared")
         wt, nw = access_words(nbytes)
