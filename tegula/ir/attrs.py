@@ -208,10 +208,14 @@ class AsyncCopyAttrs:
     the destination are zero-filled), and whether an `index` and a `bound` tile follow
     it (`has_bound`): then element e is copied only where also `index[e] < bound[e]`.
     The bound is the mask's term along the contiguous dimension kept apart (a block's
-    `k0 + j < K`), so that a copy along a run can take its source size from it."""
+    `k0 + j < K`), so that a copy along a run can take its source size from it.
+    `through_registers`: the issuing threads load the tile with vector loads and store
+    it into the slot themselves, instead of an asynchronous copy engine (cp.async/TMA)
+    doing it; the copy is then complete at the next barrier, not at a wait."""
 
     has_mask: bool = False
     has_bound: bool = False
+    through_registers: bool = False
 
 
 @dataclass(frozen=True)

@@ -170,10 +170,11 @@ class _Assigner:
         """A load read only as wgmma's register A in a loop it sits outside (attention's
         Q, loaded once before its KV loop) is loaded straight into that layout:
         converting it at the dot would go through shared memory in every iteration. A
-        load in the dot's own block (a lone dot) keeps its coalesced anchor — 16-byte
-        loads (`ld.global.v4`, as Triton's test_dot checks) where the fragment layout
-        reads 4 bytes a lane, 8 rows a warp, half of each sector — and is converted at
-        the dot, once."""
+        load in the dot's own block (a lone dot) is usually staged in a slot by
+        `stage_operands`; one that is not keeps its coalesced anchor — 16-byte loads
+        (`ld.global.v4`, as Triton's test_dot checks) where the fragment layout reads 4
+        bytes a lane, 8 rows a warp, half of each sector — and is converted at the dot,
+        once."""
         users: dict[Value, list[Instr]] = {}
         for ins in instrs:
             for o in ins.operands:

@@ -241,7 +241,7 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     elem = buf.element
     size = elem.bytes
     run, where = _copy_run(lw, ins, buf)
-    if run * size < 4 and not bounded:
+    if ins.attrs.through_registers or (run * size < 4 and not bounded):
         _copy_through_registers(lw, ins, buf, base, where)
         return
     b = lw.b
@@ -320,12 +320,12 @@ def lower_async_commit(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def _slots_written_by_stores(lw: "KernelLowering") -> bool:
-    """Whether some async_copy of the kernel moves runs too narrow for cp.async, which
-    it writes into the slot with ordinary shared-memory stores."""
+    """Whether some async_copy of the kernel writes its slot with ordinary shared-memory
+    stores: one done through registers, or one moving runs too narrow for cp.async."""
     for c in lw.kernel.walk():
         if c.op is Op.ASYNC_COPY:
             buf = lw.buffer_of.get(c.operands[0])
-            if buf is not None and _copy_run(lw, c, buf)[0] * buf.element.bytes < 4:
+            if buf is not None and (c.attrs.through_registers or _copy_run(lw, c, buf)[0] * buf.element.bytes < 4):
                 return True
     return False
 

@@ -1,10 +1,11 @@
-"""Which loads of a wgmma dot's A go straight into the register-A fragment layout on
-sm_90 (`assign_layouts.register_a_loads`): one outside the loop its dot sits in
-(attention's Q, loaded before the KV loop) does — a conversion at the dot would go
-through shared memory in every iteration — while one in the dot's own block (a lone
-dot) keeps its coalesced layout, 16-byte `ld.global.v4` loads as Triton's test_dot
-checks for, and is converted once at the dot. Results against float64 on the host
-emulator; the PTX assembles for sm_90a."""
+"""Where a wgmma dot's A comes from on sm_90: a load outside the loop its dot sits in
+(attention's Q, loaded before the KV loop) goes straight into the register-A fragment
+layout (`assign_layouts.register_a_loads`) — a conversion at the dot would go through
+shared memory in every iteration — while the A of a lone dot (in the block its load is
+in) is staged in a slot like its B (`stage_operands`) and read there in place by wgmma:
+the threads copy it themselves (`through_registers`), with 16-byte `ld.global.v4` loads
+as Triton's test_dot checks for, and store it into the slot; no conversion through
+scratch. Results against float64 on the host emulator; the PTX assembles for sm_90a."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,7 +56,7 @@ def _q_kernel(bm, bn, d):
 
 
 def _anchor_of_a(ek):
-    """(the A operand's load, whether a conversion feeds the dot its A) in the lowered tgir."""
+    """(the A operand's producer, whether a conversion feeds the dot its A) in the lowered tgir."""
     kernel = ek.lowering.kernel
     dot = next(i for i in kernel.walk() if i.op is Op.DOT)
     a = dot.operands[0].owner
@@ -64,12 +65,14 @@ def _anchor_of_a(ek):
 
 
 @pytest.mark.parametrize("bm, bn, bk, warps", [(64, 64, 64, 4), (128, 128, 64, 8), (128, 64, 128, 4)])
-def test_lone_dot_loads_a_coalesced(bm, bn, bk, warps):
+def test_lone_dot_reads_a_from_a_slot(bm, bn, bk, warps):
     kernel = _lone_kernel(bm, bn, bk)
     ek = EmulatedKernel(kernel, warps, capability=90, num_stages=3)
     assert [c.version for c in ek.plan.mma.values()] == [3]
-    load, converted = _anchor_of_a(ek)
-    assert load.op is Op.LOAD and converted  # coalesced, converted once at the dot
+    a, converted = _anchor_of_a(ek)
+    assert a.op is Op.LOCAL_LOAD and not converted
+    copy = next(i for i in ek.lowering.kernel.walk() if i.op is Op.ASYNC_COPY and i.operands[0] is a.operands[0])
+    assert copy.attrs.through_registers
     rng = np.random.default_rng(bm + bk)
     x = rng.standard_normal((bm, bk)).astype(np.float16)
     y = rng.standard_normal((bk, bn)).astype(np.float16)
@@ -101,3 +104,15 @@ def test_loop_invariant_a_loads_into_the_fragments(warps):
     ek.run((1, 1, 1), [q, k, o, n_blocks])
     want = sum(q.astype(np.float64) @ k[j].astype(np.float64) for j in range(n_blocks))
     np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-4)
+
+
+def test_lone_dot_copies_a_after_issuing_b():
+    """A's copy through registers waits for its own loads before storing: issued first,
+    it would hold B's cp.async back, and the two loads' latencies would add up."""
+    kernel = _lone_kernel(128, 128, 64)
+    ek = EmulatedKernel(kernel, 8, capability=90, num_stages=3)
+    top = ek.lowering.kernel.body.instrs
+    copies = [i for i in top if i.op is Op.ASYNC_COPY]
+    assert [c.attrs.through_registers for c in copies] == [False, True]
+    first_wait = next(k for k, i in enumerate(top) if i.op is Op.ASYNC_WAIT)
+    assert top.index(copies[1]) < first_wait
