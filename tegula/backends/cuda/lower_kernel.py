@@ -58,6 +58,14 @@ class Tile:
     layout: Optional[LinearLayout]
 
 
+
+def _thread_bits(lay: LinearLayout) -> int:
+    """The flat-index bits some lane or warp of `lay` sets."""
+    bits = 0
+    for image in lay.lane + lay.warp:
+        bits |= image
+    return bits
+
 class KernelLowering:
     def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,
                  debug: bool = False, checked: bool = False, device: Optional[NVPTXDevice] = None,
@@ -285,12 +293,25 @@ class KernelLowering:
         column chunk, which a thread's copies, 8+ rows apart, leave alone)."""
         reg = lay.reg_element(r)
         tp = self.thread_part(lay)
-        thread_bits = 0
-        for image in lay.lane + lay.warp:
-            thread_bits |= image
-        if reg & thread_bits == 0:
+        if reg & _thread_bits(lay) == 0:
             return self.b.add(tp, ir.Constant(I32, reg)) if reg else tp
         return self.b.xor(tp, ir.Constant(I32, reg))
+
+    def element_byte_offset(self, lay: LinearLayout, r: int, size: int, base: "int | ir.Value") -> ir.Value:
+        """`base` + register r's flat index × `size` (bytes into shared memory). Where
+        the register's part is added (`element_flat`), it is added last: `(base + thread
+        part × size) + constant`, so that a thread's accesses share one base and their
+        constants fold into address immediates. (Added before the base, LLVM turns the
+        add of a constant whose bits the thread part leaves clear into an `or`, which the
+        base added after it cannot fold: the B slot of a 128x128x64 matmul took eight
+        address registers and an IMAD each per iteration.)"""
+        b = self.b
+        base = ir.Constant(I32, base) if isinstance(base, int) else base
+        reg = lay.reg_element(r)
+        if reg and reg & _thread_bits(lay) == 0:
+            start = b.add(b.mul(self.thread_part(lay), ir.Constant(I32, size)), base)
+            return b.add(start, ir.Constant(I32, reg * size))
+        return b.add(b.mul(self.element_flat(lay, r), ir.Constant(I32, size)), base)
 
     def duplicate_free(self, lay: Optional[LinearLayout]) -> Optional[ir.Value]:
         """An i1 true in exactly one thread of each group holding the same elements

@@ -91,7 +91,7 @@ def _write(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offset
     run = vector_run(where, CHUNK_BYTES // size)
     for r in lay.distinct_register_groups(run):
         vals = [round_tf32(b, v) if tf32 else v for v in regs[r:r + run]]
-        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, base))
+        off = lw.element_byte_offset(where, r, size, base)
         smem_store(lw, off, vals, elem)
 
 
@@ -201,7 +201,7 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     a_where, b_where = offset_layout(a_rows, a_map), offset_layout(b_rows, b_map)
 
     def ldmatrix(where: LinearLayout, reg: int, base: ir.Value, count: int, trans: bool) -> list[ir.Value]:
-        off = lw.b.add(lw.b.mul(lw.element_flat(where, reg), ir.Constant(I32, size)), base)
+        off = lw.element_byte_offset(where, reg, size, base)
         return lw.dev.ldmatrix(lw.b, off, count, trans)
 
     ks_bits = log2(k_steps)

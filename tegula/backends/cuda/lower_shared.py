@@ -247,7 +247,7 @@ def lower_async_copy(lw: "KernelLowering", ins: Instr) -> None:
     b = lw.b
     for r in lay.distinct_register_groups(run):
         pred = masks[r] if masks is not None else None
-        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
+        off = lw.element_byte_offset(where, r, size, base)
         if run * size >= 4:
             src = _source_bytes(b, index[r], bound[r], run, size, pred) if bounded else None
             lw.dev.cp_async(b, off, ptrs[r], run * size, pred, src, through_l1=ins in lw.plan.l1_copies)
@@ -362,10 +362,9 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     size = elem.bytes
     where = offset_layout(lay, buf.offsets)
     run = vector_run(where, CHUNK_BYTES // size)
-    b = lw.b
     out: list[ir.Value] = []
     for r in range(0, lay.n_regs, run):
-        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
+        off = lw.element_byte_offset(where, r, size, base)
         out += smem_load(lw, off, run, elem, absolute=True)
     lw.define(res, out)
 

@@ -177,7 +177,7 @@ def _store_block(lw: "KernelLowering", start: int, desc_v, offs_v, value, wait_r
     where = offset_layout(tile.layout, nvmma_offsets((rows, cols), size, spec.swizzle))
     run = vector_run(where, CHUNK_BYTES // size)
     for r in range(0, where.n_regs, run):
-        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), ir.Constant(I32, start))
+        off = lw.element_byte_offset(where, r, size, start)
         smem_store(lw, off, tile.regs[r:r + run], elem, absolute=True)
     lw.dev.fence_proxy_async(b)
     lw.barrier()

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Optional
 import llvmlite.ir as ir
 
 from ...ir.types import ScalarType
-from ..llvm.types import I32
 from . import layouts as LY
 from .convert import smem_load, smem_store
 from .linear_layout import BitMap, LinearLayout
@@ -39,12 +38,11 @@ def copy_slot(lw: "KernelLowering", shape: tuple[int, ...], elem: ScalarType, sr
     else:
         order = None if src_fast is None else [src_fast] + [d for d in range(len(shape)) if d != src_fast]
         lay = LY.default_blocked(shape, lw.num_warps, vec, order)
-    b = lw.b
     read_where = offset_layout(lay, src_offsets)
     run = vector_run(read_where, CHUNK_BYTES // size)
     by_element: dict[int, ir.Value] = {}
     for r in lay.distinct_register_groups(run):
-        off = b.add(b.mul(lw.element_flat(read_where, r), ir.Constant(I32, size)), src_base)
+        off = lw.element_byte_offset(read_where, r, size, src_base)
         for i, v in enumerate(smem_load(lw, off, run, elem, absolute=True)):
             by_element[lay.reg_element(r + i)] = v
     store_registers(lw, by_element, lay, offset_layout(lay, dst_offsets), elem, dst_base)
@@ -60,7 +58,6 @@ def store_registers(lw: "KernelLowering", by_element: dict[int, ir.Value], lay: 
     bits = slot_run_bits(where, CHUNK_BYTES // size)
     steps = [_register_combination(j, bits) for j in range(1 << len(bits))]
     in_run = sum(1 << i for i in bits)
-    b = lw.b
     stored: set[int] = set()
     for r in range(lay.n_regs):
         first = lay.reg_element(r)
@@ -68,7 +65,7 @@ def store_registers(lw: "KernelLowering", by_element: dict[int, ir.Value], lay: 
             continue
         stored.add(first)
         vals = [by_element[lay.reg_element(r ^ d)] for d in steps]
-        off = b.add(b.mul(lw.element_flat(where, r), ir.Constant(I32, size)), base)
+        off = lw.element_byte_offset(where, r, size, base)
         smem_store(lw, off, vals, elem, absolute=True)
 
 
