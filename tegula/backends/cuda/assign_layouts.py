@@ -8,7 +8,7 @@ already holds the data (`local_register_map`), by recomputing cheap values
 (rematerialisation of index arithmetic), else through shared memory.
 
 How layouts are chosen:
-1. *Anchors*: every load/store gets a coalesced blocked layout whose fastest dimension
+1. *Anchors* (`layout_anchors.AnchorRules`): every load/store gets a coalesced blocked layout whose fastest dimension
    and vector width come from the axis analysis (16-byte accesses where the pointers
    are contiguous and aligned and the mask is constant over the vector); every dot
    gets the accumulator layout of the instruction that computes it (`mma.choose_mma`:
@@ -39,12 +39,11 @@ from ...passes import axis_info
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
 from .encodings import layout_of
+from .layout_anchors import AnchorRules
 from .layout_plan import Layout, LayoutPlan, is_rematerializable, is_tile
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
-from .lower_shared import slot_contiguous_dim
-from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, is_small_store, memory_access
-from .mma import choose_mma
-from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
+from .memory_accesses import ACCESS_OPS
+from .mma_layouts import wgmma_register_a
 from .slot_views import slot_read
 
 # sweeps of backward hint propagation (each sweep moves hints through a whole nest)
@@ -68,7 +67,7 @@ def _narrows_an_accumulator(ins: Instr) -> bool:
     return element_of(ins.results[0].type).bits < element_of(src.type).bits
 
 
-class _Assigner:
+class _Assigner(AnchorRules):
     def __init__(self, kernel: Kernel, num_warps: int, info: Mapping[Value, Any], capability: int):
         self.kernel = kernel
         self.nw = num_warps
@@ -80,120 +79,7 @@ class _Assigner:
         self.remat_memo: dict[Value, bool] = {}
         self.strengths: dict[Value, int] = {}
 
-    # ---------------------------------------------------------------- anchors & hints
-    def seed(self) -> None:
-        instrs = list(self.kernel.walk())
-        for ins in instrs:
-            if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
-                m, n = shape_of(ins.results[0].type)
-                # operands read in place from slots, directly or through a transposed view
-                b_slot, a_slot = slot_read(ins.operands[1]), slot_read(ins.operands[0])
-                in_shared, a_shared = b_slot is not None, a_slot is not None
-                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared)
-                if choice is not None:
-                    self.plan.mma[ins] = choice
-                    if choice.version == 3:
-                        c = mma_v3_accumulator((m, n), choice.warps_per_cta)
-                    else:
-                        c = mma_v2_accumulator((m, n), choice.warps_per_cta)
-                else:
-                    c = LY.fma_dot_layout(m, n, self.nw)
-                self.anchors[ins] = c
-                self.hint(ins.operands[2], c)
-                self.hint(ins.results[0], c)
-            elif ins.op is Op.DOT_WAIT and ins.operands[0] in self.hints:
-                # an accumulator waited for stays where its wgmma wrote it: in flight it
-                # must not be moved at all (an epilogue `if` yields it on, see async_dots)
-                self.hint(ins.results[0], self.hints[ins.operands[0]])
-        # Memory ops of one shape and dimension order share one layout, as wide per
-        # thread as the widest of them: each op then moves as many elements per access as
-        # its own alignment allows, and values flow between them without conversions.
-        groups: dict[tuple, list[tuple[Instr, int]]] = {}
-        for ins in instrs:
-            if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
-                order, vec = memory_access(ins, self.nw, self.info)
-                self.plan.vec[ins], self.plan.vec_dim[ins] = vec, order[0]
-                shape = shape_of(access_operands(ins)[0].type)
-                transposing = self.transposing_copy(ins, order, vec, shape)
-                if transposing is not None:
-                    self.anchors[ins] = transposing
-                    continue
-                groups.setdefault((shape, tuple(order)), []).append((ins, vec))
-        for (shape, order), members in groups.items():
-            lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
-            for ins, _vec in members:
-                self.anchors[ins] = lay
-        self.register_a_loads(instrs)
-        for ins in instrs:
-            if (ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins)
-                    and not self.stored_where_computed(ins)):
-                for v in ins.operands + ins.results:
-                    self.hint(v, self.anchors[ins])
-
-    def transposing_copy(self, ins: Instr, order: list[int], vec: int, shape: tuple) -> Optional[LinearLayout]:
-        """The layout of an async_copy into a slot that a tensor-core dot wants stored
-        along another dimension than the copy's pointers run (an 8-bit operand kept
-        K-major, copied from a row-major B, where the pipeliner does not stage it:
-        `pipeline_candidates.transposed_on_chip`): `transposing_copy_layout`, so that
-        the lowering writes four transposed elements a 32-bit store instead of one byte
-        a store (16 lanes of a store hit one bank there). Four lanes along the copy's
-        direction: on an H200 the fp8 8192³ 128x256x128 matmul with a row-major B copied
-        this way ran at 493 / 582 / 617 / 520 TFLOP/s with 1 / 2 / 4 / 8 (global loads
-        touching fewer lines against stores meeting in more banks). None for every other
-        access."""
-        if ins.op is not Op.ASYNC_COPY or len(shape) != 2:
-            return None
-        elem_bytes = element_of(access_operands(ins)[0].type).pointee.bytes
-        if elem_bytes >= 4:
-            return None
-        slot_fast = slot_contiguous_dim(self, ins.operands[0], order[0] == 0)
-        if slot_fast is None or slot_fast == order[0]:
-            return None
-        return LY.transposing_copy_layout(shape, self.nw, vec, order[0], slot_fast, 4 // elem_bytes, lanes_fast=4)
-
-    def loaded_where_used(self, ins: Instr) -> bool:
-        """A small load (`is_small_load`) is done in the layout its user wants when it
-        has a hint: its threads then load replicated elements, which the L1 serves,
-        instead of converting the tile through shared memory — two barriers in every
-        iteration of tutorial 06's dK/dV loop (Triton's rule: such a load is cheap to
-        rematerialize)."""
-        return ins.op is Op.LOAD and is_small_load(ins, self.nw)
-
-    def stored_where_computed(self, ins: Instr) -> bool:
-        """A small store (`is_small_store`) wishes nothing of the value it stores: the
-        value keeps the layout its producers give it (a reduction's slice: attention's
-        logsumexp, from the dot's row maxima and sums), and the store is done in that
-        layout, its pointers and mask built there (hinted by `refine`)."""
-        return is_small_store(ins, self.nw)
-
-    def register_a_loads(self, instrs: list[Instr]) -> None:
-        """A load read only as wgmma's register A in a loop it sits outside (attention's
-        Q, loaded once before its KV loop) is loaded straight into that layout:
-        converting it at the dot would go through shared memory in every iteration. A
-        load in the dot's own block (a lone dot) is usually staged in a slot by
-        `stage_operands`; one that is not keeps its coalesced anchor — 16-byte loads
-        (`ld.global.v4`, as Triton's test_dot checks) where the fragment layout reads 4
-        bytes a lane, 8 rows a warp, half of each sector — and is converted at the dot,
-        once."""
-        users: dict[Value, list[Instr]] = {}
-        for ins in instrs:
-            for o in ins.operands:
-                users.setdefault(o, []).append(ins)
-        block_of = {ins: blk for blk in self.kernel.body.blocks() for ins in blk.instrs}
-        for ins in instrs:
-            choice = self.plan.mma.get(ins)
-            if choice is None or choice.version != 3:
-                continue
-            src = ins.operands[0].owner
-            if not isinstance(src, Instr) or src.op is not Op.LOAD:
-                continue
-            want = wgmma_register_a(shape_of(ins.operands[0].type), choice.warps_per_cta, choice.k_width)
-            readers = users.get(src.results[0], [])
-            if all(u.op is Op.DOT and u.operands[0] is src.results[0] and u.operands[1] is not src.results[0]
-                   and self.plan.mma.get(u) == choice and block_of.get(u) is not block_of.get(src)
-                   for u in readers):
-                self.anchors[src] = want
-
+    # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout) -> bool:
         if lay is None or not is_tile(v) or v in self.hints:
             return False

@@ -1,6 +1,6 @@
 """Where a wgmma dot's A comes from on sm_90: a load outside the loop its dot sits in
 (attention's Q, loaded before the KV loop) goes straight into the register-A fragment
-layout (`assign_layouts.register_a_loads`) — a conversion at the dot would go through
+layout (`layout_anchors.AnchorRules.register_a_loads`) — a conversion at the dot would go through
 shared memory in every iteration — while the A of a lone dot (in the block its load is
 in) is staged in a slot like its B (`stage_operands`) and read there in place by wgmma:
 the threads copy it themselves (`through_registers`), with 16-byte `ld.global.v4` loads
