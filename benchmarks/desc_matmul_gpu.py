@@ -27,7 +27,10 @@ import torch  # noqa: E402
 from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
 
 
-def _runner(mod, kind: str, a, b, c, cfg):
+def matmul_runner(mod, kind: str, a, b, c, cfg):
+    """A launch of `mod`'s matmul (`kind`: "ptr" the pointer kernel, "desc" the
+    descriptor one, "ws" that warp-specialized) computing c = a @ b, `cfg` =
+    (BM, BN, BK, stages, warps), as a zero-argument function for timing."""
     bm, bn, bk, stages, warps = cfg
     m, k = a.shape
     n = b.shape[1]
@@ -73,7 +76,7 @@ def main() -> None:
         for name, mod in who.items():
             for kind in kinds:
                 c = torch.empty(size, size, device="cuda", dtype=dtype)
-                run = _runner(mod, kind, a, b, c, cfg)
+                run = matmul_runner(mod, kind, a, b, c, cfg)
                 try:
                     run()
                 except Exception as e:  # Triton may refuse a warp-specialized loop on Hopper

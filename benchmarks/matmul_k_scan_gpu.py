@@ -4,19 +4,20 @@ per-tile cost (prologue, epilogue) from a per-iteration one.
 
     python benchmarks/matmul_k_scan_gpu.py 128,128,64,4,4 3072 256,1024,3072,12288
 """
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-from triton.testing import do_bench  # noqa: E402
 
+from benchmarks.desc_matmul_gpu import matmul_runner  # noqa: E402
 from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
+from benchmarks.run_gpu import bench_rounds  # noqa: E402
 
 mods = {"tegula": load_tegula_kernels(), "triton": load_triton_kernels()}
-bm, bn, bk, s, w = (int(x) for x in sys.argv[1].split(","))
+cfg = tuple(int(x) for x in sys.argv[1].split(","))
+bm, bn = cfg[:2]
 mn = int(sys.argv[2])
 for kk in [int(x) for x in sys.argv[3].split(",")]:
     a = torch.randn(mn, kk, device="cuda", dtype=torch.float16)
@@ -25,19 +26,12 @@ for kk in [int(x) for x in sys.argv[3].split(",")]:
     fns = {}
     for who, mod in mods.items():
         c = torch.empty(mn, mn, device="cuda", dtype=torch.float16)
-        grid = ((mn + bm - 1) // bm * ((mn + bn - 1) // bn),)
-        f = (lambda mod=mod, c=c, grid=grid: mod.matmul_kernel[grid](
-            a, b, c, mn, mn, kk, a.stride(0), 1, b.stride(0), 1, c.stride(0), 1,
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=w, num_stages=s))
+        f = matmul_runner(mod, "ptr", a, b, c, cfg)
         f()
         torch.cuda.synchronize()
         assert (c.float() - ref).abs().max().item() < 1.0, who
         fns[who] = f
-    times = {k: [] for k in fns}
-    for _ in range(5):
-        for k, f in fns.items():
-            times[k].append(do_bench(f, rep=60, return_mode="median"))
-    t = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    t = {k: ms * 1000 for k, ms in bench_rounds(fns)[0].items()}
     tiles = ((mn + bm - 1) // bm) * ((mn + bn - 1) // bn)
     waves = -(-tiles // 132)
     flop = 2 * mn * mn * kk
