@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import os
 import types
-import weakref
 from functools import partial
 from typing import Any, Callable, Optional
 
@@ -34,8 +33,14 @@ from ..config import knobs
 from ..errors import TegulaError
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# Code objects of located entry points: they are internal although their file is the user's.
-_LOCATED: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+# Code objects of located entry points: they are internal although their file is the
+# user's. A plain set, not a weak one: code objects compare by value, and a launcher
+# rebuilt when a launch hook comes or goes is equal to the one it replaces, which lingers
+# in a reference cycle with its namespace until the cyclic GC runs. A weak set kept only
+# the old one (adding an equal element is a no-op) and dropped it at that collection, so
+# the live launcher stopped counting as internal (a profiler's Python call stack showed
+# it as a frame of the user's). A located code object per launcher variant stays alive.
+_LOCATED: set[types.CodeType] = set()
 
 
 def is_internal(code: types.CodeType) -> bool:
