@@ -8,10 +8,11 @@ bytes apart, 16 bytes past a multiple of 32, so every other row's 128-byte run o
 64-wide K block begins and ends inside a sector it shares with the neighbouring K
 blocks. Around L1, each K block fetches those sectors from L2 again (5 sectors for 4
 on half the rows, two 128-byte lines for one on most); through L1, the sector fetched
-for one K block is usually still there for the next. Measured on an H200 (session 23,
-128×128×64, 4 stages, 4 warps): 3000³ fp16 +19% through L1, while 3008³ and 4096³, whose
-rows are line-aligned, lose 7-16% through L1 — so only copies whose rows are likely
-mid-sector take it.
+for one K block is usually still there for the next. Measured on an H200 (the pointer
+matmul, 128×128×64, 4 stages, 4 warps; benchmarks/copy_caching_gpu.py): 3000³ fp16
++15% with this rule (A's copies through L1), +17% with every copy; 3008³ and 4096³,
+whose rows are line-aligned, unchanged with the rule and 8-11% slower with every copy —
+so only copies whose rows are likely mid-sector take it.
 
 "Likely mid-sector" needs evidence: a divisibility below the specialization's cap is
 exact (a row stride of 3000 halves is divisible by 8 and not by 16), while one at the cap
