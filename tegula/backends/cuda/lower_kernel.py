@@ -58,13 +58,13 @@ class Tile:
     layout: Optional[LinearLayout]
 
 
-
 def _thread_bits(lay: LinearLayout) -> int:
     """The flat-index bits some lane or warp of `lay` sets."""
     bits = 0
     for image in lay.lane + lay.warp:
         bits |= image
     return bits
+
 
 class KernelLowering:
     def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,

@@ -179,16 +179,16 @@ def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int, b_staged
 
 def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int,
           once: bool) -> list[Instr]:
-    staged_b, a_candidates, lone_a = [], [], []
     candidates = [(ins, _operand_roles(ins, block, uses, once)) for ins in block.instrs if _qualifies(ins)]
     candidates = [(ins, roles) for ins, roles in candidates if roles is not None]
-    b_staged = {dot for ins, roles in candidates if any(k == 1 for _d, k in roles)
-                and all(_runs_on_wgmma(d, j, num_warps, capability) for d, j in roles) for dot, _k in roles}
+    as_b = [(ins, roles) for ins, roles in candidates if any(k == 1 for _d, k in roles)]
+    staged_b = [ins for ins, roles in as_b if all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles)]
+    b_staged = {dot for ins, roles in as_b if ins in staged_b for dot, _k in roles}
+    a_candidates, lone_a = [], []
     for ins, roles in candidates:
         if any(k == 1 for _d, k in roles):
-            if all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles):
-                staged_b.append(ins)
-        elif any(dot in block.instrs for dot, _k in roles):
+            continue
+        if any(dot in block.instrs for dot, _k in roles):
             # A of dots in `block` itself (a lone dot): read from shared memory in
             # place, where registers would take a conversion through scratch (its
             # stores, a barrier, the fragment loads) — when B is in a slot too
