@@ -13,7 +13,8 @@ so the load's `other` must be absent or zero):
     for k ... (loop-carried address values now run S-1 iterations ahead; + read, write slots):
         async_wait(S-2)                 the copies of iteration k have landed (+ barrier)
         a = local_load A[read]          (the dot reads its operands from the slots)
-        address code at k + (S-1)*step, async_copy into the write slot, async_commit
+        address code at k + (S-1)*step, async_copy into the write slot, async_commit,
+            then the rest of the address code (the carried pointers' advance)
         the rest of the body: the dot, epilogue code ...
         read, write = (read+1) % S, (write+1) % S
     async_wait(0); local_dealloc B, A
@@ -248,6 +249,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     ring_state = carry_through(nest, [ab.constant(0, I32), ab.constant(0, I32)]) if nest is not None else None
 
     stepped: list[Value] = []  # the memo's state, stepped by the loop's copies
+    copy_inputs = _copy_inputs(plan)  # the address code the copies read; the rest advances carried values
 
     def issue(bb: Builder, mapping: dict[Value, Value], iteration: Value, slot: Value,
               empty_phase: Optional[Value] = None, memo_state: Optional[list[Value]] = None) -> None:
@@ -259,13 +261,14 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
             stepped.extend(memo_step(bb, plan.memo, memo_state, mapping))
             skipped = plan.memo.skipped
         for ins in plan.slice:
-            if ins not in skipped:
+            if ins not in skipped and ins in copy_inputs:
                 bb.insert(clone_instr(ins, mapping))
+        outer = bb
         for ins in plan.hints:
             bb.insert(clone_instr(ins, mapping))
         live = bb.op1(Op.LT, iteration, ub)
         if empty_phase is not None:
-            guarded, outer = Block(), bb
+            guarded = Block()
             bb = Builder(guarded)
             bb.loc = outer.loc
             bb.create(Op.MBARRIER_WAIT, [empty, slot, empty_phase],
@@ -302,6 +305,13 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
             bb.yield_([])
             outer.insert(Instr(Op.IF, [live], [], None, [guarded, Block(instrs=[Instr(Op.YIELD, [], [], None, [],
                                                                                     outer.loc)])], outer.loc))
+        # the carried values' updates after the copies: computed before them, the old
+        # and new pointers are both live across the copies, and ptxas then updates the
+        # copies' address registers in place right after them, each update waiting for
+        # its cp.async to read the register (the 128x128x64 8-warp matmul lost 6%)
+        for ins in plan.slice:
+            if ins not in skipped and ins not in copy_inputs:
+                outer.insert(clone_instr(ins, mapping))
 
     # prologue: iterations 0 .. D-1
     current = {iters[k]: inits[k] for k in plan.ahead}
@@ -446,6 +456,21 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     _replace_uses(kernel, results)
     if plan.consumer_warps and split_roles(kernel, bufs, empty, plan.consumer_warps) and pingpong:
         take_turns(_block_of(kernel.body, new_loop), new_loop, plan.consumer_warps)
+
+
+def _copy_inputs(plan: LoopPlan) -> set[Instr]:
+    """The address code's ops the copies (and the hints issued with them) read, directly
+    or through one another; the others only compute the carried values of the
+    iteration after (the pointers' advance)."""
+    producer = {r: ins for ins in plan.slice for r in ins.results}
+    needed: set[Instr] = set()
+    work = [v for ins in plan.loads + plan.hints for sub in ins.walk() for v in sub.operands]
+    while work:
+        ins = producer.get(work.pop())
+        if ins is not None and ins not in needed:
+            needed.add(ins)
+            work.extend(v for sub in ins.walk() for v in sub.operands)
+    return needed
 
 
 def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],

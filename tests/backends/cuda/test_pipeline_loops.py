@@ -161,6 +161,25 @@ def test_loads_feeding_dots_become_rings(stages):
     assert "async_wait" in waits  # the drain after the loop: pending = 0, the default
 
 
+def test_carried_pointers_advance_after_the_copies():
+    # the copies read the carried pointers; their advance for the next iteration comes
+    # after the copies' commit, so old and new pointers are not both live across the
+    # copies (ptxas then updated the copies' address registers in place right after
+    # them, each update waiting for its cp.async to read the register)
+    k = clone_kernel(matmul_ir(unit=ROW_MAJOR, div=16))
+    assert pipeline_loops(k, 3, 4, 90) == 1
+    loop = next(i for i in k.walk() if i.op is Op.FOR)
+    body = loop.regions[0].instrs
+    commit = [i for i, ins in enumerate(body) if ins.op is Op.ASYNC_COMMIT]
+    copies = [i for i, ins in enumerate(body) if ins.op is Op.ASYNC_COPY]
+    advances = [i for i, ins in enumerate(body) if ins.op is Op.ADDPTR
+                and any(u is body[-1] for u in body if ins.results[0] in u.operands)]
+    assert len(advances) == 2 and len(commit) == 1 and len(copies) == 2
+    assert min(advances) > commit[0] > max(copies)
+    carried = set(loop.regions[0].args)
+    assert all(body[i].operands[0] in carried for i in advances)
+
+
 def test_what_is_left_alone():
     # one stage, and GPUs without cp.async
     assert pipeline_loops(clone_kernel(matmul_ir()), 1, 4, 90) == 0
