@@ -128,7 +128,9 @@ _knob("warp_specialize_registers", "TEGULA_WARP_SPECIALIZE_REGISTERS", None, _bo
       "0: every thread keeps its share of the register file).")
 _knob("occupancy_registers", "TEGULA_OCCUPANCY_REGISTERS", None, _bool, True,
       "When a few registers per thread cost a kernel a CTA per SM, assemble it again with "
-      "that register cap and keep the result if it does not spill (0: ptxas's own choice).")
+      "that register cap and keep the result if it does not spill; when shared memory limits "
+      "the CTAs per SM and ptxas used fewer registers than they leave, assemble it again "
+      "allowed those (0: ptxas's own choice).")
 
 
 class _Knobs:

@@ -313,6 +313,9 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
                 metadata["rematerialized_descriptors"] = True
         if maxnreg is None and info["n_spills"]:
             cubin, info = _whole_register_share(asm, arch, exe, cubin, info, 32 * lw.total_warps, metadata)
+        if maxnreg is None and knobs.occupancy_registers and not info["n_spills"]:
+            cubin, info = _shared_memory_budget(asm, arch, exe, cubin, info, 32 * lw.total_warps,
+                                                shared_bytes(kernel_tgir), cap, metadata)
         if maxnreg is None and knobs.occupancy_registers:
             cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * lw.total_warps,
                                          shared_bytes(kernel_tgir), cap, metadata)
@@ -343,6 +346,27 @@ def _whole_register_share(asm: dict, arch: str, exe: str, cubin: bytes, info: di
     asm["ptx"] = capped_ptx
     metadata["spill_maxnreg"] = share  # visible in the metadata: why the PTX has a cap
     return capped, capped_info
+
+
+def _shared_memory_budget(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int,
+                          shared: int, cap: int, metadata: dict) -> tuple[bytes, dict]:
+    """ptxas again, allowed the registers of the CTAs shared memory lets reside, when it
+    used fewer (`occupancy.shared_memory_budget`: it aimed at CTAs that never come); the
+    result (and its PTX, which carries the cap) is kept if it spills nothing and uses
+    no more stack."""
+    budget = occupancy.shared_memory_budget(info["n_regs"], threads, shared + info["static_shared"], cap)
+    if budget is None:
+        return cubin, info
+    raised_ptx = ptxas.with_register_cap(asm["ptx"], budget)
+    try:
+        raised, raised_info, _log = ptxas.assemble(raised_ptx, arch, ptxas=exe)
+    except CompilationError:
+        return cubin, info
+    if raised_info["n_spills"] or raised_info["stack"] > info["stack"] or raised_info["n_regs"] <= info["n_regs"]:
+        return cubin, info  # the same code (ptxas had what it wanted), or worse
+    asm["ptx"] = raised_ptx
+    metadata["shared_memory_maxnreg"] = budget  # visible in the metadata: why the PTX has a cap
+    return raised, raised_info
 
 
 def _occupancy_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int, shared: int,

@@ -120,3 +120,50 @@ def test_a_kernel_spilling_short_of_its_register_share_gets_it(monkeypatch, firs
     assert (asm["cubin"] == b"capped") is kept and (".maxnreg 255" in asm["ptx"]) is kept
     assert md.get("spill_maxnreg") == (255 if kept else None)
     assert md["n_spills"] == (second_spills if kept else 5728)
+
+
+def test_shared_memory_budget_only_where_shared_memory_sets_the_occupancy():
+    # 96 KB of rings, 4 warps: two CTAs per SM; 128 registers would allow four
+    assert occupancy.shared_memory_budget(128, 128, 96 * 1024, 90) == 255
+    # 64 KB: three CTAs fit, and 168 registers allow exactly three: nothing to give
+    assert occupancy.shared_memory_budget(168, 128, 64 * 1024, 90) is None
+    # 8 warps, 48 KB: four CTAs by shared memory, 128 registers allow two already
+    assert occupancy.shared_memory_budget(128, 256, 48 * 1024, 90) is None
+    # 8 warps, 112 KB: two CTAs by shared memory; 112 registers allow two; 96 allow
+    # two too (allocated per warp): nothing to give either
+    assert occupancy.shared_memory_budget(96, 256, 112 * 1024, 90) is None
+    # 8 warps, 128 KB: one CTA; 118 registers would allow two -> the whole share
+    assert occupancy.shared_memory_budget(118, 256, 128 * 1024, 90) == 255
+    # little or no shared memory: the thread limit (16 CTAs of 4 warps) sets it, however
+    # few registers (an elementwise kernel is not assembled twice)
+    assert occupancy.shared_memory_budget(24, 128, 0, 90) is None
+    assert occupancy.shared_memory_budget(24, 128, 8 * 1024, 90) is None
+
+
+@pytest.mark.parametrize("raised_regs, raised_spills, kept",
+                         [(154, 0, True), (128, 0, False), (200, 64, False)],
+                         ids=["more-registers", "same-registers", "spills"])
+def test_a_kernel_short_of_its_shared_memory_budget_gets_it(monkeypatch, raised_regs, raised_spills, kept):
+    """ptxas stubbed: left alone it used 128 registers for a kernel whose shared memory
+    lets two CTAs of 4 warps reside; given `.maxnreg 255` it uses `raised_regs`. The
+    raised cubin and PTX are kept only if ptxas used more registers and spilled nothing."""
+    from tegula.backends.cuda import ptxas
+
+    case = next(c for c in ck.all_cases() if c.name == "softmax_4096_w8")
+    seen: list[str] = []
+
+    def assemble(ptx, arch, **kw):
+        seen.append(ptx)
+        raised = ".maxnreg" in ptx
+        regs, spills = (raised_regs, raised_spills) if raised else (128, 0)
+        return b"raised" if raised else b"free", {"n_regs": regs, "n_spills": spills, "spill_loads": spills,
+                                                  "static_shared": 0, "stack": spills}, ""
+
+    monkeypatch.setattr(ptxas, "find_ptxas", lambda: "/stub/ptxas")
+    monkeypatch.setattr(ptxas, "ptxas_version", lambda path: "stub")
+    monkeypatch.setattr(ptxas, "assemble", assemble)
+    monkeypatch.setattr(compiler, "shared_bytes", lambda kernel: 96 * 1024)
+    asm, md = compile_kernel(case.kernel, {"num_warps": 4}, 90)
+    assert len(seen) == 2 and ".maxnreg 255" in seen[1]
+    assert (asm["cubin"] == b"raised") is kept and (".maxnreg 255" in asm["ptx"]) is kept
+    assert md.get("shared_memory_maxnreg") == (255 if kept else None)
