@@ -46,11 +46,15 @@ def ptx_version(capability: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def target_machine(capability: int) -> llvm.TargetMachine:
+def target_machine(capability: int, ptx_isa: int = 0) -> llvm.TargetMachine:
+    """The NVPTX target machine for `capability`, emitting PTX ISA `ptx_isa` (x10) where
+    that is above the capability's default: a kernel whose inline asm needs a newer ISA
+    (an fp8 `mma.sync`: 8.4) says so; the others keep the oldest version that has what
+    they use, so a driver JIT-compiling their PTX (no ptxas here) may be older."""
     _init()
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
     return target.create_target_machine(cpu=ptx_arch(capability),
-                                        features=f"+ptx{ptx_version(capability)}", opt=3)
+                                        features=f"+ptx{max(ptx_version(capability), ptx_isa)}", opt=3)
 
 
 def find_libdevice() -> Optional[str]:
@@ -104,9 +108,9 @@ def optimize(text: str, capability: int, kernel_name: str) -> str:
         return str(mod)
 
 
-def emit_ptx(text: str, capability: int) -> str:
-    """PTX of an optimized LLVM module."""
-    tm = target_machine(capability)
+def emit_ptx(text: str, capability: int, ptx_isa: int = 0) -> str:
+    """PTX of an optimized LLVM module (`.version` at least `ptx_isa`, see target_machine)."""
+    tm = target_machine(capability, ptx_isa)
     with _lock:
         mod = llvm.parse_assembly(text)
         mod.verify()

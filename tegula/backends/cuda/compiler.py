@@ -264,14 +264,14 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
         module = lw.build()
         codegen.add_module_flags(module)
         llir = codegen.optimize(str(module), arch_cap, kernel_tgir.name)
-        return lw, llir, codegen.emit_ptx(llir, cap)
+        return lw, llir, codegen.emit_ptx(llir, cap, lw.dev.ptx_isa)
 
     lw, llir, ptx_text = lower(False)
     kernel = kernel_tgir
     asm["llir"] = emit("llir", llir)
     overridden = asm["llir"] != llir  # an override of a stage: compiled as given, no retry
     if overridden:
-        ptx_text = codegen.emit_ptx(asm["llir"], cap)
+        ptx_text = codegen.emit_ptx(asm["llir"], cap, lw.dev.ptx_isa)
     # a warp-specialized kernel re-sizing its partitions' registers starts every thread
     # with its share of the register file (setmaxnreg moves registers within that)
     maxnreg = maxnreg_of(kernel_tgir, num_warps) or maxnreg

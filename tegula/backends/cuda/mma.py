@@ -15,6 +15,9 @@
   sum beyond the int32 range saturates instead of wrapping, which takes K > 2**17 of
   extreme values; wgmma has no `.satfinite` in Triton's use and wraps, as the
   interpreter's sums);
+- fp8 (e4m3, e5m2) with an f32 accumulator: `m16n8k32.f32.e4m3.e4m3.f32` from sm_89
+  (PTX ISA 8.4: `NVPTXDevice.ptx_isa` raises the kernel's `.version`), int8's fragments;
+  its products accumulate in f32 (`max_num_imprecise_acc` is wgmma's);
 and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
 of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
 place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead.
@@ -45,6 +48,8 @@ _INSTRUCTIONS = {
     ("f32", "f32"): ("tf32", 8, 1, 4),
     ("i8", "i32"): ("s8", 32, 4, 1),
 }
+# fp8 operands on mma.sync: sm_89+ (PTX ISA 8.4), the fragments of int8's m16n8k32
+_FP8_MMA_SYNC_CAPABILITY = 89
 
 
 @dataclass(frozen=True)
@@ -110,8 +115,9 @@ def wgmma_warps(m: int, n: int, num_warps: int) -> Optional[tuple[int, int]]:
     return 4 * gm, gn
 
 
-# fp8 operands: wgmma only (sm_90a; B in a shared-memory slot, A in one or in registers)
-_WGMMA_ONLY = {
+# fp8 operands: wgmma on sm_90a (B in a shared-memory slot, A in one or in registers),
+# else mma.sync m16n8k32 from sm_89 (PTX ISA 8.4; int8's fragments)
+_FP8 = {
     ("f8e4m3", "f32"): ("e4m3", 32, 4, 1),
     ("f8e5m2", "f32"): ("e5m2", 32, 4, 1),
 }
@@ -139,8 +145,9 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
                a_in_shared: bool = False) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
     shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
-    fp8 dots need wgmma with B in a slot (stored K-major, as every 8-bit wgmma slot).
-    `a_in_shared` is informational: wgmma takes A from a slot or from registers."""
+    fp8 dots take wgmma with B in a slot (stored K-major, as every 8-bit wgmma slot),
+    else mma.sync from sm_89; below sm_89 they stay on FMAs. `a_in_shared` is
+    informational: wgmma takes A from a slot or from registers."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -153,17 +160,18 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     if ea == "f32" and ins.attrs.input_precision != "tf32":
         return None
     spec = _INSTRUCTIONS.get((ea, ec))
-    fp8 = (ea, ec) in _WGMMA_ONLY
+    fp8 = (ea, ec) in _FP8
     if fp8:
         # A may also come from registers (attention's P @ V, a Q kept across the loop):
-        # the register form takes 8-bit A as it takes 16-bit, four to a register
-        if not (capability >= 90 and knobs.wgmma and b_in_shared):
+        # the register form takes 8-bit A as it takes 16-bit, four to a register.
+        # Without wgmma (sm_89, B not in a slot, or TEGULA_WGMMA=0) mma.sync from sm_89
+        if capability < _FP8_MMA_SYNC_CAPABILITY:
             return None
         # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
         # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
         # for f32 accumulation every L <= K products gets partial accumulators added in
         # f32 (`MmaChoice.promote`, Triton's rule: `_promotion_steps`)
-        spec = _WGMMA_ONLY[(ea, ec)]
+        spec = _FP8[(ea, ec)]
     if spec is None:
         return None
     if not _holds_an_instruction(sa, sb, spec[1]):
@@ -173,8 +181,6 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             return mma_instruction(ins, 3, warps)
-    if fp8:
-        return None
     return mma_instruction(ins, 2, mma_warps(m, n, num_warps))
 
 
@@ -197,8 +203,7 @@ def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) ->
     from the tile (what each warpgroup covers, at most 256). None for type pairs no
     tensor-core instruction takes."""
     ea, ec = element_of(ins.operands[0].type).name, element_of(ins.results[0].type).name
-    spec = _WGMMA_ONLY.get((ea, ec)) if version == 3 else None
-    spec = spec or _INSTRUCTIONS.get((ea, ec))
+    spec = _FP8.get((ea, ec)) or _INSTRUCTIONS.get((ea, ec))
     if spec is None:
         return None
     ab, k, k_width, size = spec
@@ -207,5 +212,6 @@ def mma_instruction(ins: Instr, version: int, warps_per_cta: tuple[int, int]) ->
     if version == 3:
         n_cover = shape_of(ins.results[0].type)[1] // warps[1]
         return MmaChoice(ab, acc, k, k_width, size, warps, version=3, n_instr=min(n_cover, 256),
-                         promote=_promotion_steps(ins, k) if (ea, ec) in _WGMMA_ONLY else 0)
+                         promote=_promotion_steps(ins, k) if (ea, ec) in _FP8 else 0)
+    # mma.sync's fp8 products accumulate in f32 (`max_num_imprecise_acc` is about wgmma)
     return MmaChoice(ab, acc, k, k_width, size, warps)

@@ -62,6 +62,10 @@ class NVPTXDevice(TmaInstructions):
                     "named_barrier_arrive", "setmaxnreg",
                     "warp_sync", "tma_store", "bulk_commit", "bulk_wait_read", "access_alignment")
 
+    # the least PTX ISA version (x10) the instructions emitted so far need beyond the
+    # target's default (codegen.ptx_version): an fp8 `mma.sync` needs 8.4
+    ptx_isa = 0
+
     def extra_params(self) -> list[ir.Type]:
         return []
 
@@ -172,6 +176,8 @@ class NVPTXDevice(TmaInstructions):
         f16); returns the four results. f16 accumulators are two `.f16x2` registers
         (elements 0-1 and 2-3, `packed_registers`)."""
         acc_ty = c[0].type
+        if choice.ab_type in ("e4m3", "e5m2"):  # sm_89+, PTX ISA 8.4
+            self.ptx_isa = max(self.ptx_isa, 84)
         if is_f16(c[0]):
             words = pack_registers(b, list(c), 2)
             asm = f"{choice.ptx} {{$0,$1}}, {{$2,$3,$4,$5}}, {{$6,$7}}, {{$8,$9}};"

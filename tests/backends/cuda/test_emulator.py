@@ -100,7 +100,7 @@ def test_shuffles_in_warp_divergent_code_complete(num_warps):
 
 def test_capability_is_checked():
     kernel = build_map_kernel(Op.ADD, [F32, F32], F32)
-    with pytest.raises(ValueError, match="capability 80 or 90, not 75"):
+    with pytest.raises(ValueError, match="capability 80, 89 or 90, not 75"):
         EmulatedKernel(kernel, 1, capability=75)
 
 

@@ -2,7 +2,7 @@
 
 The kernel is lowered by the very same code as for the GPU (layouts, conversions,
 reductions, scans, dots, control flow, checked mode, the NVPTX scalar target's choice
-of instructions), for compute capability 80 or 90, with `HostDevice` standing in for
+of instructions), for compute capability 80, 89 or 90, with `HostDevice` standing in for
 the hardware pieces of `nvvm.NVPTXDevice`. The module is JIT-compiled with LLVM for
 the host, and each CTA runs as 32 × num_warps OS threads (ctypes releases the GIL), so
 barriers and collectives wait for real threads as on the GPU.

@@ -29,7 +29,9 @@ from .cta import CtaRunner
 from .host_device import HostDevice
 from .tma_models import pack_tensormap
 
-CAPABILITIES = (80, 90)  # what the emulator lowers for: mma.sync and sm_89+ conversions alike
+# what the emulator lowers for: sm_80; sm_89 adds fp8 conversions and fp8 mma.sync; sm_90a
+# wgmma and TMA
+CAPABILITIES = (80, 89, 90)
 
 
 def lower_for_host(kernel: Kernel, num_warps: int, capability: int, debug: bool,
@@ -63,8 +65,8 @@ class EmulatedKernel:
     def __init__(self, kernel: Kernel, num_warps: int = 4, debug: bool = False, capability: int = 80,
                  num_stages: int = 3):
         if capability not in CAPABILITIES:
-            raise ValueError(f"the emulator lowers for capability {' or '.join(map(str, CAPABILITIES))}, "
-                             f"not {capability}")
+            known = ", ".join(map(str, CAPABILITIES[:-1])) + f" or {CAPABILITIES[-1]}"
+            raise ValueError(f"the emulator lowers for capability {known}, not {capability}")
         host_jit.init_native()
         self.kernel = kernel
         self.num_warps = num_warps

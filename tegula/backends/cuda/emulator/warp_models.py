@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as ir
 
+from ...llvm import casts
 from ...llvm.intrinsics import intrinsic
 from ...llvm.types import F16, F32, I8, I16, I32, I64
 
@@ -67,7 +68,7 @@ class WarpModels:
         """`mma.sync.m16n8kK`: thread (g = lane // 4, q = lane % 4) computes its four
         accumulators (rows g and g + 8, columns 2q and 2q + 1) from the elements the
         PTX fragment tables place in other lanes' `a` (four) and `bb` (two) registers:
-        fma in f32; an f16 accumulator (`c` its four elements: the device packs them)
+        fma in f32 (fp8 operands too); an f16 accumulator (`c` its four elements: the device packs them)
         sums so from its f32 value and is rounded to f16 once at the end of the
         instruction; int8 sums are exact and saturate to the int32 range at the end
         (`.satfinite`)."""
@@ -83,6 +84,8 @@ class WarpModels:
                 return b.bitcast(b.shl(b.zext(raw, I32), _c(16)), F32)
             if choice.ab_type == "tf32":  # the hardware ignores an operand's low 13 bits
                 return b.bitcast(b.and_(raw, _c(-0x2000)), F32)
+            if choice.ab_type in ("e4m3", "e5m2"):  # exact in f32
+                return casts.fp8_to_f32(b, raw, "f8" + choice.ab_type)
             return b.sext(raw, I32)  # s8
 
         def read() -> list[ir.Value]:
