@@ -328,62 +328,58 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     return asm, metadata
 
 
-def _whole_register_share(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int,
-                          metadata: dict) -> tuple[bytes, dict]:
-    """ptxas again, allowed the CTA's whole share of the register file, when it spilled
-    using less (it may aim at two CTAs per SM where the kernel needs the registers); the
-    result (and its PTX, which carries the cap) is kept if it spills fewer bytes."""
-    share = occupancy.register_file_share(threads)
-    if info["n_regs"] >= share:
-        return cubin, info
-    capped_ptx = ptxas.with_register_cap(asm["ptx"], share)
+def _with_register_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, regs: int,
+                       better: Callable[[dict], bool], why: str, metadata: dict) -> tuple[bytes, dict]:
+    """ptxas again with `.maxnreg regs`; the result (and its PTX, which then carries the
+    directive) replaces the first when `better(its info)`, and `metadata[why]` says why
+    the PTX has a cap. ptxas refusing the cap ("Insufficient registers": an instruction
+    such as a wgmma with its accumulators needs more) keeps the first."""
+    capped_ptx = ptxas.with_register_cap(asm["ptx"], regs)
     try:
         capped, capped_info, _log = ptxas.assemble(capped_ptx, arch, ptxas=exe)
     except CompilationError:
         return cubin, info
-    if capped_info["n_spills"] + capped_info["spill_loads"] >= info["n_spills"] + info["spill_loads"]:
+    if not better(capped_info):
         return cubin, info
     asm["ptx"] = capped_ptx
-    metadata["spill_maxnreg"] = share  # visible in the metadata: why the PTX has a cap
+    metadata[why] = regs
     return capped, capped_info
+
+
+def _whole_register_share(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int,
+                          metadata: dict) -> tuple[bytes, dict]:
+    """ptxas again, allowed the CTA's whole share of the register file, when it spilled
+    using less (it may aim at two CTAs per SM where the kernel needs the registers); kept
+    if it spills fewer bytes."""
+    share = occupancy.register_file_share(threads)
+    if info["n_regs"] >= share:
+        return cubin, info
+    spilled = info["n_spills"] + info["spill_loads"]
+    return _with_register_cap(asm, arch, exe, cubin, info, share,
+                              lambda new: new["n_spills"] + new["spill_loads"] < spilled, "spill_maxnreg", metadata)
 
 
 def _shared_memory_budget(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int,
                           shared: int, cap: int, metadata: dict) -> tuple[bytes, dict]:
     """ptxas again, allowed the registers of the CTAs shared memory lets reside, when it
-    used fewer (`occupancy.shared_memory_budget`: it aimed at CTAs that never come); the
-    result (and its PTX, which carries the cap) is kept if it spills nothing and uses
-    no more stack."""
+    used fewer (`occupancy.shared_memory_budget`: it aimed at CTAs that never come); kept
+    if it uses more registers (else ptxas had what it wanted), spills nothing and uses no
+    more stack."""
     budget = occupancy.shared_memory_budget(info["n_regs"], threads, shared + info["static_shared"], cap)
     if budget is None:
         return cubin, info
-    raised_ptx = ptxas.with_register_cap(asm["ptx"], budget)
-    try:
-        raised, raised_info, _log = ptxas.assemble(raised_ptx, arch, ptxas=exe)
-    except CompilationError:
-        return cubin, info
-    if raised_info["n_spills"] or raised_info["stack"] > info["stack"] or raised_info["n_regs"] <= info["n_regs"]:
-        return cubin, info  # the same code (ptxas had what it wanted), or worse
-    asm["ptx"] = raised_ptx
-    metadata["shared_memory_maxnreg"] = budget  # visible in the metadata: why the PTX has a cap
-    return raised, raised_info
+    return _with_register_cap(asm, arch, exe, cubin, info, budget,
+                              lambda new: not new["n_spills"] and new["stack"] <= info["stack"]
+                              and new["n_regs"] > info["n_regs"], "shared_memory_maxnreg", metadata)
 
 
 def _occupancy_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, threads: int, shared: int,
                    cap: int, metadata: dict) -> tuple[bytes, dict]:
     """ptxas again with a register cap when a few registers cost a CTA per SM
-    (`occupancy.register_target`); the capped cubin (and its PTX, which carries the cap)
-    is kept only if it spills nothing."""
+    (`occupancy.register_target`); kept only if it spills nothing."""
     target = occupancy.register_target(info["n_regs"], threads, shared + info["static_shared"], cap)
     if target is None or info["n_spills"]:
         return cubin, info
-    capped_ptx = ptxas.with_register_cap(asm["ptx"], target)
-    try:
-        capped, capped_info, _log = ptxas.assemble(capped_ptx, arch, ptxas=exe)
-    except CompilationError:  # an instruction needs more (wgmma's accumulators): keep the first
-        return cubin, info
-    if capped_info["n_spills"] or capped_info["stack"] > info["stack"]:
-        return cubin, info
-    asm["ptx"] = capped_ptx
-    metadata["occupancy_maxnreg"] = target  # visible in the metadata: why n_regs is what it is
-    return capped, capped_info
+    return _with_register_cap(asm, arch, exe, cubin, info, target,
+                              lambda new: not new["n_spills"] and new["stack"] <= info["stack"],
+                              "occupancy_maxnreg", metadata)
