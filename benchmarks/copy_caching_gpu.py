@@ -7,7 +7,6 @@ beside, five rounds interleaved in one process (`run_gpu.bench_rounds`); TFLOP/s
 
 (configs BM,BN,BK,stages,warps separated by ';', then square sizes)
 """
-import os
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from benchmarks.desc_matmul_gpu import matmul_runner  # noqa: E402
+from benchmarks.desc_matmul_gpu import checked_runner  # noqa: E402
 from benchmarks.load import KERNELS, import_file, triton_is_tegula  # noqa: E402
 from benchmarks.run_gpu import bench_rounds  # noqa: E402
 
@@ -30,16 +29,8 @@ for cfg in cfgs:
         a = torch.randn(n, n, device="cuda", dtype=torch.float16)
         b = torch.randn(n, n, device="cuda", dtype=torch.float16)
         ref = a.float() @ b.float()
-        fns = {}
-        for v, mod in mods.items():
-            c = torch.empty(n, n, device="cuda", dtype=torch.float16)
-            f = matmul_runner(mod, "ptr", a, b, c, cfg)
-            os.environ["TEGULA_CP_ASYNC_L1"] = v
-            f()
-            os.environ.pop("TEGULA_CP_ASYNC_L1")
-            torch.cuda.synchronize()
-            assert (c.float() - ref).abs().max().item() < 0.5, v
-            fns[v] = f
+        fns = {v: checked_runner(mod, a, b, cfg, ref, 0.5, v, env={"TEGULA_CP_ASYNC_L1": v})
+               for v, mod in mods.items()}
         fns["cublas"] = lambda: torch.matmul(a, b)
         tf = {k: 2 * n**3 / ms / 1e9 for k, ms in bench_rounds(fns)[0].items()}
         name = f"{'x'.join(map(str, cfg[:3]))}s{cfg[3]}w{cfg[4]}"

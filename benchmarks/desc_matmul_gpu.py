@@ -17,6 +17,7 @@ encodes their tensor maps on the host and needs none.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -43,6 +44,27 @@ def matmul_runner(mod, kind: str, a, b, c, cfg):
     return lambda: mod.matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                            c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                            GROUP_M=8, num_warps=warps, num_stages=stages)
+
+
+def checked_runner(mod, a, b, cfg, ref, atol: float, label: str, env: dict | None = None):
+    """`matmul_runner(mod, "ptr", ...)` into a fresh C, run once — compiling, with `env`
+    set meanwhile for knobs read at compile time — and its result checked against `ref`
+    (largest error below `atol`, `label` naming it when not)."""
+    c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
+    f = matmul_runner(mod, "ptr", a, b, c, cfg)
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        f()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    torch.cuda.synchronize()
+    assert (c.float() - ref).abs().max().item() < atol, label
+    return f
 
 
 def _cdiv(x: int, y: int) -> int:

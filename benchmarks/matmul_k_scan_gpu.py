@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from benchmarks.desc_matmul_gpu import matmul_runner  # noqa: E402
+from benchmarks.desc_matmul_gpu import checked_runner  # noqa: E402
 from benchmarks.load import load_tegula_kernels, load_triton_kernels  # noqa: E402
 from benchmarks.run_gpu import bench_rounds  # noqa: E402
 
@@ -23,14 +23,7 @@ for kk in [int(x) for x in sys.argv[3].split(",")]:
     a = torch.randn(mn, kk, device="cuda", dtype=torch.float16)
     b = torch.randn(kk, mn, device="cuda", dtype=torch.float16)
     ref = a.float() @ b.float()
-    fns = {}
-    for who, mod in mods.items():
-        c = torch.empty(mn, mn, device="cuda", dtype=torch.float16)
-        f = matmul_runner(mod, "ptr", a, b, c, cfg)
-        f()
-        torch.cuda.synchronize()
-        assert (c.float() - ref).abs().max().item() < 1.0, who
-        fns[who] = f
+    fns = {who: checked_runner(mod, a, b, cfg, ref, 1.0, who) for who, mod in mods.items()}
     t = {k: ms * 1000 for k, ms in bench_rounds(fns)[0].items()}
     tiles = ((mn + bm - 1) // bm) * ((mn + bn - 1) // bn)
     waves = -(-tiles // 132)

@@ -159,19 +159,14 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         return None
     if ea == "f32" and ins.attrs.input_precision != "tf32":
         return None
-    spec = _INSTRUCTIONS.get((ea, ec))
-    fp8 = (ea, ec) in _FP8
-    if fp8:
-        # A may also come from registers (attention's P @ V, a Q kept across the loop):
-        # the register form takes 8-bit A as it takes 16-bit, four to a register.
-        # Without wgmma (sm_89, B not in a slot, or TEGULA_WGMMA=0) mma.sync from sm_89
-        if capability < _FP8_MMA_SYNC_CAPABILITY:
-            return None
-        # Hopper's fp8 tensor cores accumulate with fewer mantissa bits than f32 (Triton's
-        # default on sm_90, max_num_imprecise_acc unset, accepts that); a dot that asks
-        # for f32 accumulation every L <= K products gets partial accumulators added in
-        # f32 (`MmaChoice.promote`, Triton's rule: `_promotion_steps`)
-        spec = _FP8[(ea, ec)]
+    # fp8: wgmma where it applies (A from a slot or from registers, four 8-bit elements
+    # a register: attention's P @ V), else mma.sync from sm_89. On wgmma a dot asking for
+    # f32 accumulation every L <= K products gets partial accumulators added in f32
+    # (`MmaChoice.promote`, Triton's rule: `_promotion_steps`); Hopper's fp8 tensor
+    # cores otherwise accumulate with fewer mantissa bits, as Triton's sm_90 default accepts
+    spec = _FP8.get((ea, ec)) or _INSTRUCTIONS.get((ea, ec))
+    if (ea, ec) in _FP8 and capability < _FP8_MMA_SYNC_CAPABILITY:
+        return None
     if spec is None:
         return None
     if not _holds_an_instruction(sa, sb, spec[1]):

@@ -67,8 +67,8 @@ def stage_invariant_operands(kernel: Kernel, num_warps: int, capability: int,
     uses = users_of(kernel.body)
     done = 0
     for block, once, tile_loop in _blocks(kernel.body):
-        picked = _pick(block, uses, num_warps, capability, once)
-        staged = [_stage(block, load, uses) for load in picked]
+        picked, lone_a = _pick(block, uses, num_warps, capability, once)
+        staged = [_stage(block, load, uses, through_registers=load in lone_a) for load in picked]
         for st in staged:
             if st.copy.attrs.through_registers:
                 _issue_after_async_copies(block, st)
@@ -178,7 +178,9 @@ def _runs_on_wgmma(dot: Instr, k: int, num_warps: int, capability: int, b_staged
 
 
 def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capability: int,
-          once: bool) -> list[Instr]:
+          once: bool) -> tuple[list[Instr], set[Instr]]:
+    """The loads of `block` to stage, and which of them are a lone dot's A (copied
+    through registers, see `_stage`)."""
     candidates = [(ins, _operand_roles(ins, block, uses, once)) for ins in block.instrs if _qualifies(ins)]
     candidates = [(ins, roles) for ins, roles in candidates if roles is not None]
     as_b = [(ins, roles) for ins, roles in candidates if any(k == 1 for _d, k in roles)]
@@ -198,7 +200,7 @@ def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capabili
         elif all(_runs_on_wgmma(dot, k, num_warps, capability) for dot, k in roles):
             a_candidates.append((ins, roles))
     if not a_candidates:
-        return staged_b + lone_a
+        return staged_b + lone_a, set(lone_a)
     # The register pressure of each loop an A candidate is read in: its own dots'
     # accumulators and the A candidates live across it. Loops run one after the other
     # (a causal forward's unmasked and diagonal loops), so their accumulators do not
@@ -212,7 +214,7 @@ def _pick(block: Block, uses: dict[Value, list[Instr]], num_warps: int, capabili
         pressure = sum(_regs(v, num_warps) for v in accs) + sum(_regs(ins.results[0], num_warps) for ins in live)
         if pressure > REGISTER_BUDGET:
             staged_a.update(ins for ins, loops in read_in.items() if loop in loops)
-    return staged_b + lone_a + [ins for ins, _r in a_candidates if ins in staged_a]
+    return staged_b + lone_a + [ins for ins, _r in a_candidates if ins in staged_a], set(lone_a)
 
 
 def _free_position(block: Block, alloc: Instr, readers: list[Instr]) -> int:
@@ -239,7 +241,7 @@ def _in_shared(v: Value) -> bool:
     return slot_read(v) is not None
 
 
-def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> StagedCopy:
+def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]], through_registers: bool) -> StagedCopy:
     """Stage `load` (see the module docstring); returns the ops made, the wait's count
     of groups left in flight for the caller to set."""
     res = load.results[0]
@@ -252,13 +254,12 @@ def _stage(block: Block, load: Instr, uses: dict[Value, list[Instr]]) -> StagedC
     buf = b.op1(Op.LOCAL_ALLOC, type=SmemType((1,) + tuple(t.shape), element_of(t)))
     slot = b.constant(0, I32)
     operands = [buf, slot, mem.pointer] + ([mem.mask] if mem.mask is not None else [])
-    # A lone dot's A is copied by the threads themselves (vector loads, then stores
-    # into the slot), not by cp.async: its B is in flight on cp.async meanwhile, and
-    # the kernel keeps the 16-byte global loads Triton's lone dots have (its test_dot
-    # asserts `ld.global.v4` in their PTX).
-    lone_a = all(u.operands[0] is res and u in block.instrs for u in uses.get(res, []))
+    # A lone dot's A (`through_registers`) is copied by the threads themselves (vector
+    # loads, then stores into the slot), not by cp.async: its B is in flight on cp.async
+    # meanwhile, and the kernel keeps the 16-byte global loads Triton's lone dots have
+    # (its test_dot asserts `ld.global.v4` in their PTX).
     copy = b.create(Op.ASYNC_COPY, operands, A.AsyncCopyAttrs(has_mask=mem.mask is not None,
-                                                              through_registers=lone_a))
+                                                              through_registers=through_registers))
     commit = b.create(Op.ASYNC_COMMIT, [])
     at = block.instrs.index(load)
     block.instrs[at:at + 1] = staged.instrs
