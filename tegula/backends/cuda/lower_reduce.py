@@ -11,9 +11,14 @@ partials out (one load each) and a butterfly over those lanes folds them
 (`SHUFFLE_PARTIALS_FROM`: fewer instructions). The result is in the
 slice layout, so the lanes/warps that spread the axis all hold the result.
 
-A thread folds its own values in axis order, one after the other, and the partials it
-reads as a balanced tree (pairs of neighbours, then pairs of pairs...: the same order in
-every thread, a dependency chain of log2(n) combines). The scratch of a reduction
+The order of the combines is Triton's, so that a float sum gives Triton's bits (a
+library's tests compare against references with tolerances its authors tuned on
+Triton's results; a sum that cancels to near zero keeps only the rounding of its
+order): a thread folds its own values in axis order, one after the other; the lanes
+fold by a butterfly from the highest lane bit down (partner lane + 16, + 8, ..., + 1),
+each lane combining its own value with its partner's; the warps' partials fold as the
+same butterfly over warp order (with 4 warps: (p0 + p2) + (p1 + p3)), whether a thread
+folds them itself or lanes fold them by shuffles. The scratch of a reduction
 avoids the bytes of the scratch use just before it when it can (the allocation pass,
 `shared_memory`), so consecutive reductions (softmax's max then sum, layer norm's
 mean then variance) need no barrier between the previous readers and the new writers.
@@ -108,9 +113,10 @@ def lower_reduce(lw: "KernelLowering", ins: Instr) -> None:
             vals = combine(vals, [inputs[k][r] for k in range(n)])
         acc[key] = vals
 
-    # 2. across lanes: butterfly over each lane bit that moves along the axis
-    for i, basis in enumerate(lay.lane):
-        if basis & amask:
+    # 2. across lanes: butterfly over each lane bit that moves along the axis, the
+    # highest first (Triton's order)
+    for i in reversed(range(len(lay.lane))):
+        if lay.lane[i] & amask:
             for key, vals in acc.items():
                 other = [shuffle(lw.dev, b, "bfly", v, ir.Constant(I32, 1 << i)) for v in vals]
                 acc[key] = combine(vals, other)
@@ -157,7 +163,7 @@ def lower_reduce(lw: "KernelLowering", ins: Instr) -> None:
                     off = b.add(b.mul(idx, ir.Constant(I32, esize)), ir.Constant(I32, base + offs[k]))
                     for j, v in enumerate(smem_load(lw, off, per, elems[k])):
                         parts[w0 + j].append(v)
-            acc[key] = fold_tree(parts, combine)
+            acc[key] = fold_halves(parts, combine)
 
     for k, res in enumerate(ins.results):
         if out is None:
@@ -184,18 +190,17 @@ def fold_by_shuffles(lw: "KernelLowering", slot: ir.Value, nw: int, free: list[i
     for k, e in enumerate(elems):
         off = b.add(b.mul(lane_slot, ir.Constant(I32, byte_size(e))), ir.Constant(I32, offs[k]))
         vals += smem_load(lw, off, 1, e)
-    for i in bits:
+    for i in reversed(bits):  # the highest first, as `fold_halves`
         other = [shuffle(lw.dev, b, "bfly", v, ir.Constant(I32, 1 << i)) for v in vals]
         vals = combine(vals, other)
     return vals
 
 
-def fold_tree(items: list[list[ir.Value]], combine) -> list[ir.Value]:
-    """Combine `items` (each a list of operand values) pairwise: neighbours, then pairs
-    of pairs, ... (a dependency chain of log2(len) combines)."""
+def fold_halves(items: list[list[ir.Value]], combine) -> list[ir.Value]:
+    """Combine `items` (each a list of operand values; a power of two of them) as a
+    butterfly from the highest bit down leaves them in lane 0: item i with item i + n/2,
+    then the first half's results the same way (a dependency chain of log2(n) combines)."""
     while len(items) > 1:
-        nxt = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        if len(items) % 2:
-            nxt.append(items[-1])
-        items = nxt
+        half = len(items) // 2
+        items = [combine(items[i], items[i + half]) for i in range(half)]
     return items[0]
