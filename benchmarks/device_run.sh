@@ -51,6 +51,11 @@
 #              UPSTREAM_IDS=file.txt (relative to .upstream/tests/unit): run the node ids listed there
 #   compat-pytest  pytest under `python -m tegula.compat` on PYTEST_TARGET (comma-separated
 #              paths, e.g. .tutorials/06-fused-attention.py: Triton's tests of a tutorial)
+#   libs       real Triton libraries' own test suites on the GPU, under `tegula.compat` (and, with
+#              LIBS_WHO=tegula,triton, under Triton too): liger-kernel's test/transformers files
+#              (LIBS_LIGER, space-separated) and flash-linear-attention's tests/ops files (LIBS_FLA),
+#              both at once, each cut at LIBS_TIMEOUT (400 s); needs .libs/ carried (built by
+#              benchmarks/prepare_libs.sh). Prints pass/fail/skip counts and the failing tests.
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
 #
 #   bash benchmarks/device_run.sh --gpus "GROUP" "GROUP" ...
@@ -72,6 +77,7 @@ JOBS=${JOBS:-14}
 WSMM_SIZES=${WSMM_SIZES:-4096,8192}
 WINDOW_CONFIGS=${WINDOW_CONFIGS:-128x64s3w8}
 WSMM_CONFIGS=${WSMM_CONFIGS:-128x256x64x3x8,128x128x64x4x4}
+LIBS_WHO=${LIBS_WHO:-tegula}
 TESTS_PATHS=${TESTS_PATHS:-tests}  # the tests stage's paths (comma-separated: one half of the suite per GPU)
 SLOW="tests/e2e/test_attention_kernels.py tests/e2e/test_examples.py tests/e2e/test_pipelined_shapes.py"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/env.txt"
@@ -189,6 +195,25 @@ stage() {
     timeout "${PYTEST_TIMEOUT:-300}" python3 -m tegula.compat -m pytest -q -p no:cacheprovider ${PYTEST_TARGET//,/ } \
       > "$OUT/compat_pytest.log" 2>&1
     echo "compat pytest exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/compat_pytest.log" | head -20; tail -n 5 "$OUT/compat_pytest.log" ;;
+  libs)
+    local who liger_files="" fla_files=""
+    for f in ${LIBS_LIGER:-test_rms_norm.py test_layer_norm.py test_swiglu.py test_geglu.py test_rope.py test_cross_entropy.py test_fused_linear_cross_entropy.py test_kl_div.py test_jsd.py test_group_norm.py test_softmax.py test_dyt.py test_tvd.py test_sparsemax.py test_poly_norm.py test_fused_add_rms_norm.py test_qwen2vl_mrope.py test_embedding.py test_multi_token_attention.py test_relu_squared.py test_fused_linear_jsd.py test_llama4_rope.py test_mm_int8int2.py test_grpo_loss.py test_fused_neighborhood_attention.py}; do
+      liger_files="$liger_files test/transformers/$f"; done
+    for f in ${LIBS_FLA:-ops/utils ops/test_gla.py ops/test_simple_gla.py ops/test_delta.py ops/test_gdn.py ops/test_retention.py ops/test_linear_attn.py ops/test_based.py ops/test_hgrn.py ops/test_rwkv6.py ops/test_rwkv7.py ops/test_solve_tril.py ops/test_kda.py ops/test_attn.py}; do
+      fla_files="$fla_files tests/$f"; done
+    for who in ${LIBS_WHO//,/ }; do
+      local run="python3 -m tegula.compat -m pytest"; [ "$who" = triton ] && run="python3 -m pytest"
+      [ -d .libs/liger ] && (cd .libs/liger && PYTHONPATH=$PWD/../..:$PWD/src:$PWD/../site timeout "${LIBS_TIMEOUT:-400}" \
+        $run -v -p no:cacheprovider -n "${LIBS_JOBS:-6}" $liger_files > "$OUT/liger_$who.log" 2>&1; echo "exit $?" >> "$OUT/liger_$who.log") &
+      [ -d .libs/fla ] && (cd .libs/fla && PYTHONPATH=$PWD/../..:$PWD:$PWD/../site timeout "${LIBS_TIMEOUT:-400}" \
+        $run -v -p no:cacheprovider -n "${LIBS_JOBS:-8}" $fla_files > "$OUT/fla_$who.log" 2>&1; echo "exit $?" >> "$OUT/fla_$who.log") &
+      wait
+      for f in "$OUT/liger_$who.log" "$OUT/fla_$who.log"; do
+        [ -f "$f" ] || continue
+        echo "== $(basename "$f" .log): $(tail -n 1 "$f"), passed $(grep -c ' PASSED' "$f"), failed $(grep -c ' FAILED' "$f"), skipped $(grep -c ' SKIPPED' "$f"), errors $(grep -c ' ERROR' "$f")"
+        grep -E " (FAILED|ERROR) " "$f" | sed -E 's/.*(FAILED|ERROR) //' | head -30
+      done
+    done ;;
   all)
     for s in smoke tests tests-slow examples mix bench; do stage "$s"; done ;;
   *) echo "unknown stage $1"; exit 2 ;;
