@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import ir
+from ..config import knobs
 from ..ir import attrs as A
 from . import dtypes as T
 from .constexpr import unwrap_constexpr
@@ -29,6 +30,9 @@ _DOT_DTYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")
 
 class DotMixin(SemanticBase):
     def default_input_precision(self, allow_tf32: Optional[bool]) -> str:
+        # TRITON_F32_DEFAULT wins over allow_tf32, as in Triton 3.6 (part of the cache keys)
+        if knobs.f32_default:
+            return knobs.f32_default
         default = getattr(self.options, "default_dot_input_precision", None) or "tf32"
         if allow_tf32 is None:
             return default

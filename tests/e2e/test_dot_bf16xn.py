@@ -85,3 +85,61 @@ def test_unknown_precision_names_the_choices():
     a = np.zeros((16, 16), np.float32)
     with pytest.raises(tegula.CompilationError, match="bf16x3.*Got bf16x9"):
         dot_kernel[(1,)](a, a, a, a.copy(), 16, 16, 16, "bf16x9")
+
+
+@tegula.jit
+def default_dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                       ALLOW_TF32: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    tl.store(out_ptr + m[:, None] * N + n[None, :], tl.dot(a, b, allow_tf32=ALLOW_TF32))
+
+
+def test_triton_f32_default_sets_the_precision_of_dots_that_name_none(on, monkeypatch):
+    """TRITON_F32_DEFAULT (Triton 3.6's knobs.language.fp32_default; flash-linear-attention
+    sets it to "ieee" on pre-Ampere GPUs) picks the precision of f32 dots without
+    input_precision, even over allow_tf32; a change between launches recompiles."""
+    rng = np.random.default_rng(3)
+    M = N = K = 16
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    acc = np.zeros((M, N), np.float32)
+
+    def run(allow_tf32):
+        o = on(np.zeros((M, N), np.float32))
+        default_dot_kernel[(1,)](on(a), on(b), o, M, N, K, allow_tf32)
+        return on.back(o)
+
+    def explicit(precision):
+        o = on(np.zeros((M, N), np.float32))
+        dot_kernel[(1,)](on(a), on(b), on(acc), o, M, N, K, precision)
+        return on.back(o)
+
+    monkeypatch.delenv("TEGULA_F32_DEFAULT", raising=False)
+    monkeypatch.delenv("TRITON_F32_DEFAULT", raising=False)
+    tf32 = run(None)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.max(np.abs(tf32 - exact)) > 1e-4  # tf32 by default
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    assert tegula.knobs.language.fp32_default == "ieee"
+    np.testing.assert_allclose(run(None), exact, rtol=0, atol=1e-5)
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "bf16x3")
+    np.testing.assert_array_equal(run(True), explicit("bf16x3"))
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "tf32")
+    np.testing.assert_array_equal(run(False), tf32)
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "fp64")
+    with pytest.raises(tegula.CompilationError, match="input_precision must be one of .*Got fp64"):
+        run(None)
+
+
+def test_triton_f32_default_is_part_of_the_disk_cache_key(monkeypatch):
+    from tegula.runtime.cache import compile_key
+
+    def key():
+        return compile_key("fn", {"a": "*fp32"}, {}, {}, "opts", "target")[0]
+    monkeypatch.delenv("TEGULA_F32_DEFAULT", raising=False)
+    monkeypatch.delenv("TRITON_F32_DEFAULT", raising=False)
+    plain = key()
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    assert key() != plain
