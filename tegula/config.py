@@ -70,6 +70,9 @@ _knob("checked", "TEGULA_CHECKED", None, _bool, False,
 _knob("default_fp_fusion", "TEGULA_DEFAULT_FP_FUSION", "TRITON_DEFAULT_FP_FUSION", _bool, True,
       "The default of the enable_fp_fusion launch option (0: a*b+c stays a multiply and an add "
       "unless a launch asks for fusion); read at each launch.")
+_knob("f32_default", "TEGULA_F32_DEFAULT", "TRITON_F32_DEFAULT", lambda t: t.strip().lower(), "",
+      "The input precision of f32 tl.dot calls that name none (tf32, tf32x3, ieee, bf16x3, "
+      "bf16x6); when set it wins over allow_tf32, as in Triton. Read when a kernel compiles.")
 _knob("override_arch", "TEGULA_OVERRIDE_ARCH", "TRITON_OVERRIDE_ARCH", str, "",
       "Compile CUDA kernels for this architecture (sm80, sm90, ...) instead of the device's, as "
       "the `arch=` launch option does (which wins over it); read at each launch.")
@@ -168,7 +171,8 @@ def _count_environment_writes(event: str, _args: tuple) -> None:
 sys.addaudithook(_count_environment_writes)
 
 
-LAUNCH_KNOBS = ("interpret", "debug", "checked", "cpu_backend", "default_fp_fusion", "override_arch")
+LAUNCH_KNOBS = ("interpret", "debug", "checked", "cpu_backend", "default_fp_fusion", "override_arch",
+                "f32_default")
 
 
 def launch_flags() -> tuple:

@@ -7,7 +7,7 @@
 Groups, as in Triton: `cache` (`dir`, `dump_dir`, `override_dir`), `compilation`
 (`always_compile`, `front_end_debugging`, `checked` — tegula's checked mode), `autotuning`
 (`cache`, `print`), `runtime` (`interpret`, `debug`, `override_arch`, the launch / load /
-JIT hooks), `language` (`default_fp_fusion`) and `nvidia` (`libdevice_path`, `ptxas_path`).
+JIT hooks), `language` (`fp32_default`, `default_fp_fusion`) and `nvidia` (`libdevice_path`, `ptxas_path`).
 A knob that exists in `tegula.config` reads it (so `TRITON_*` and `TEGULA_*` variables
 keep working) and assigning one sets the variable tegula reads, as Triton's knobs do;
 deleting the assignment (`del knobs.cache.dir` or `reset()`) goes back to the
@@ -206,6 +206,9 @@ class nvidia_knobs(base_knobs):
 
 
 class language_knobs(base_knobs):
+    # TRITON_F32_DEFAULT: the input precision of f32 dots that name none (None: tf32,
+    # or ieee under allow_tf32=False)
+    fp32_default = env_knob("f32_default", unset_is_none=True)
     # TRITON_DEFAULT_FP_FUSION: the default of the enable_fp_fusion launch option
     default_fp_fusion = env_knob("default_fp_fusion")
 

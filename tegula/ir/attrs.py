@@ -130,7 +130,8 @@ class ScanAttrs:
 
 @dataclass(frozen=True)
 class DotAttrs:
-    """dot: `tf32`, `tf32x3` or `ieee` for f32 operands; imprecise accumulation cap."""
+    """dot: `tf32`, `tf32x3` or `ieee` for f32 operands (the frontend rewrites `bf16x3` and
+    `bf16x6` into bf16 dots); imprecise accumulation cap."""
 
     input_precision: str = "ieee"
     max_num_imprecise_acc: Optional[int] = None

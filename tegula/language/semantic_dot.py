@@ -5,13 +5,16 @@ may mix); int8 x int8 accumulates in int32; fp32 and bf16 accumulate in fp32; fp
 fp64; fp16 and fp8 in `out_dtype` (fp32 or fp16; bf16 is refused). M, N and K may be
 any power of two, as in Triton's interpreter: where Triton's NVIDIA backend refuses
 K < 16, tegula computes the small dot on FMAs (a tensor-core instruction needs K >= 16).
-f32 operands use the `input_precision` ("tf32" by default, or "tf32x3", "ieee").
+f32 operands use the `input_precision` ("tf32" by default, or "tf32x3", "ieee", "bf16x3",
+"bf16x6"). "bf16x3" and "bf16x6" are rewritten here, for every backend, into dots of
+bf16 pieces of the f32 operands, as Triton's F32DotTC pass does (below).
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from .. import ir
+from ..config import knobs
 from ..ir import attrs as A
 from . import dtypes as T
 from .constexpr import unwrap_constexpr
@@ -19,12 +22,17 @@ from .dtypes import block_type
 from .semantic_base import SemanticBase, fmt_shape
 from .tensor import tensor
 
-INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+# How many bf16 pieces each f32 operand is split into, per bf16 input precision.
+_BF16_PIECES = {"bf16x3": 2, "bf16x6": 3}
 _DOT_DTYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")
 
 
 class DotMixin(SemanticBase):
     def default_input_precision(self, allow_tf32: Optional[bool]) -> str:
+        # TRITON_F32_DEFAULT wins over allow_tf32, as in Triton 3.6 (part of the cache keys)
+        if knobs.f32_default:
+            return knobs.f32_default
         default = getattr(self.options, "default_dot_input_precision", None) or "tf32"
         if allow_tf32 is None:
             return default
@@ -110,5 +118,38 @@ class DotMixin(SemanticBase):
         elif a.is_fp8() and b.is_fp8() and max_num_imprecise_acc > self.shape_of(lhs)[-1]:
             raise ValueError(f"max_num_imprecise_acc ({max_num_imprecise_acc}) must be <= K "
                              f"({self.shape_of(lhs)[-1]})")
+        if a.is_fp32() and precision in _BF16_PIECES:
+            return self._dot_bf16xn(lhs, rhs, acc, _BF16_PIECES[precision])
         attrs = A.DotAttrs(input_precision=precision, max_num_imprecise_acc=max_num_imprecise_acc)
         return self.emit_tensor(ir.Op.DOT, lhs, rhs, acc, attrs=attrs, type=ret_ty)
+
+    def _split_bf16(self, x: tensor, pieces: int) -> list[tensor]:
+        """f32 `x` as bf16 pieces hi, mid[, lo]: each the bf16 rounding of what the
+        pieces before it leave of `x` (their sum is `x` to about 8 bits per piece)."""
+        parts = []
+        for i in range(pieces):
+            part = self.cast(x, T.bfloat16)
+            if i != pieces - 1:
+                x = self.sub(x, self.cast(part, T.float32))
+            parts.append(part)
+        return parts
+
+    def _dot_bf16xn(self, lhs: tensor, rhs: tensor, acc: tensor, pieces: int) -> tensor:
+        """`acc + lhs @ rhs` for f32 operands from bf16 dots, as Triton's F32DotTC pass
+        rewrites `input_precision="bf16x3"` (2 pieces: mid*hi, hi*mid, then hi*hi) and
+        "bf16x6" (3 pieces: mid*mid, lo*hi, hi*lo first). The small products are summed
+        first, in that order, so the large one rounds last; a NaN among them (an infinite
+        operand times a zero piece) is dropped so that hi*hi alone decides the
+        non-finite result. Doing it here gives every backend Triton's numerics."""
+        a, b = self._split_bf16(lhs, pieces), self._split_bf16(rhs, pieces)
+        hi, mid, lo = 0, 1, 2
+        order = [(mid, hi), (hi, mid)]
+        if pieces == 3:
+            order = [(mid, mid), (lo, hi), (hi, lo)] + order
+        shape = [int(s) for s in acc.shape]
+        result = self.tile_constant(0, T.float32, shape)
+        for i, j in order:
+            result = self._dot_3d(a[i], b[j], result, "ieee", None, T.float32)
+        result = self.where(self.not_equal(result, result), 0.0, result)
+        result = self._dot_3d(a[hi], b[hi], result, "ieee", None, T.float32)
+        return self.add(result, acc)

@@ -48,10 +48,11 @@ from .kernel import current_stream, normalize_grid
 
 def launch_flags() -> tuple:
     """The knobs that change what a launch compiles to: (interpret, debug, checked,
-    cpu_backend, default_fp_fusion, override_arch) — cpu_backend picks the host backend,
-    so toggling it never reuses a kernel compiled for the other one; the last two are
-    option defaults Triton reads at launch (`knobs.language.default_fp_fusion`,
-    `knobs.runtime.override_arch`)."""
+    cpu_backend, default_fp_fusion, override_arch, f32_default) — cpu_backend picks the
+    host backend, so toggling it never reuses a kernel compiled for the other one;
+    default_fp_fusion and override_arch are option defaults Triton reads at launch
+    (`knobs.language.default_fp_fusion`, `knobs.runtime.override_arch`); f32_default
+    (`knobs.language.fp32_default`) is the precision of f32 dots that name none."""
     return tuple(getattr(knobs, name) for name in config.LAUNCH_KNOBS)
 
 

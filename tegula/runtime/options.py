@@ -45,7 +45,7 @@ class CompileOptions:
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
     default_dot_input_precision: str = "tf32"
-    allowed_dot_input_precisions: tuple[str, ...] = ("tf32", "tf32x3", "ieee")
+    allowed_dot_input_precisions: tuple[str, ...] = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
     max_num_imprecise_acc_default: int = 0
     sanitize_overflow: bool = True
     extern_libs: Optional[tuple[tuple[str, str], ...]] = None
