@@ -183,7 +183,8 @@ def uninstall() -> None:
             sys.path.remove(_SITE_DIR)
 
 
-_USAGE = "usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
+_USAGE = ("usage: python -m tegula.compat script.py [args...]  |  python -m tegula.compat -m module [args...]"
+          "  |  python -m tegula.compat -c command [args...]")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -200,6 +201,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.path.insert(0, os.getcwd())
         with _gpu_only_note(None):
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return 0
+    if argv[0] == "-c":
+        if len(argv) < 2:
+            print(_USAGE, file=sys.stderr)
+            return 2
+        # as `python -c`: argv[0] is "-c", the current directory first on the path
+        sys.argv = ["-c", *argv[2:]]
+        sys.path.insert(0, "")
+        with _gpu_only_note(None):
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         return 0
     script = argv[0]
     if not os.path.exists(script):

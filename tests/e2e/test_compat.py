@@ -69,6 +69,17 @@ def test_module_mode_and_script_directory_on_path(tmp_path):
     assert result.stdout.strip() == "4 ['a']"
 
 
+def test_command_mode(tmp_path):
+    """`-c` as `python -c`: the command sees `triton` as tegula, argv[0] "-c", the
+    current directory on the path."""
+    (tmp_path / "helper_mod.py").write_text("VALUE = 3\n")
+    result = _run(["-c", "import sys, triton, helper_mod; print(triton.cdiv(9, 2), helper_mod.VALUE, sys.argv)",
+                   "x"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "5 3 ['-c', 'x']"
+    assert _run(["-c"], cwd=tmp_path).returncode == 2
+
+
 def test_missing_triton_module_names_both(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("import triton.no_such_thing\n")
