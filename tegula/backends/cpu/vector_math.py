@@ -200,6 +200,7 @@ CPU_LIBDEVICE = frozenset("__nv_" + name for name in HOST_LIBDEVICE)
 
 class CpuScalarTarget(ScalarTarget):
     name = "cpu"
+    widen_bf16_arith = True  # so that every bf16 result is narrowed by `convert` below
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         if name == "exp" and t.name == "f32":
