@@ -3,7 +3,8 @@ that calls it in SIMD registers (a libm call per element stops vectorization: th
 loop is run as one `expf` call per lane).
 
 `CpuScalarTarget` is the scalar lowering's target with these overrides; everything else
-is `ScalarTarget`'s (LLVM intrinsics, the host C library).
+is `ScalarTarget`'s (LLVM intrinsics, the host C library), except f32 → bf16, narrowed
+in integer code (`bf16_narrowing`) so that subnormals survive on AVX512-BF16 hosts.
 
 - f32 `exp`: Cody–Waite reduction by ln 2 (two constants, FMAs), a degree-6 minimax
   polynomial on [-ln2/2, ln2/2] (SLEEF's `expf_u10` coefficients) and a scale by 2^q
@@ -20,13 +21,14 @@ is `ScalarTarget`'s (LLVM intrinsics, the host C library).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import llvmlite.ir as ir
 
 from ...ir.types import ScalarType
 from ..llvm.intrinsics import call, intrinsic
 from ..llvm.scalar_ops import ScalarTarget
+from .bf16_narrowing import f32_to_bf16
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
@@ -198,6 +200,7 @@ CPU_LIBDEVICE = frozenset("__nv_" + name for name in HOST_LIBDEVICE)
 
 class CpuScalarTarget(ScalarTarget):
     name = "cpu"
+    widen_bf16_arith = True  # so that every bf16 result is narrowed by `convert` below
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         if name == "exp" and t.name == "f32":
@@ -209,3 +212,11 @@ class CpuScalarTarget(ScalarTarget):
         if emit is not None:
             return emit(b, list(args), ret)
         return super().extern(b, symbol, args, ret)
+
+    def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,
+                rounding: str) -> Optional[ir.Value]:
+        # LLVM's fptrunc to bfloat becomes vcvtneps2bf16 on AVX512-BF16 hosts, which
+        # flushes subnormal inputs to zero (bf16_narrowing.py)
+        if src.name == "f32" and dst.name == "bf16":
+            return f32_to_bf16(b, v, rounding)
+        return None

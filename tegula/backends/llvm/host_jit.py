@@ -27,11 +27,23 @@ def init_native() -> None:
     llvm.initialize_native_asmprinter()
 
 
+# Host features turned off: their f32 -> bf16 instruction (vcvtneps2bf16, in its
+# AVX512-BF16 and AVX-NE-CONVERT encodings) treats subnormal inputs as zero whatever
+# MXCSR says, and LLVM uses it not only for fptrunc but whenever it re-narrows a bf16
+# value it held in an f32 register (a bf16 phi, select or store). Without them it calls
+# __truncsfbf2 (`define_truncsfbf2`), which keeps subnormals as the interpreter, torch
+# and the GPU's cvt.rn.bf16.f32 do.
+_FLUSHING_FEATURES = ("avx512bf16", "avxneconvert")
+
+
 @functools.lru_cache(maxsize=None)
 def host_cpu() -> tuple[str, str]:
-    """The host CPU's name and feature string, as LLVM detects them."""
+    """The host CPU's name and feature string, as LLVM detects them, less the features
+    whose bf16 narrowing flushes subnormals (`_FLUSHING_FEATURES`)."""
     init_native()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    feats = llvm.get_host_cpu_features().flatten().split(",")
+    feats = ["-" + f[1:] if f[1:] in _FLUSHING_FEATURES else f for f in feats]
+    return llvm.get_host_cpu_name(), ",".join(feats)
 
 
 @functools.lru_cache(maxsize=None)

@@ -53,6 +53,11 @@ class ScalarTarget:
     # uses it (one rounding instead of two: Triton's `enable_fp_fusion`, on by default
     # there). Off here: the host backends round every op as the interpreter does.
     fp_contract: bool = False
+    # Compute bf16 arithmetic in f32 and narrow through `convert` (as fp8 always is),
+    # instead of LLVM's `fadd bfloat`: LLVM legalizes that by promoting to f32 and
+    # narrowing with its own fptrunc, which a target may have to avoid (the CPU's
+    # AVX512-BF16 narrowing flushes subnormals; backends/cpu/bf16_narrowing.py).
+    widen_bf16_arith: bool = False
 
     def math(self, b: ir.IRBuilder, name: str, args: Sequence[ir.Value], t: ScalarType) -> ir.Value:
         """`name` (an op table `math:` name, or `fmod`, `fdiv_fast`, `fmax_nan`,
@@ -197,8 +202,10 @@ def lower_op(b: ir.IRBuilder, target: ScalarTarget, op: Op, attrs: Any,
     code = OP_INFO[op].llvm.get(cls)
     if code is None:
         raise NotImplementedError(f"no LLVM lowering of '{op.value}' for {t}")
-    if isinstance(t, ScalarType) and t.is_fp8 and cls == "float":
-        # no fp8 arithmetic anywhere: widen, compute, and narrow float results
+    if isinstance(t, ScalarType) and cls == "float" and (
+            t.is_fp8 or (t.name == "bf16" and target.widen_bf16_arith)):
+        # no fp8 arithmetic anywhere (nor bf16 where the target says so): widen,
+        # compute, and narrow float results
         wide = [casts.convert(b, target, a, t, F32) for a in args]
         out_t = F32 if element_of(result_type) == t else element_of(result_type)
         r = lower_op(b, target, op, attrs, wide, [F32] * len(args), out_t)
