@@ -211,7 +211,7 @@ stage() {
       for f in "$OUT/liger_$who.log" "$OUT/fla_$who.log"; do
         [ -f "$f" ] || continue
         echo "== $(basename "$f" .log): $(tail -n 1 "$f"), passed $(grep -c ' PASSED' "$f"), failed $(grep -c ' FAILED' "$f"), skipped $(grep -c ' SKIPPED' "$f"), errors $(grep -c ' ERROR' "$f")"
-        grep -E " (FAILED|ERROR) " "$f" | sed -E 's/.*(FAILED|ERROR) //' | head -30
+        grep -E " (FAILED|ERROR) " "$f" | sed -E 's/.*(FAILED|ERROR) //; s/ - .*//' | sort -u | head -30
       done
     done ;;
   all)
