@@ -5,7 +5,8 @@ to `vcvtneps2bf16`, which ignores MXCSR and always treats subnormal inputs as ze
 subnormal f32 would become ±0 on such a host and keep its value everywhere else, and in
 the interpreter, in torch and on the GPU (`cvt.rn.bf16.f32` keeps subnormals). bf16 is
 the top half of an f32's bits, so both roundings are a few integer operations that no
-target rewrites:
+target rewrites, and that vectorize (where LLVM's own narrowing, with those instructions
+turned off, is a `__truncsfbf2` call per element):
 
 - nearest even (`rtne`): add 0x7FFF plus the lowest kept bit, drop the low half (a
   carry out of the mantissa rounds up into the exponent, up to inf, as it should);

@@ -31,7 +31,6 @@ def _triton_order_sum(x: np.ndarray, warps: int, per_thread: int = 4, lanes_high
     """`x` summed in float32 as a CTA of `warps` warps does with a blocked layout of
     `per_thread` consecutive elements per thread (Triton's layout for this load)."""
     threads = 32 * warps
-    chunk = per_thread * threads
     # thread t's values in axis order: per_thread consecutive ones, every chunk
     vals = x.reshape(-1, threads, per_thread).transpose(1, 0, 2).reshape(threads, -1)
     acc = vals[:, 0].copy()
@@ -48,7 +47,6 @@ def _triton_order_sum(x: np.ndarray, warps: int, per_thread: int = 4, lanes_high
             parts = [np.float32(parts[i] + parts[i + half]) for i in range(half)]
         else:
             parts = [np.float32(parts[i] + parts[i + 1]) for i in range(0, len(parts), 2)]
-    assert chunk <= x.size
     return np.float32(parts[0])
 
 
