@@ -125,7 +125,7 @@ def _shared_access(lw: "KernelLowering", byte_offset: ir.Value, absolute: bool,
     and the alignment to emit it with (`NVPTXDevice.access_alignment`)."""
     if not absolute and lw.scratch_base:
         byte_offset = lw.b.add(byte_offset, ir.Constant(I32, lw.scratch_base))
-    return lw.dev.shared_ptr(lw.b, byte_offset), lw.dev.access_alignment(lw.b, byte_offset, nbytes, "shared")
+    return lw.dev.shared_ptr(lw.b, byte_offset, nbytes), lw.dev.access_alignment(lw.b, byte_offset, nbytes, "shared")
 
 
 def smem_store(lw: "KernelLowering", byte_offset: ir.Value, values: list[ir.Value], elem: Any,

@@ -153,7 +153,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
     def base_descriptor(buf, base: ir.Value, bits: int) -> tuple[ir.Value, int]:
-        """A slot's start address >> 4 (64-bit) and its descriptor's constant fields,
+        """A slot's start address >> 4 (i32) and its descriptor's constant fields,
         computed once per dot: a sub-tile's descriptor is then the start plus one
         constant (the fields and the sub-tile's offset >> 4, where the thread's
         warpgroup does not move it), not a recomputation of the shared address per
@@ -179,12 +179,21 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             lw.staged_descriptors = True
             if lw.rematerialized_descriptors:
                 start = lw.dev.opaque_i32(b, start)
-        return b.zext(start, I64), bits
+        return start, bits
 
     def descriptor(base_desc: tuple[ir.Value, int], elem_off: ir.Value) -> ir.Value:
+        """The sub-tile's start (slot start + offset >> 4) summed in 32 bits, widened,
+        plus the constant fields: the high word of every descriptor is then a constant
+        to ptxas. Summed in 64 bits (`zext(start) + zext(offset) + fields`, which LLVM
+        reassociates), ptxas 12.8 and 13.0 both dropped the high word's computation of
+        the later K steps of fla's chunk_fwd_kernel_o (BK=BV=128, 8 warps: B's
+        warpgroup offset is not a constant): its wgmmas read an uninitialized uniform
+        register as the descriptor's stride and swizzle fields, and the H200 faulted
+        (an out-of-range shared address) whenever a previous kernel had left a bad
+        value there (session 27)."""
         start, bits = base_desc
         step = b.lshr(b.mul(elem_off, ir.Constant(I32, size)), ir.Constant(I32, 4))
-        return b.add(start, b.add(b.zext(step, I64), ir.Constant(I64, bits)))
+        return b.add(b.zext(b.add(start, step), I64), ir.Constant(I64, bits))
 
     b_desc = base_descriptor(b_buf, b_base, b_bits)
     a_desc = base_descriptor(a_buf, a_base, a_bits) if a_base is not None else None

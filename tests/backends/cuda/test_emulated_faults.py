@@ -1,7 +1,8 @@
 """The emulator stops where the GPU would: a vector access to an address that is not a
 multiple of its size ("misaligned address" on the GPU, which an x86 host performs
-without complaint) raises `EmulatedFault` after the launch, naming the access
-(`emulator/faults.py`)."""
+without complaint), or a shared-memory access past the CTA's shared memory (an illegal
+address on the GPU; the host reads or writes the buffer's neighbours), raises
+`EmulatedFault` after the launch, naming the access (`emulator/faults.py`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,3 +47,37 @@ def test_a_misaligned_vector_store_faults_as_on_the_gpu():
     dst = buf[base + 1:base + 513]
     with pytest.raises(EmulatedFault, match="misaligned address.*16-byte global"):
         ek.run((1, 1, 1), [src, dst])
+
+
+@tegula.jit
+def small_matmul(a_ptr, b_ptr, c_ptr, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn = tl.arange(0, BM), tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + tl.arange(0, BK)
+        acc += tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * BN + rn[None, :]))
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def _matmul_kernel():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "constexpr", "BM": "constexpr",
+           "BN": "constexpr", "BK": "constexpr"}
+    return optimized_ir(ASTSource(small_matmul, sig, {"K": 128, "BM": 64, "BN": 64, "BK": 32},
+                                  attrs={"a_ptr": 16, "b_ptr": 16, "c_ptr": 16}))
+
+
+@pytest.mark.parametrize("capability", [80, 90])  # cp.async + ldmatrix + mma.sync; wgmma
+def test_shared_accesses_past_the_allocation_fault(capability):
+    """The same pipelined matmul, given 1 KB less shared memory than it allocated (as a
+    launch with a too small dynamic size, or an allocator that undercounts, would):
+    its copies into the last slots and the dots reading them fault."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    ek = EmulatedKernel(_matmul_kernel(), 4, capability=capability, num_stages=3)
+    c = np.zeros((64, 64), np.float32)
+    ek.run((1, 1, 1), [a, b, c])
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+    ek.runner.smem_bytes -= 1024
+    with pytest.raises(EmulatedFault, match="out-of-range address.*shared access"):
+        ek.run((1, 1, 1), [a, b, c])

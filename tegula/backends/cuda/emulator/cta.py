@@ -33,8 +33,14 @@ SLOT_WARP_BARRIERS = 8
 SLOT_WARPGROUP_BARRIERS = 9
 SLOT_EXCHANGE = 10
 SLOT_NAMED_BARRIERS = 11
-CTX_WORDS = 12
+SLOT_SMEM_BYTES = 12   # the CTA's shared bytes (accesses past them fault, `faults.check_in_range`)
+CTX_WORDS = 13
 NAMED_BARRIERS = 16     # bar.sync's barrier indices: a (count, generation) pair of i32 each
+# bytes allocated past the CTA's shared memory: an access there is recorded as the GPU's
+# fault (`faults.check_in_range`) and the launch fails after it, but the host still
+# performs it, which must not corrupt the process meanwhile (a wgmma descriptor's start
+# field spans 2^18 bytes)
+SMEM_GUARD_BYTES = 1 << 18
 
 EXCHANGE_WORDS = 8      # i32 words per thread (mma publishes six registers)
 BARRIER_STRIDE = 64     # bytes per pthread_barrier_t slot (glibc's is 32)
@@ -78,7 +84,7 @@ class CtaRunner:
     def run(self, grid: Sequence[int], values: Sequence[Any], timeout: float = 120.0) -> None:
         grid = tuple(grid) + (1,) * (3 - len(grid))
         nthreads = WARP_SIZE * self.num_warps
-        smem = np.zeros(max(self.smem_bytes, 16) + 16, np.uint8)
+        smem = np.zeros(max(self.smem_bytes, 16) + 16 + SMEM_GUARD_BYTES, np.uint8)
         exchange = np.zeros(nthreads * EXCHANGE_WORDS, np.int32)
         named = np.zeros(2 * NAMED_BARRIERS, np.int32)
         barriers = [_Barriers(1, nthreads), _Barriers(self.num_warps, WARP_SIZE)]
@@ -88,6 +94,7 @@ class CtaRunner:
         ctx = np.zeros(CTX_WORDS, np.int64)
         ctx[SLOT_NCTAID:SLOT_NCTAID + 3] = grid
         ctx[SLOT_SMEM] = (smem.ctypes.data + 15) // 16 * 16
+        ctx[SLOT_SMEM_BYTES] = self.smem_bytes
         ctx[SLOT_CTA_BARRIER] = barriers[0].address
         ctx[SLOT_WARP_BARRIERS] = barriers[1].address
         ctx[SLOT_WARPGROUP_BARRIERS] = barriers[2].address if groups else 0

@@ -67,6 +67,7 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
             self.sregs[f"ctaid.{a}"] = entry.trunc(words[cta.SLOT_CTAID + i], I32)
             self.sregs[f"nctaid.{a}"] = entry.trunc(words[cta.SLOT_NCTAID + i], I32)
         self.smem = entry.inttoptr(words[cta.SLOT_SMEM], ptr_type(3))
+        self.smem_bytes = entry.trunc(words[cta.SLOT_SMEM_BYTES], I32)
         self.exchange = entry.inttoptr(words[cta.SLOT_EXCHANGE], ptr_type(0))
         self.named = entry.inttoptr(words[cta.SLOT_NAMED_BARRIERS], ptr_type(0))
         self.lane = entry.and_(self.tid, ir.Constant(I32, cta.WARP_SIZE - 1))
@@ -202,7 +203,10 @@ class HostDevice(WarpModels, WgmmaModels, TmaModels, PtxModels, NVPTXDevice):
             out = b.or_(out, b.shl(b.and_(byte, ir.Constant(I32, 0xFF)), ir.Constant(I32, 8 * i)))
         return out
 
-    def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value) -> ir.Value:
+    def shared_ptr(self, b: ir.IRBuilder, byte_offset: ir.Value, nbytes: int = 1) -> ir.Value:
+        """The host address of shared byte `byte_offset`, for an access of `nbytes`: one
+        past the CTA's shared memory is recorded as the GPU's fault."""
+        faults.check_in_range(b, byte_offset, nbytes, self.smem_bytes)
         return b.gep(self.smem, [byte_offset], source_etype=I8)
 
     def access_alignment(self, b: ir.IRBuilder, address: ir.Value, nbytes: int, space: str) -> int:

@@ -132,7 +132,7 @@ class PtxModels:
                  pred: Optional[ir.Value], src_size: Optional[ir.Value] = None,
                  through_l1: bool = False) -> None:
         del through_l1  # a cache policy: the host has one memory
-        dst = self.shared_ptr(b, byte_offset)
+        dst = self.shared_ptr(b, byte_offset, nbytes)
         self.access_alignment(b, byte_offset, nbytes, "shared")
         wt, nw = access_words(nbytes)
         ty = wt if nw == 1 else ir.VectorType(wt, nw)

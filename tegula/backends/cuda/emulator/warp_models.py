@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 
 from ...llvm import casts
 from ...llvm.intrinsics import intrinsic
-from ...llvm.types import F16, F32, I8, I16, I32, I64
+from ...llvm.types import F16, F32, I16, I32, I64
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -44,7 +44,7 @@ class WarpModels:
             return self.peek(b, b.add(self.warp_base, row))
 
         def load(off: ir.Value, ty: ir.Type) -> ir.Value:
-            return b.load(b.gep(self.smem, [off], source_etype=I8), typ=ty)
+            return b.load(self.shared_ptr(b, off, ty.width // 8), typ=ty)
 
         def read() -> list[ir.Value]:
             out = []

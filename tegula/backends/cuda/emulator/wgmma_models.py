@@ -27,6 +27,7 @@ import llvmlite.ir as ir
 from ...llvm import casts
 from ...llvm.types import F16, F32, I8, I16, I32, I64, ptr_type
 from ..packed_registers import pack_registers, unpack_registers
+from . import faults
 
 if TYPE_CHECKING:
     from .host_device import HostDevice
@@ -95,6 +96,16 @@ class WgmmaModels:
         chunk_bits = b.and_(b.lshr(addr, _c(7)), sbits)
         return b.xor(addr, b.shl(chunk_bits, _c(4)))
 
+    def _check_operand(self: "HostDevice", b: ir.IRBuilder, desc: ir.Value, extent: tuple[int, int],
+                       elem_bytes: int) -> None:
+        """Record a fault when the operand `desc` describes (`extent`: elements along its
+        contiguous and its strided dimension) reaches past the CTA's shared memory: its
+        first and its last element are checked, once an instruction (each 8-row group of
+        a swizzled box stays within its own rows, so the last element's row is the last)."""
+        for contig, strided in ((0, 0), (extent[0] - 1, extent[1] - 1)):
+            off = self._element_offset(b, desc, _c(contig), _c(strided), elem_bytes)
+            faults.check_in_range(b, off, elem_bytes, self.smem_bytes)
+
     def _load_element(self: "HostDevice", b: ir.IRBuilder, off: ir.Value, ab_type: str) -> ir.Value:
         """An operand element of shared memory as the products take it (`_widened`)."""
         ptr = b.gep(self.smem, [off], source_etype=I8)
@@ -103,6 +114,8 @@ class WgmmaModels:
 
     def wgmma(self: "HostDevice", b: ir.IRBuilder, choice: Any, desc_a: ir.Value, desc_b: ir.Value,
               acc: list[ir.Value], trans_b: bool, trans_a: bool = False, scale_d: Any = True) -> list[ir.Value]:
+        self._check_operand(b, desc_a, (64, choice.k) if trans_a else (choice.k, 64), choice.elem_bytes)
+
         def a_value(row: ir.Value, half: ir.Value, k: ir.Value) -> ir.Value:
             if trans_a:  # M-major A: contiguous along M
                 off = self._element_offset(b, desc_a, row, k, choice.elem_bytes)
@@ -149,6 +162,8 @@ class WgmmaModels:
         arrives as `.f16x2` registers (pairs of consecutive elements, `packed_registers`):
         each instruction sums its products onto the f32 value of its f16 accumulator
         and rounds to f16 once at its end, as the tensor cores accumulate in f16."""
+        n = choice.n_instr
+        self._check_operand(b, desc_b, (n, choice.k) if trans_b else (choice.k, n), choice.elem_bytes)
         if choice.acc_type != "f16":
             return self._wgmma_sums(b, choice, a_value, desc_b, acc, trans_b)
         wide = [b.fpext(h, F32) for h in unpack_registers(b, acc, F16, 2)]
