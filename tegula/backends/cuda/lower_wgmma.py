@@ -181,19 +181,25 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                 start = lw.dev.opaque_i32(b, start)
         return start, bits
 
-    def descriptor(base_desc: tuple[ir.Value, int], elem_off: ir.Value) -> ir.Value:
-        """The sub-tile's start (slot start + offset >> 4) summed in 32 bits, widened,
-        plus the constant fields: the high word of every descriptor is then a constant
-        to ptxas. Summed in 64 bits (`zext(start) + zext(offset) + fields`, which LLVM
-        reassociates), ptxas 12.8 and 13.0 both dropped the high word's computation of
-        the later K steps of fla's chunk_fwd_kernel_o (BK=BV=128, 8 warps: B's
-        warpgroup offset is not a constant): its wgmmas read an uninitialized uniform
-        register as the descriptor's stride and swizzle fields, and the H200 faulted
-        (an out-of-range shared address) whenever a previous kernel had left a bad
-        value there (session 27)."""
+    def descriptor(base_desc: tuple[ir.Value, int], elem_off: ir.Value, by_group: bool) -> ir.Value:
+        """The sub-tile's descriptor: start + offset >> 4 in the low bits, plus the
+        constant fields. Where the offset depends on the thread's warpgroup
+        (`by_group`), start and offset are summed in 32 bits, then widened, so that the
+        high word stays a constant to ptxas: summed in 64 bits (`zext(start) +
+        zext(offset) + fields`, which LLVM reassociates), ptxas 12.8 and 13.0 both
+        dropped the high word's computation of the later K steps' B descriptors in
+        fla's chunk_fwd_kernel_o (BK=BV=128, 8 warps, B split over two warpgroups):
+        those wgmmas read an uninitialized uniform register as their stride and swizzle
+        fields, and the H200 faulted (an out-of-range shared address) whenever an
+        earlier kernel had left a bad value there (session 27). Where the offset is a
+        constant, `zext(start) + constant` is one add that ptxas rematerializes from the
+        start where registers run short (tutorial 06's D128 backward spills 2088 bytes
+        so, 2416 with the 32-bit sum)."""
         start, bits = base_desc
         step = b.lshr(b.mul(elem_off, ir.Constant(I32, size)), ir.Constant(I32, 4))
-        return b.add(b.zext(b.add(start, step), I64), ir.Constant(I64, bits))
+        if by_group:
+            return b.add(b.zext(b.add(start, step), I64), ir.Constant(I64, bits))
+        return b.add(b.zext(start, I64), b.add(b.zext(step, I64), ir.Constant(I64, bits)))
 
     b_desc = base_descriptor(b_buf, b_base, b_bits)
     a_desc = base_descriptor(a_buf, a_base, a_bits) if a_base is not None else None
@@ -211,7 +217,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                 regs = regs_of[(i, j)]
                 for s in steps:
                     b_off = b.xor(b_group, ir.Constant(I32, b_map(_flat((kk, n), s * choice.k, j * choice.n_instr))))
-                    desc_b = descriptor(b_desc, b_off)
+                    desc_b = descriptor(b_desc, b_off, wn > 1)
                     scale_d = not (fresh and s == steps.start)
                     if restart is not None and s == steps.start and not fresh:
                         scale_d = b.not_(restart)
@@ -221,7 +227,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
                         regs = lw.dev.wgmma_rs(b, choice, frag, desc_b, regs, not b_k_major, scale_d)
                         continue
                     a_off = b.xor(a_group, ir.Constant(I32, a_map(_flat((m, kk), i * 64 * gm, s * choice.k))))
-                    regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off), desc_b, regs, not b_k_major,
+                    regs = lw.dev.wgmma(b, choice, descriptor(a_desc, a_off, gm > 1), desc_b, regs, not b_k_major,
                                         a_m_major, scale_d)
                 regs_of[(i, j)] = regs
 

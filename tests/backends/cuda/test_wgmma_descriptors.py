@@ -1,9 +1,10 @@
 """wgmma matrix descriptors reach ptxas with a constant high word.
 
 A descriptor is the operand's shared start address >> 4 (bits 0-13) plus constant
-fields (the leading and stride byte offsets, the swizzle mode): `lower_wgmma` sums the
-start and a sub-tile's offset in 32 bits, widens, then adds the fields. Summed in 64
-bits instead (`zext(start) + zext(offset) + fields`), ptxas 12.8 and 13.0 both dropped
+fields (the leading and stride byte offsets, the swizzle mode): where a sub-tile's
+offset depends on the thread's warpgroup, `lower_wgmma` sums it and the start in 32
+bits, widens, then adds the fields (a constant offset is part of the added constant).
+Summed in 64 bits instead (`zext(start) + zext(offset) + fields`), ptxas 12.8 and 13.0 both dropped
 the computation of the high word of the later K steps' B descriptors in flash-linear-
 attention's `chunk_fwd_kernel_o` (two dots sharing A, B split over two warpgroups along
 N): those wgmmas read an uninitialized uniform register as their stride and swizzle

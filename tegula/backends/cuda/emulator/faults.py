@@ -14,8 +14,9 @@ launch through a process symbol; `EmulatedKernel.run` then raises `EmulatedFault
 naming them, instead of the emulator passing a kernel the GPU would stop.
 
 Found this way first on the H200: an epilogue's layout conversion whose scratch began
-right after 8-byte mbarriers (session 11); the range check after fla's
-`chunk_fwd_kernel_o` read past its shared memory on the H200 (session 27).
+right after 8-byte mbarriers (session 11). The range check came with session 27's
+out-of-range shared address in fla's `chunk_fwd_kernel_o` on the H200, which it could
+not have caught: that one was ptxas's code (see `lower_wgmma.descriptor`).
 """
 from __future__ import annotations
 
