@@ -5,6 +5,8 @@ the interpreter runs `tgir` bit-identically to the kernel it came from (translat
 validation of the `cuda_tgir` pass pipeline)."""
 from __future__ import annotations
 
+import itertools
+import random
 import re
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda import layouts as LY
 from tegula.backends.cuda.compiler import to_tgir
 from tegula.backends.cuda.encodings import (
     BlockedEncoding,
@@ -26,6 +29,7 @@ from tegula.backends.cuda.encodings import (
     encoding_for,
 )
 from tegula.backends.cuda.layouts import default_blocked
+from tegula.backends.cuda.linear_layout import LinearLayout
 from tegula.backends.cuda.shared_memory import shared_bytes
 from tegula.backends.interpreter import execute
 from tegula.ir.encodings import parse_encoding
@@ -59,6 +63,54 @@ def test_blocked_layouts_are_named_as_such():
         lay = default_blocked(shape, warps, vec, order)
         enc = blocked_of(lay)
         assert enc is not None and enc.to_linear(shape) == lay
+
+
+def _blocked_of_by_every_order(lay):
+    """blocked_of as it was: every permutation tried (the reference for small ranks)."""
+    for order in itertools.permutations(range(len(lay.shape))):
+        enc = blocked_of(lay, orders=[order])
+        if enc is not None:
+            return enc
+    return None
+
+
+def test_blocked_of_finds_what_trying_every_order_finds():
+    """The orders blocked_of skips (those the layout's bases rule out) never held the
+    answer: on random blocked layouts of ranks 1-4 (repeats, broadcast lanes/warps
+    included) and on layouts that are not blocked, the same encoding or None."""
+    rng = random.Random(27)
+    checked = 0
+    for _ in range(300):
+        rank = rng.randint(1, 4)
+        shape = tuple(1 << rng.randint(0, 4) for _ in range(rank))
+        order = list(range(rank))
+        rng.shuffle(order)
+        lanes_left, warps_left = 5, rng.randint(0, 3)
+        spt, tpw, wpc = [1] * rank, [1] * rank, [1] * rank
+        for d in range(rank):
+            spt[d] = 1 << rng.randint(0, 2)
+        for d in order[:-1]:
+            t = rng.randint(0, lanes_left)
+            tpw[d], lanes_left = 1 << t, lanes_left - t
+            w = rng.randint(0, warps_left)
+            wpc[d], warps_left = 1 << w, warps_left - w
+        tpw[order[-1]] *= 1 << lanes_left
+        wpc[order[-1]] *= 1 << warps_left
+        lay = LY.blocked(shape, spt, tpw, wpc, order)
+        for candidate in (lay, LinearLayout(shape, lay.reg[::-1], lay.lane, lay.warp)):
+            want = _blocked_of_by_every_order(candidate)
+            assert blocked_of(candidate) == want, (candidate, want)
+            checked += want is not None
+    assert checked > 300
+
+
+def test_blocked_of_a_rank_10_tile():
+    """`tl.sort` of 1024 elements works on a [2] * 10 tile: one order fits (the bases
+    name it), found without trying 10! permutations."""
+    shape = (2,) * 10
+    lay = default_blocked(shape, 4, 1)
+    enc = blocked_of(lay)
+    assert enc is not None and enc.to_linear(shape) == lay
 
 
 def test_bad_encodings_are_clear_errors():
