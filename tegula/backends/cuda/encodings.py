@@ -246,10 +246,9 @@ def _orders(rank: int, before: set[tuple[int, int]]) -> Iterable[tuple[int, ...]
     return extend([], list(range(rank)))
 
 
-def blocked_of(layout: LinearLayout, orders: Optional[Iterable[Sequence[int]]] = None) -> Optional[BlockedEncoding]:
+def blocked_of(layout: LinearLayout) -> Optional[BlockedEncoding]:
     """The `#blocked` encoding equal to `layout`, or None when it is not one: the first
-    `order` (in permutation order; `orders`, when given, are the ones to try) whose
-    encoding builds `layout`."""
+    `order` (in permutation order) whose encoding builds `layout`."""
     shape = layout.shape
     rank = len(shape)
     fields_ = dim_fields(shape)
@@ -260,8 +259,7 @@ def blocked_of(layout: LinearLayout, orders: Optional[Iterable[Sequence[int]]] =
         while k < n and (1 << (s + k)) in layout.reg:
             k += 1
         spt[d] = 1 << k
-    for order in orders if orders is not None else _orders(rank, _precedences(shape, layout, spt)):
-        order = tuple(order)
+    for order in _orders(rank, _precedences(shape, layout, spt)):
         lanes = _count_per_dim(shape, layout.lane, order)
         warps = _count_per_dim(shape, layout.warp, order)
         if lanes is None or warps is None:

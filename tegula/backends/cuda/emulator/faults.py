@@ -6,8 +6,8 @@
 - a shared-memory access past the CTA's allocation ("out-of-range shared or local
   address", reported by the driver as an illegal address; on the host the buffer's
   neighbours are read or written without complaint): `check_in_range` on the shared
-  accesses of the host device (`HostDevice.shared_ptr`) and on each wgmma operand's
-  extent.
+  accesses of the host device (`HostDevice.shared_ptr`; a TMA box at its first byte,
+  its size being known only at run time) and on each wgmma operand's extent.
 
 Each check is a compare and a rarely taken call that records the first faults of a
 launch through a process symbol; `EmulatedKernel.run` then raises `EmulatedFault`
