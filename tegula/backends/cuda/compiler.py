@@ -43,6 +43,7 @@ from .layout_plan import LayoutPlan
 from .lower_kernel import KernelLowering
 from .pipeline_loops import pipeline_loops
 from .pipeline_plan import shared_capacity
+from .register_pressure import loop_carried_registers
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .split_tf32x3 import split_tf32x3_dots
 from .stage_operands import stage_invariant_operands
@@ -295,7 +296,13 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     }
     exe = ptxas.find_ptxas()
     if exe is not None:
-        cubin, info, _log = ptxas.assemble(asm["ptx"], arch, ptxas=exe)
+        threads = 32 * lw.total_warps
+        # the CTA's whole register share from the start for a kernel bound to spill (no
+        # cap of its own, nor a stage override); when it spills nothing after all, the
+        # guess was wrong and ptxas runs again as if none had been made
+        share = None if maxnreg or overridden else _share_of_a_spilling_kernel(kernel_tgir, threads)
+        cubin, info, share = _assemble_first(asm, arch, exe, share, metadata)
+        register_cap = maxnreg or share  # the later runs keep the cap the first one had
         if lw.staged_descriptors and info["spill_loads"] > info["n_spills"] and not overridden:
             # Spilled values reloaded more than stored (loop invariants spilled once and
             # reloaded every iteration), with descriptors of staged operands, which are
@@ -304,20 +311,20 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
             # bytes stored, 2660 loaded, 2148 each after; its forward's spilling configs
             # store more than they load, and the retry, 2 s each, did not help them.)
             lw2, llir2, ptx2 = lower(True)
-            if maxnreg:
-                ptx2 = ptxas.with_register_cap(ptx2, int(maxnreg))
+            if register_cap:
+                ptx2 = ptxas.with_register_cap(ptx2, int(register_cap))
             cubin2, info2, _log = ptxas.assemble(ptx2, arch, ptxas=exe)
             if info2["n_spills"] + info2["spill_loads"] < info["n_spills"] + info["spill_loads"]:
                 lw, cubin, info = lw2, cubin2, info2
                 asm["llir"], asm["ptx"] = emit("llir", llir2), emit("ptx", ptx2)
                 metadata["rematerialized_descriptors"] = True
-        if maxnreg is None and info["n_spills"]:
-            cubin, info = _whole_register_share(asm, arch, exe, cubin, info, 32 * lw.total_warps, metadata)
-        if maxnreg is None and knobs.occupancy_registers and not info["n_spills"]:
-            cubin, info = _shared_memory_budget(asm, arch, exe, cubin, info, 32 * lw.total_warps,
+        if register_cap is None and info["n_spills"]:
+            cubin, info = _whole_register_share(asm, arch, exe, cubin, info, threads, metadata)
+        if register_cap is None and knobs.occupancy_registers and not info["n_spills"]:
+            cubin, info = _shared_memory_budget(asm, arch, exe, cubin, info, threads,
                                                 shared_bytes(kernel_tgir), cap, metadata)
-        if maxnreg is None and knobs.occupancy_registers:
-            cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, 32 * lw.total_warps,
+        if register_cap is None and knobs.occupancy_registers:
+            cubin, info = _occupancy_cap(asm, arch, exe, cubin, info, threads,
                                          shared_bytes(kernel_tgir), cap, metadata)
         asm["cubin"] = emit("cubin", cubin)
         metadata.update(info)
@@ -326,6 +333,36 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     metadata["pass_timings"] = pass_timings
     metadata["compile_time"] = time.perf_counter() - t0
     return asm, metadata
+
+
+def _share_of_a_spilling_kernel(kernel: Kernel, threads: int) -> Optional[int]:
+    """The CTA's whole register share when the registers its loops carry exceed it
+    (`register_pressure`): it spills however ptxas allocates, and ptxas left alone may
+    aim at an occupancy and spill far more (so that `_whole_register_share` would
+    assemble it again); None otherwise."""
+    share = occupancy.register_file_share(threads)
+    return share if loop_carried_registers(kernel) > share else None
+
+
+def _assemble_first(asm: dict, arch: str, exe: str, share: Optional[int],
+                    metadata: dict) -> tuple[bytes, dict, Optional[int]]:
+    """ptxas on `asm["ptx"]`, given `.maxnreg share` when `share` is set; returns the
+    cubin, its info and the cap it was kept with. The capped result is kept (its PTX in
+    `asm`, `metadata["spill_maxnreg"]` set, as `_whole_register_share` leaves them) only
+    if it spills: a kernel that fits after all is assembled again uncapped, as it would
+    have been without the guess, which then cost only time."""
+    if share is not None:
+        capped_ptx = ptxas.with_register_cap(asm["ptx"], share)
+        try:
+            cubin, info, _log = ptxas.assemble(capped_ptx, arch, ptxas=exe)
+        except CompilationError:  # "Insufficient registers": the uncapped run decides
+            info = None
+        if info is not None and info["n_spills"]:
+            asm["ptx"] = capped_ptx
+            metadata["spill_maxnreg"] = share
+            return cubin, info, share
+    cubin, info, _log = ptxas.assemble(asm["ptx"], arch, ptxas=exe)
+    return cubin, info, None
 
 
 def _with_register_cap(asm: dict, arch: str, exe: str, cubin: bytes, info: dict, regs: int,

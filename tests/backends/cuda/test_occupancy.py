@@ -167,3 +167,49 @@ def test_a_kernel_short_of_its_shared_memory_budget_gets_it(monkeypatch, raised_
     assert len(seen) == 2 and ".maxnreg 255" in seen[1]
     assert (asm["cubin"] == b"raised") is kept and (".maxnreg 255" in asm["ptx"]) is kept
     assert md.get("shared_memory_maxnreg") == (255 if kept else None)
+
+
+def test_loop_carried_registers_count_each_threads_share_of_the_carried_tiles():
+    """loop_sum's carried f32 accumulator of 8192 elements: 256 registers per thread on
+    one warp, 64 on four; a kernel without loops carries nothing."""
+    from tegula.backends.cuda.register_pressure import loop_carried_registers
+
+    kernel = ck.loop_sum(block=8192).kernel
+    one_warp, _plan = compiler.to_tgir(kernel, 1, 3, 90, False)
+    four_warps, _plan = compiler.to_tgir(kernel, 4, 3, 90, False)
+    assert loop_carried_registers(one_warp) == 256
+    assert loop_carried_registers(four_warps) == 64
+    flat, _plan = compiler.to_tgir(ck.vector_add().kernel, 4, 3, 90, False)
+    assert loop_carried_registers(flat) == 0
+
+
+@pytest.mark.parametrize("warps, capped_spills, runs, kept",
+                         [(1, 4096, [True], True), (1, 0, [True, False, True], True), (4, 0, [False], False)],
+                         ids=["bound-to-spill", "fits-after-all", "fits"])
+def test_a_kernel_bound_to_spill_is_assembled_with_its_register_share_first(monkeypatch, warps, capped_spills,
+                                                                             runs, kept):
+    """ptxas stubbed (left alone: 64 registers, 24 KB of spills, as it gave fla's
+    chunk_fwd_kernel_h on one warp). loop_sum carrying 256 registers per thread on one
+    warp spills whatever ptxas does: assembled once, with `.maxnreg 255`, not first
+    uncapped and then again. Should the capped run spill nothing after all, the kernel
+    is assembled as before (uncapped, then capped since that spilled): the guess cost
+    one run; on four warps (64 carried registers) nothing changes."""
+    from tegula.backends.cuda import ptxas
+
+    kernel = ck.loop_sum(block=8192).kernel
+    seen: list[bool] = []
+
+    def assemble(ptx, arch, **kw):
+        capped = ".maxnreg" in ptx
+        seen.append(capped)
+        regs, spills = (255, capped_spills) if capped else (64, 24688 if warps == 1 else 0)
+        return b"capped" if capped else b"free", {"n_regs": regs, "n_spills": spills, "spill_loads": spills,
+                                                  "static_shared": 0, "stack": spills}, ""
+
+    monkeypatch.setattr(ptxas, "find_ptxas", lambda: "/stub/ptxas")
+    monkeypatch.setattr(ptxas, "ptxas_version", lambda path: "stub")
+    monkeypatch.setattr(ptxas, "assemble", assemble)
+    asm, md = compile_kernel(kernel, {"num_warps": warps}, 90)
+    assert seen == runs
+    assert (asm["cubin"] == b"capped") is kept and (".maxnreg 255" in asm["ptx"]) is kept
+    assert md.get("spill_maxnreg") == (255 if kept else None)
