@@ -157,3 +157,41 @@ def test_a_value_carried_into_an_inner_loop_follows_what_updates_it():
             p, prev = (a.astype(np.float64) @ b[:, n:n + BN].astype(np.float64)) * 0.25, n
         want += p @ v[prev:prev + BN].astype(np.float64)
         np.testing.assert_array_equal(out, want)
+
+
+@tegula.jit
+def states_stored_every_step(k_ptr, v_ptr, h_ptr, NT, BK: tl.constexpr, BV: tl.constexpr, BT: tl.constexpr):
+    """fla's chunk_fwd_kernel_h: the state accumulated by the loop's dot is stored,
+    narrowed to f16, at the start of every iteration."""
+    rk, rv, rt = tl.arange(0, BK), tl.arange(0, BV), tl.arange(0, BT)
+    b_h = tl.zeros((BK, BV), dtype=tl.float32)
+    for i in range(NT):
+        tl.store(h_ptr + i * BK * BV + rk[:, None] * BV + rv[None, :], b_h.to(tl.float16))
+        b_k = tl.load(k_ptr + rk[:, None] + (i * BT + rt)[None, :] * BK)
+        b_v = tl.load(v_ptr + (i * BT + rt)[:, None] * BV + rv[None, :])
+        b_h = b_h * 0.5 + tl.dot(b_k, b_v)
+
+
+def test_a_carried_accumulator_is_narrowed_before_it_moves():
+    """The cast of the loop-carried accumulator is done in the dot's layout, so the
+    store's conversion through shared memory moves f16 (half the bytes), as for an
+    epilogue's `acc.to(tl.float16)`."""
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "h_ptr": "*fp16", "NT": "i32", "BK": "constexpr",
+           "BV": "constexpr", "BT": "constexpr"}
+    BK, BV, BT, NT = 64, 64, 32, 3
+    kernel = tir_opt(states_stored_every_step, sig, {"BK": BK, "BV": BV, "BT": BT},
+                     attrs={"k_ptr": 16, "v_ptr": 16, "h_ptr": 16})
+    for capability in (80, 90):
+        tgir = compile_kernel(kernel, {"num_warps": 1, "num_stages": 2}, capability)[0]["tgir"]
+        moved = [ln for ln in _loop_text(tgir).splitlines() if "convert_layout" in ln and "smem(" in ln]
+        assert moved and all("xf16" in ln for ln in moved), moved
+        rng = np.random.default_rng(capability)
+        k = rng.integers(-2, 3, (NT * BT, BK)).astype(np.float16)
+        v = rng.integers(-2, 3, (NT * BT, BV)).astype(np.float16)
+        out = np.zeros((NT, BK, BV), np.float16)
+        EmulatedKernel(kernel, 1, capability=capability, num_stages=2).run((1, 1, 1), [k, v, out, NT])
+        want, h = np.zeros((NT, BK, BV)), np.zeros((BK, BV))
+        for i in range(NT):
+            want[i] = h
+            h = h * 0.5 + k[i * BT:(i + 1) * BT].T.astype(np.float64) @ v[i * BT:(i + 1) * BT].astype(np.float64)
+        np.testing.assert_array_equal(out, want.astype(np.float16))
