@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ...ir.accessors import for_inits, for_iter_args, for_yields
+from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of, shape_of
@@ -54,32 +54,17 @@ _HINT_ROUNDS = 8
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
 
 
-def _narrows_an_accumulator(ins: Instr, loops: Mapping[Block, Instr]) -> bool:
+def _narrows_an_accumulator(ins: Instr) -> bool:
     """Whether `ins` casts a dot's accumulator to a narrower type (an epilogue's
-    `acc.to(tl.float16)`, or a loop's store of the state its dots accumulate, as fla's
-    chunk_fwd_kernel_h stores `b_h.to(h.dtype)` every iteration): done in the
-    accumulator's layout, so that a conversion the store needs moves the narrow tile
-    through shared memory (half the bytes and scratch of f32 to f16, as Triton does),
-    not the f32 one. `loops`: each `for` body's loop."""
+    `acc.to(tl.float16)`): done in the accumulator's layout, so that a conversion the
+    store needs moves the narrow tile through shared memory (half the bytes and
+    scratch of f32 to f16, as Triton does), not the f32 one."""
     if ins.op is not Op.CAST:
         return False
     src = ins.operands[0]
-    if not (_a_dot_result(src) or _carries_a_dot_result(src, loops)):
+    if not isinstance(src.owner, Instr) or src.owner.op not in (Op.DOT, Op.DOT_WAIT):
         return False
     return element_of(ins.results[0].type).bits < element_of(src.type).bits
-
-
-def _a_dot_result(v: Value) -> bool:
-    return isinstance(v.owner, Instr) and v.owner.op in (Op.DOT, Op.DOT_WAIT)
-
-
-def _carries_a_dot_result(v: Value, loops: Mapping[Block, Instr]) -> bool:
-    """Whether `v` is a `for` body's carried value that the body yields a dot result
-    for (its layout is that dot's, the loop carrying the accumulator as it is)."""
-    loop = loops.get(v.owner) if isinstance(v.owner, Block) else None
-    if loop is None or v not in for_iter_args(loop):
-        return False
-    return _a_dot_result(for_yields(loop)[for_iter_args(loop).index(v)])
 
 
 class _Assigner(AnchorRules):
@@ -93,7 +78,6 @@ class _Assigner(AnchorRules):
         self.anchors: dict[Instr, LinearLayout] = {}
         self.remat_memo: dict[Value, bool] = {}
         self.strengths: dict[Value, int] = {}
-        self.loop_of_body = {ins.regions[0]: ins for ins in kernel.walk() if ins.op is Op.FOR}
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout) -> bool:
@@ -298,7 +282,7 @@ class _Assigner(AnchorRules):
         elif (info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS) and res is not None:
             if is_tile(res):
                 lay = self.hints.get(res) or self.pick(ins)
-                if _narrows_an_accumulator(ins, self.loop_of_body) and own[0] is not None:
+                if _narrows_an_accumulator(ins) and own[0] is not None:
                     lay = own[0]  # cast where the dot left it; the narrower tile moves
                 self.set(res, lay)
                 self.require(ins, [lay] * len(ops))
