@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import llvmlite.ir as ir
 
 from ..llvm.types import I32, byte_size
-from .linear_layout import LinearLayout, solve
+from .linear_layout import LinearLayout, rank_of, solve
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -82,6 +82,24 @@ def _depends_on(values: tuple[int, ...]) -> list[int]:
     return [i for i in range(5) if any(values[lane] != values[lane ^ (1 << i)] for lane in range(LANES))]
 
 
+def _sources(bases: tuple[int, ...], dst: LinearLayout) -> Callable[[int, int], Optional[int]]:
+    """`(r, lane) -> solve(bases, element of dst's register r in lane)`. With independent
+    bases the solution is unique, hence linear: the register's and the lane's parts are
+    solved once each and combined by XOR (a 128x128 tile on one warp: 544 eliminations
+    instead of 16384, 0.5 s of its compile). A part outside the bases' span (the sum may
+    still be inside) and dependent bases solve each pair as it comes."""
+    if rank_of(bases) < len(bases):
+        return lambda r, lane: solve(bases, dst.reg_element(r) ^ _lane_part(dst, lane))
+    by_reg = [solve(bases, dst.reg_element(r)) for r in range(dst.n_regs)]
+    by_lane = [solve(bases, _lane_part(dst, lane)) for lane in range(LANES)]
+
+    def source(r: int, lane: int) -> Optional[int]:
+        if by_reg[r] is None or by_lane[lane] is None:
+            return solve(bases, dst.reg_element(r) ^ _lane_part(dst, lane))
+        return by_reg[r] ^ by_lane[lane]
+    return source
+
+
 @lru_cache(maxsize=256)
 def plan_exchange(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> Optional[Exchange]:
     """The shuffle plan converting `src` to `dst` for elements of `elem_bits` bits, or
@@ -99,9 +117,10 @@ def plan_exchange(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> Optio
     n_reg_bits = len(src.reg)
     # where each (destination register, lane) finds its element: (source register, lane)
     where: dict[tuple[int, int], tuple[int, int]] = {}
+    sources = _sources(bases, dst)
     for r in range(dst.n_regs):
         for lane in range(LANES):
-            x = solve(bases, dst.reg_element(r) ^ _lane_part(dst, lane))
+            x = sources(r, lane)
             if x is None:
                 return None  # held by another warp, or by nobody
             where[r, lane] = (x & ((1 << n_reg_bits) - 1), x >> n_reg_bits)

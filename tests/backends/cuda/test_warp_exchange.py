@@ -115,3 +115,25 @@ def test_narrow_elements_one_per_word(dtype, cap):
     out = np.zeros_like(x)
     EmulatedKernel(kernel, 8, capability=cap).run((1, 1, 1), [x, out])
     np.testing.assert_array_equal(out, np.transpose(x, (0, 1, 3, 2)))
+
+
+@pytest.mark.parametrize("dst_of", [
+    lambda: mma_v2_accumulator((128, 128), [1, 1]),            # independent bases, the solved-by-parts path
+    lambda: LY.blocked((128, 128), [1, 8], [2, 16], [1, 1], [1, 0]),
+    lambda: LY.blocked((16, 64), [1, 4], [8, 4], [1, 1], [0, 1]),
+], ids=["mma", "blocked", "small"])
+def test_the_sources_solved_by_parts_are_those_solved_one_by_one(dst_of):
+    """`_sources` combines a register's and a lane's solutions where the source's bases
+    are independent (the solution is then unique): each (register, lane) gets what
+    solving it alone gives, dependent (broadcast) bases included."""
+    from tegula.backends.cuda.linear_layout import solve
+    from tegula.backends.cuda.warp_exchange import _sources
+
+    dst = dst_of()
+    for src in (LY.blocked(dst.shape, [1, 4], [4, 8], [1, 1], [1, 0]),
+                LinearLayout(dst.shape, dst.reg[:-1] + (0,), dst.lane, dst.warp)):  # a broadcast register bit
+        bases = src.reg + src.lane
+        sources = _sources(bases, dst)
+        for r in range(dst.n_regs):
+            for lane in range(32):
+                assert sources(r, lane) == solve(bases, dst.reg_element(r) ^ _lane_part(dst, lane))
