@@ -35,12 +35,15 @@ wgmma dots issued in between, which stay in flight; `async_dots.LateWait`), with
 iteration, so the slots it read are free by the next one's copies.
 
 The *address code* is the loads' operands' backward slice inside the body: it must be
-pure and free of loads, and the loop-carried values it reads (the pointers advanced
-each iteration) must be updated only by it and be used by nothing else in or after the
-loop; a slice value that the rest of the body also uses is recomputed for the current
-iteration when it does not depend on those carried values. Loops that do not fit are
-left alone. The write slot was last read in iteration k-1, which every thread finished
-before the barrier of iteration k's wait.
+pure but for the index loads of a gather (a MoE kernel's `x_ptr + token[:, None] *
+stride`, `token` loaded in the loop: `pipeline_plan._index_load`), which are issued
+with the copies of their iteration, masked off where it does not exist; the
+loop-carried values it reads (the pointers advanced each iteration) must be updated
+only by it and be used by nothing else in or after the loop; a slice value that the
+rest of the body also uses is recomputed for the current iteration when it does not
+depend on those carried values. Loops that do not fit are left alone. The write slot
+was last read in iteration k-1, which every thread finished before the barrier of
+iteration k's wait.
 
 A loop given its own `num_stages` (`tl.range(..., num_stages=S)`) that has no dot is
 pipelined too, as Triton does (a persistent softmax prefetching its next rows): each
@@ -80,6 +83,7 @@ translation-validated with no GPU.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from ...config import knobs
@@ -260,13 +264,20 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
         if memo_state is not None and plan.memo is not None:
             stepped.extend(memo_step(bb, plan.memo, memo_state, mapping))
             skipped = plan.memo.skipped
+        # whether `iteration` exists: before the address code where its index loads need
+        # it, else after it (where it always was: the PTX of other loops stays the same)
+        live = bb.op1(Op.LT, iteration, ub) if plan.index_loads else None
         for ins in plan.slice:
             if ins not in skipped and ins in copy_inputs:
-                bb.insert(clone_instr(ins, mapping))
+                if ins in plan.index_loads:
+                    bb.insert(_load_if_live(bb, ins, mapping, live))
+                else:
+                    bb.insert(clone_instr(ins, mapping))
         outer = bb
         for ins in plan.hints:
             bb.insert(clone_instr(ins, mapping))
-        live = bb.op1(Op.LT, iteration, ub)
+        if live is None:
+            live = bb.op1(Op.LT, iteration, ub)
         if empty_phase is not None:
             guarded = Block()
             bb = Builder(guarded)
@@ -471,6 +482,23 @@ def _copy_inputs(plan: LoopPlan) -> set[Instr]:
             needed.add(ins)
             work.extend(v for sub in ins.walk() for v in sub.operands)
     return needed
+
+
+def _load_if_live(bb: Builder, ins: Instr, mapping: dict[Value, Value], live: Value) -> Instr:
+    """A load of the address code (`LoopPlan.index_loads`) for the iteration `mapping`
+    binds, its mask ANDed with `live` (that iteration exists): past the loop's end
+    the copies it addresses are off, and the load must not read past its array either
+    (its value there is never used)."""
+    mem = memory_operands(ins)
+    shape = shape_of(ins.results[0].type)
+    pred = bb.splat(live, shape) if shape else live
+    if mem.mask is not None:
+        pred = bb.op1(Op.AND, mapping.get(mem.mask, mem.mask), pred)
+    rest = [mapping.get(mem.other, mem.other)] if mem.other is not None else []
+    copy = clone_instr(ins, mapping)
+    copy.operands = [copy.operands[0], pred, *rest]
+    copy.attrs = replace(ins.attrs, has_mask=True)
+    return copy
 
 
 def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],

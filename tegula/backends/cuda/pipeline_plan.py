@@ -1,6 +1,7 @@
 """The software pipeliner's plan of one loop (`pipeline_loops`): which loads go
-through rings, their address code (the loads' operands' backward slice in the body,
-pure and load-free), the loop-carried values it advances S-1 iterations ahead, the
+through rings, their address code (the loads' operands' backward slice in the body:
+pure, but for the index loads of a gather, see `_index_load`), the loop-carried values
+it advances S-1 iterations ahead, the
 slice ops the rest of the body also needs, the transposes, hints and mask bounds that
 travel with the copies, the wgmma dots left in flight, and a flattened loop's coarse
 address code (`pipeline_memo`). Loops that do not fit get no plan."""
@@ -61,6 +62,9 @@ class LoopPlan:
     # loads whose ring is a staging ring the way their copies run, transposed each
     # iteration into a K-major buffer for the wgmma that reads them (`transposed_on_chip`)
     staged_transposes: set[Instr] = field(default_factory=set)
+    # loads in the address code (a gather's row indices, `_index_load`): issued with the
+    # copies of their iteration, masked off where that iteration does not exist
+    index_loads: set[Instr] = field(default_factory=set)
 
     @property
     def distance(self) -> int:
@@ -128,10 +132,13 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         owner = v.owner
         if isinstance(owner, Instr) and owner in position and owner not in members:
             info = OP_INFO[owner.op]
-            if not info.pure or owner.regions or owner.op in (Op.LOAD, Op.DESCRIPTOR_LOAD) or owner in loads:
+            if owner in loads or owner.regions or not (info.pure or _index_load(owner)):
                 return None
             members.add(owner)
             work.extend(owner.operands)
+    index_loads = {ins for ins in members if ins.op is Op.LOAD}
+    if index_loads and writes_what_it_prefetches(kernel, body, sorted(index_loads, key=position.get)):
+        return None  # an index read S-1 iterations early could miss the loop's own write
     load_set = set(loads)
     # values computed from the advanced carried values, which hold iteration k+S-1's
     depends_ahead: set[Value] = {iters[k] for k in ahead}
@@ -169,7 +176,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
             return None
     order = [ins for ins in body.instrs if ins in members]
     plan = LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
-                     bounds=_copy_bounds(kernel, loads))
+                     bounds=_copy_bounds(kernel, loads), index_loads=index_loads)
     bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
     plan.memo = find_memo(loop, order, loads + hints, bound_values)
     # a dot in flight across the back edge needs its copies S-2 iterations ahead (its
@@ -179,6 +186,20 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
                        wait_at_use=knobs.wgmma_wait_at_use, carry=stages >= 3)
     plan.async_dots, plan.late_waits = found.carried, found.late
     return plan
+
+
+def _index_load(ins: Instr) -> bool:
+    """Whether `ins` may be part of a pipelined load's address code: a plain load from
+    global memory, such as the row indices of a gather (a MoE kernel's
+    `x_ptr + token_idx[:, None] * stride`, `token_idx` loaded in the loop). Its copy for
+    iteration k+S-1 runs with that iteration's copies, as a synchronous load masked off
+    where the iteration does not exist; the loop must not write where it reads
+    (`writes_what_it_prefetches`). Triton's pipeliner likewise issues such indices a
+    stage before the copies they address."""
+    if ins.op is not Op.LOAD or ins.attrs.volatile:
+        return False
+    elem = element_of(memory_operands(ins).pointer.type)
+    return getattr(elem, "address_space", None) == 1
 
 
 def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
