@@ -56,6 +56,9 @@
 #              (LIBS_LIGER, space-separated) and flash-linear-attention's tests/ops files (LIBS_FLA),
 #              both at once, each cut at LIBS_TIMEOUT (400 s); needs .libs/ carried (built by
 #              benchmarks/prepare_libs.sh). Prints pass/fail/skip counts and the failing tests.
+#   libsbench  liger-kernel's and flash-linear-attention's ops timed under Triton and under tegula
+#              in one process (libs_bench.py; LIBS_OPS=rms_norm,gdn_fwd picks ops, LIBS_ROUNDS);
+#              needs .libs/ carried
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
 #
 #   bash benchmarks/device_run.sh --gpus "GROUP" "GROUP" ...
@@ -214,6 +217,8 @@ stage() {
         grep -E " (FAILED|ERROR) " "$f" | sed -E 's/.*(FAILED|ERROR) //; s/ - .*//' | sort -u | head -30
       done
     done ;;
+  libsbench)
+    python3 benchmarks/libs_bench.py --only "${LIBS_OPS:-}" --rounds "${LIBS_ROUNDS:-5}" --out "$OUT" ;;
   all)
     for s in smoke tests tests-slow examples mix bench; do stage "$s"; done ;;
   *) echo "unknown stage $1"; exit 2 ;;
