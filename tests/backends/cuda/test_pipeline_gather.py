@@ -138,3 +138,32 @@ def test_a_loop_writing_its_index_array_is_left_alone():
     sig = {"x_ptr": "*fp16", "idx_ptr": "*i32", "out_ptr": "*fp32", "K": "i32", "BK": "constexpr"}
     kernel = clone_kernel(tir_opt(rewrites_indices, sig, {"BK": 32}))
     assert pipeline_loops(kernel, 3, 4, 90) == 0
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU")
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("mask_index", [True, False])
+def test_gather_gemm_on_the_gpu(stages, mask_index):
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(stages)
+    counts = [70, 0, 33, 96] if mask_index else [64, 32, 96]
+    T, H, N = 97, 112, 48
+    starts = torch.tensor([0] + list(np.cumsum(counts)), dtype=torch.int32, device="cuda")
+    rows = int(starts[-1])
+    x = torch.randn(T, 128, device="cuda", generator=gen).half()
+    d = torch.randn(rows, 64, device="cuda", generator=gen).half()
+    idx = torch.randint(0, T, (rows,), device="cuda", generator=gen, dtype=torch.int32)
+    out = torch.full((len(counts), N, H), float("nan"), device="cuda")
+    gathered_weight_grad[(len(counts), 2)](x, d, idx, starts, out, 128, 64, H, N, BM=64, BN=64, BK=32,
+                                           MASK_INDEX=mask_index, num_warps=4, num_stages=stages)
+    want = torch.stack([d[a:b, :N].double().T @ x[idx[a:b].long(), :H].double()
+                        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())])
+    torch.testing.assert_close(out.double(), want, rtol=2e-3, atol=2e-3)
