@@ -20,6 +20,15 @@ from tegula.backends.cuda.launcher import make_launcher
 from tegula.ir.printer import print_ir
 
 
+def has_torch_gpu() -> bool:
+    """Whether torch is installed and sees a CUDA GPU (the GPU tests' skip condition)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def to_device(args: list, torch: Any) -> list:
     return [torch.from_numpy(np.ascontiguousarray(a)).cuda() if isinstance(a, np.ndarray) else a
             for a in args]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_runner import has_torch_gpu
 from test_pipeline_loops import ops, tir_opt
 
 import tegula
@@ -140,15 +141,7 @@ def test_a_loop_writing_its_index_array_is_left_alone():
     assert pipeline_loops(kernel, 3, 4, 90) == 0
 
 
-def _has_gpu() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU")
+@pytest.mark.skipif(not has_torch_gpu(), reason="no CUDA GPU")
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("mask_index", [True, False])
 def test_gather_gemm_on_the_gpu(stages, mask_index):

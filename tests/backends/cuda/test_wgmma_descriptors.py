@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 import pytest
+from gpu_runner import has_torch_gpu
 
 import tegula
 import tegula.language as tl
@@ -97,15 +98,7 @@ def test_two_dots_one_a_on_the_emulator(capability):
     np.testing.assert_allclose(s[:T, :T], q64 @ k64.T, rtol=1e-3, atol=1e-3)
 
 
-def _has_gpu() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU")
+@pytest.mark.skipif(not has_torch_gpu(), reason="no CUDA GPU")
 def test_two_dots_one_a_on_the_gpu():
     import torch
     gen = torch.Generator(device="cuda").manual_seed(27)
