@@ -1,10 +1,10 @@
 """The software pipeliner's plan of one loop (`pipeline_loops`): which loads go
 through rings, their address code (the loads' operands' backward slice in the body:
 pure, but for the index loads of a gather, see `_index_load`), the loop-carried values
-it advances S-1 iterations ahead, the
-slice ops the rest of the body also needs, the transposes, hints and mask bounds that
-travel with the copies, the wgmma dots left in flight, and a flattened loop's coarse
-address code (`pipeline_memo`). Loops that do not fit get no plan."""
+it advances S-1 iterations ahead, the slice ops the rest of the body also needs, the
+transposes, hints and mask bounds that travel with the copies, the wgmma dots left in
+flight, and a flattened loop's coarse address code (`pipeline_memo`, pure ops only).
+Loops that do not fit get no plan."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
