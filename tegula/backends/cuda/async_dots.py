@@ -17,7 +17,7 @@ from typing import Optional
 from ...ir import attrs as A
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
-from .mma import MmaChoice, choose_mma
+from .mma import MmaChoice, choose_mma, staged_register_b
 from .pipeline_candidates import dot_operand, zeroed_when
 from .slot_views import viewed_both_ways
 
@@ -152,7 +152,9 @@ def _slot_sources(body: Block, loads: set[Instr], transposes: dict[Instr, Instr]
 
 def _wgmma_choices(kernel: Kernel, body: Block, source: dict[Value, tuple[Instr, bool]], num_warps: int,
                    capability: int) -> dict[Instr, MmaChoice]:
-    """The body's top-level dots that run on wgmma, with their instruction choice."""
+    """The body's top-level dots that run on wgmma with B in a slot, with their
+    instruction choice (a B stored from registers into the dot's scratch is waited for
+    by the dot's own lowering, `mma.staged_register_b`: the next op may reuse it)."""
     out = {}
     for ins in body.instrs:
         if ins.op is not Op.DOT:
@@ -160,7 +162,7 @@ def _wgmma_choices(kernel: Kernel, body: Block, source: dict[Value, tuple[Instr,
         a_src, b_src = source.get(ins.operands[0]), source.get(ins.operands[1])
         choice = choose_mma(ins, num_warps, capability, b_in_shared=b_src is not None,
                             a_in_shared=a_src is not None)
-        if choice is not None and choice.version == 3:
+        if choice is not None and choice.version == 3 and not staged_register_b(choice, b_src is not None):
             out[ins] = choice
     return out
 

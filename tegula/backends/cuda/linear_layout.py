@@ -38,6 +38,16 @@ def dim_fields(shape: Sequence[int]) -> list[tuple[int, int]]:
     return fields  # type: ignore[return-value]
 
 
+def dim_run(lay: "LinearLayout", dim: int) -> int:
+    """How many consecutive elements along `dim` a thread holds together (register
+    bases that are the lowest bits of the dimension, wherever they sit in the list)."""
+    s, n = dim_fields(lay.shape)[dim]
+    k = 0
+    while k < n and (1 << (s + k)) in lay.reg:
+        k += 1
+    return 1 << k
+
+
 def coords_of(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
     return tuple((flat >> s) & ((1 << n) - 1) for s, n in dim_fields(shape))
 

@@ -26,7 +26,7 @@ from ..llvm.intrinsics import intrinsic
 from ..llvm.types import F32 as LF32
 from ..llvm.types import I32, byte_size
 from .convert import smem_load, smem_store
-from .linear_layout import LinearLayout, dim_fields
+from .linear_layout import LinearLayout, dim_fields, dim_run
 from .lower_mma import lower_dot_mma
 from .lower_wgmma import lower_dot_wgmma
 from .registry import handles
@@ -39,16 +39,6 @@ def _compute_type(e: ScalarType) -> ScalarType:
     if e.is_float:
         return F64 if e.name == "f64" else F32
     return T_I32 if e.bits <= 32 else e
-
-
-def dim_run(lay: LinearLayout, dim: int) -> int:
-    """How many consecutive elements along `dim` a thread holds together (register
-    bases that are the lowest bits of the dimension, wherever they sit in the list)."""
-    s, n = dim_fields(lay.shape)[dim]
-    k = 0
-    while k < n and (1 << (s + k)) in lay.reg:
-        k += 1
-    return 1 << k
 
 
 def _write_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, elem: ScalarType,

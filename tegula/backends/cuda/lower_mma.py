@@ -83,8 +83,10 @@ def vector_run(where: LinearLayout, max_count: int) -> int:
     return 1 << k
 
 
-def _write(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offsets: BitMap,
-           elem: ScalarType, base: int, tf32: bool) -> None:
+def store_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offsets: BitMap,
+                  elem: ScalarType, base: int, tf32: bool) -> None:
+    """Store an operand's registers (in layout `lay`) at shared byte offset `base` in the
+    layout `offsets` (element offsets), as wide vectors as the two layouts allow."""
     b = lw.b
     where = offset_layout(lay, offsets)
     size = elem.bits // 8
@@ -174,7 +176,7 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
         lw.scratch(total)
         for k in staged:
             lay, mp, elem = (la, a_map, ea) if k == 0 else (lb, b_map, eb)
-            _write(lw, regs[k], lay, mp, elem, offs[k], tf32)
+            store_operand(lw, regs[k], lay, mp, elem, offs[k], tf32)
             bases[k] = ir.Constant(I32, lw.scratch_base + offs[k])
         lw.smem_written()
     base_a, base_b = bases

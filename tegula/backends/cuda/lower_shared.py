@@ -30,7 +30,6 @@ row-major.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
@@ -38,7 +37,7 @@ import llvmlite.ir as ir
 from ...errors import CompilationError
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
-from ...ir.types import ScalarType, SmemType, element_of
+from ...ir.types import SmemType, element_of
 from ...passes import contiguity_order
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
@@ -47,6 +46,7 @@ from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, vector_run
 from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
+from .shared_buffers import SharedBuffer
 from .slot_copies import contiguous_dim, copy_slot, staging_offsets, store_registers
 from .slot_views import transposed_offsets
 
@@ -55,16 +55,6 @@ if TYPE_CHECKING:
 
 # 1024: the 128-byte NVMMA swizzle is a function of address bits 4-9
 BUFFER_ALIGN = 1024
-
-
-@dataclass(frozen=True)
-class SharedBuffer:
-    offset: int            # bytes from the start of shared memory
-    slot_bytes: int
-    end: int               # offset + all slots' bytes
-    offsets: BitMap        # a slot's flat index → element offset in the slot
-    element: ScalarType
-    along_rows: bool       # copies into it run along a slot's rows (B's K, or A's M)
 
 
 def _users(lw: "KernelLowering", v: Value) -> list[Instr]:

@@ -41,15 +41,18 @@ from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
+from ...errors import CompilationError
 from ...ir.core import Instr
 from ...ir.ops import Op
-from ...ir.types import shape_of
+from ...ir.types import element_of, shape_of
 from ..llvm.types import F16, I32, I64
-from .linear_layout import BitMap, dim_fields
+from .linear_layout import BitMap, dim_fields, dim_run
+from .lower_mma import store_operand
 from .mma import MmaChoice
 from .packed_registers import is_f16, pack_registers, unpack_registers
 from .pipeline_candidates import is_zero, zeroed_when
 from .registry import handles
+from .shared_buffers import SharedBuffer
 from .shared_layouts import nvmma_offsets
 
 if TYPE_CHECKING:
@@ -119,8 +122,9 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
 
     a_view = lw.shared_views.get(ins.operands[0])
     b_view = lw.shared_views.get(ins.operands[1])
-    if b_view is None:
-        raise AssertionError("wgmma's B must be read in place from a shared memory slot")
+    staged = b_view is None  # B computed in registers: stored into the dot's scratch
+    if staged:
+        b_view = _store_register_b(lw, ins, size)
     a_regs = None
     if a_view is None:  # A from registers, in the plan's wgmma_register_a layout
         a_regs = pack_registers(b, lw.operand(ins, 0), 4 // size)
@@ -152,7 +156,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
     a_group = group_part(a_map, (m, kk), g_m, gm, True, 64) if a_map is not None else None
     b_group = group_part(b_map, (kk, n), g_n, wn, False, n_cover)
 
-    def base_descriptor(buf, base: ir.Value, bits: int) -> tuple[ir.Value, int]:
+    def base_descriptor(buf, base: ir.Value, bits: int, one_slot: bool) -> tuple[ir.Value, int]:
         """A slot's start address >> 4 (i32) and its descriptor's constant fields,
         computed once per dot: a sub-tile's descriptor is then the start plus one
         constant (the fields and the sub-tile's offset >> 4, where the thread's
@@ -162,8 +166,8 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         16-byte boundary, and shared addresses stay below 2^18 bytes, so the 14-bit
         start field never carries into the next.
 
-        A buffer of one slot (an operand staged once, not a ring) has loop-invariant
-        descriptors, computed before the loops. Knowing the start's low bits zero (the
+        A buffer of one slot (`one_slot`: an operand staged once, not a ring) has
+        loop-invariant descriptors, computed before the loops. Knowing the start's low bits zero (the
         alignment), LLVM turns the adds into `or`s, and ptxas keeps the results in
         registers: cheapest, unless registers run short. With
         `lw.rematerialized_descriptors` the start passes through an opaque `mov`, the
@@ -175,7 +179,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         uniform instructions per iteration. The compiler chooses by ptxas's spills."""
         addr = lw.dev.shared_address(b, base)
         start = b.and_(b.lshr(addr, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF))
-        if buf.end - buf.offset <= buf.slot_bytes:
+        if one_slot:
             lw.staged_descriptors = True
             if lw.rematerialized_descriptors:
                 start = lw.dev.opaque_i32(b, start)
@@ -201,8 +205,8 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
             return b.add(b.zext(b.add(start, step), I64), ir.Constant(I64, bits))
         return b.add(b.zext(start, I64), b.add(b.zext(step, I64), ir.Constant(I64, bits)))
 
-    b_desc = base_descriptor(b_buf, b_base, b_bits)
-    a_desc = base_descriptor(a_buf, a_base, a_bits) if a_base is not None else None
+    b_desc = base_descriptor(b_buf, b_base, b_bits, not staged and b_buf.one_slot)
+    a_desc = base_descriptor(a_buf, a_base, a_bits, a_buf.one_slot) if a_base is not None else None
 
     chunk = chunk_regs
     # A zero accumulator (a fresh `tl.dot(a, b)`) is not materialized: the first K step
@@ -246,7 +250,7 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         lw.dev.wgmma_commit(b)
         if f16_acc:  # never left in flight (MmaChoice.waits_at_once)
             acc = unpack_registers(b, lw.dev.wgmma_wait(b, acc), F16, 2)
-        elif not _waited_later(lw, ins):
+        elif staged or not _waited_later(lw, ins):  # (a staged B's scratch is reused next)
             acc = lw.dev.wgmma_wait(b, acc)
         elif a_regs is not None:
             lw.in_flight_inputs[ins.results[0]] = a_regs
@@ -267,6 +271,29 @@ def lower_dot_wgmma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None
         if start + choice.promote < k_steps:
             lw.dev.wgmma_fence(b)  # the next wgmmas read registers written since the last ones
     lw.define(ins.results[0], acc)
+
+
+def _store_register_b(lw: "KernelLowering", ins: Instr, size: int) -> tuple[SharedBuffer, ir.Value]:
+    """B of a wgmma dot computed in registers (`mma.staged_register_b`), stored into the
+    dot's scratch in the NVMMA layout, as Triton's local_alloc of a dot operand: along
+    N, or along K where the registers run along K (each thread's runs are then 16-byte
+    stores either way). Each thread fences its stores for the async proxy that wgmma
+    reads through, then the warps meet at a barrier. Returns the view the descriptors
+    are built from (one slot at the scratch's start, 1024-aligned by the allocation)."""
+    kk, n = shape_of(ins.operands[1].type)
+    lay = lw.plan.required(ins, 1)
+    along_rows = dim_run(lay, 0) > dim_run(lay, 1)
+    offsets = wgmma_operand_offsets(1, (kk, n), size, along_rows)
+    if offsets is None:
+        raise CompilationError(f"wgmma's B [{kk}, {n}] is narrower than the smallest swizzle", lw.loc())
+    nbytes = kk * n * size
+    start = lw.scratch(nbytes)  # (stores take offsets within the scratch)
+    store_operand(lw, lw.operand(ins, 1), lay, offsets, element_of(ins.operands[1].type), start, False)
+    lw.dev.fence_proxy_async(lw.b)
+    lw.smem_written()
+    buf = SharedBuffer(lw.scratch_base, nbytes, lw.scratch_base + nbytes, offsets, element_of(ins.operands[1].type),
+                       along_rows)
+    return buf, ir.Constant(I32, lw.scratch_base)
 
 
 def _waited_later(lw: "KernelLowering", ins: Instr) -> bool:

@@ -20,7 +20,10 @@
   its products accumulate in f32 (`max_num_imprecise_acc` is wgmma's);
 and only when the tile holds at least one instruction (M >= 16, N >= 8, K a multiple
 of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
-place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead.
+place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead; so
+do 16-bit dots whose B is computed in registers (fla's `dot(k, v * exp(g))`, a carried
+state as B): the lowering stores B into the dot's scratch in the NVMMA layout first
+(`lower_wgmma`, `knobs.wgmma_register_b`), as Triton's local_alloc does.
 wgmma transposes 16-bit operands only; an 8-bit operand's slot is therefore always
 stored K-major (`lower_shared.buffer_layout`), whichever way its copies run: copies
 along N (a row-major B) or M (a column-major A) go through registers, which is
@@ -124,6 +127,15 @@ _FP8 = {
 # the operand types wgmma takes here (tf32 stays on mma.sync: wgmma reads f32 operands
 # from shared memory as they are, where tegula's tf32 rounds them to nearest first)
 _WGMMA_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
+# the operand types whose B the lowering stores from registers for wgmma: 16-bit ones,
+# which wgmma reads either way round (an 8-bit B must be K-major: mma.sync keeps those)
+_REGISTER_B_TYPES = ("f16", "bf16")
+
+
+def staged_register_b(choice: Optional["MmaChoice"], b_in_slot: bool) -> bool:
+    """Whether a dot's wgmma reads a B its lowering stored from registers into the dot's
+    scratch (not in flight past the dot: the scratch is reused by the next op)."""
+    return choice is not None and choice.version == 3 and not b_in_slot
 
 
 def _holds_an_instruction(a_shape: tuple, b_shape: tuple, k: int) -> bool:
@@ -143,11 +155,12 @@ def tf32_on_tensor_cores(ins: Instr, capability: int) -> bool:
 
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
                a_in_shared: bool = False) -> Optional[MmaChoice]:
-    """The instruction computing `ins`; wgmma only when `b_in_shared` (B is read from a
-    shared-memory slot, see pipeline_loops; A comes from a slot or from registers).
-    fp8 dots take wgmma with B in a slot (stored K-major, as every 8-bit wgmma slot),
-    else mma.sync from sm_89; below sm_89 they stay on FMAs. `a_in_shared` is
-    informational: wgmma takes A from a slot or from registers."""
+    """The instruction computing `ins`; wgmma when `b_in_shared` (B is read from a
+    shared-memory slot, see pipeline_loops; A comes from a slot or from registers), or
+    for a 16-bit B in registers, which the lowering stores into scratch for it
+    (`staged_register_b`). fp8 dots take wgmma with B in a slot (stored K-major, as
+    every 8-bit wgmma slot), else mma.sync from sm_89; below sm_89 they stay on FMAs.
+    `a_in_shared` is informational: wgmma takes A from a slot or from registers."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -172,7 +185,9 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
     if not _holds_an_instruction(sa, sb, spec[1]):
         return None
     m, n = sa[0], sb[1]
-    if capability >= 90 and b_in_shared and knobs.wgmma and spec[0] in _WGMMA_TYPES and n >= 16:
+    on_slot = b_in_shared and spec[0] in _WGMMA_TYPES
+    staged = not b_in_shared and knobs.wgmma_register_b and spec[0] in _REGISTER_B_TYPES
+    if capability >= 90 and knobs.wgmma and (on_slot or staged) and n >= 16:
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             return mma_instruction(ins, 3, warps)

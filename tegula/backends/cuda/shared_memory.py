@@ -57,6 +57,8 @@ from .lower_gather import gather_bytes
 from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
 from .lower_reduce import cross_warp_bytes
 from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
+from .mma import staged_register_b
+from .slot_views import slot_read
 
 # a reduction's scratch may move past the latest use (saving a barrier) while it ends
 # within this many bytes, even if that grows the kernel's scratch
@@ -105,9 +107,11 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
         if choice is None:
             return ScratchNeed(fma_dot_bytes(shape_of(ins.operands[0].type), shape_of(ins.operands[1].type),
                                              ea, eb)[1])
-        if choice.version == 3:
-            return None
         (m, kk), n = shape_of(ins.operands[0].type), shape_of(ins.operands[1].type)[1]
+        if choice.version == 3:  # B from registers: stored NVMMA-swizzled (1024-aligned)
+            if not staged_register_b(choice, slot_read(ins.operands[1]) is not None):
+                return None
+            return ScratchNeed(kk * n * choice.elem_bytes, align=TMA_SWIZZLE_ALIGN)
         sizes = mma_operand_bytes(m, kk, n, choice.elem_bytes)
         maps = [[operand_offsets(0, (m, kk), choice.elem_bytes)],
                 [mp for mp, _t in b_operand_maps(kk, n, choice.elem_bytes)]]
