@@ -203,20 +203,32 @@ def _index_load(ins: Instr) -> bool:
 
 
 def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
-    """`loads` (the dot operands a loop pipelines) and the loop's 1-D loads that a ring
-    can prefetch too (`prefetchable`): attention backward's row maxima and deltas,
-    read in every iteration of the dK/dV loop. Loaded in place, their L2 latency was
-    exposed every iteration — the deltas right before the product that needs them;
+    """`loads` (the dot operands a loop pipelines) and the loop's other 1-D and 2-D
+    loads that a ring can prefetch too (`prefetchable`), read back into registers:
+    attention backward's row maxima and deltas, read in every iteration of the dK/dV
+    loop; fla's `v`, scaled before it is a dot's B. Loaded in place, their L2 latency
+    was exposed every iteration — the deltas right before the product that needs them;
     prefetched with the tiles, they arrive S-1 iterations early, as in Triton's loop.
     None of them when the loop writes where they read."""
     cache: dict = {"kernel": kernel}
+    uses = users_of(body)
     vectors = [ins for ins in body.instrs if ins.op is Op.LOAD and ins not in loads and not ins.attrs.volatile
-               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) == 1
-               and prefetchable(ins, body, cache)]
+               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) in (1, 2)
+               and not _read_by_a_dot(ins.results[0], uses) and prefetchable(ins, body, cache)]
     if not vectors or writes_what_it_prefetches(kernel, body, vectors):
         return loads
     keep = set(loads) | set(vectors)
     return [ins for ins in body.instrs if ins in keep]
+
+
+def _read_by_a_dot(v: Value, uses: dict[Value, list[Instr]]) -> bool:
+    """Whether a dot reads `v` as it is or through a transpose: a slot read back into
+    registers must not be a dot operand, which the layouts and the lowering take for one
+    read in place (`slot_views.slot_read`)."""
+    for u in uses.get(v, []):
+        if u.op is Op.DOT or (u.op is Op.PERMUTE and any(w.op is Op.DOT for w in uses.get(u.results[0], []))):
+            return True
+    return False
 
 
 def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:

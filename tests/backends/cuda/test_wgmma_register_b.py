@@ -96,6 +96,20 @@ def test_register_b_on_the_emulator(num_warps, capability):
     np.testing.assert_allclose(h, want_h, rtol=2e-3, atol=2e-3)
 
 
+def test_scaled_operand_loads_are_prefetched():
+    """The 2-D loads of the dot loop that reach their dots through register math (v,
+    scaled) are prefetched through rings like the dot operands, and read back in the
+    layout their copies wrote (16-byte reads, not the default's 2 bytes)."""
+    ek = EmulatedKernel(recurrence_ir(), 4, capability=90, num_stages=3)
+    loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
+    body = list(loop.regions[0].walk())
+    assert [i for i in body if i.op is Op.LOAD and len(getattr(i.results[0].type, "shape", ())) == 2] == []
+    copies = {i.operands[0]: i for i in ek.lowering.kernel.walk() if i.op is Op.ASYNC_COPY}
+    read_back = [i for i in body if i.op is Op.LOCAL_LOAD and len(i.results[0].type.shape) == 2
+                 and "spt=[1, 8]" in str(i.results[0].type.encoding)]
+    assert read_back and all(i.operands[0] in copies for i in read_back)
+
+
 def test_register_b_ptx(monkeypatch):
     """Two wgmma dots, each B stored and fenced for the async proxy; ptxas assembles it
     for sm_90a. With the knob off the dots stay on mma.sync."""
