@@ -277,8 +277,8 @@ def tuned_configs(library_modules: dict[str, Any]) -> dict[str, str]:
         for attr, obj in list(vars(module).items()):
             while type(obj).__name__ == "Heuristics":
                 obj = obj.fn
-            cache = getattr(obj, "cache", None)
-            if type(obj).__name__ == "Autotuner" and isinstance(cache, dict) and cache:
+            cache = getattr(obj, "cache", None)  # (fla's CachedAutotuner is a subclass)
+            if hasattr(obj, "configs") and isinstance(cache, dict) and cache:
                 found[attr] = "; ".join(sorted({str(c) for c in cache.values()}))
     return found
 
