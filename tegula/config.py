@@ -99,10 +99,10 @@ _knob("dot_tensor_cores", "TEGULA_DOT_TENSOR_CORES", None, _bool, True,
       "Compute tl.dot on tensor cores where an instruction fits (0: every dot on FMAs).")
 _knob("wgmma", "TEGULA_WGMMA", None, _bool, True,
       "On sm_90a, compute pipelined f16/bf16 dots with wgmma (0: mma.sync, the sm_80 path).")
-_knob("wgmma_register_b", "TEGULA_WGMMA_REGISTER_B", None, _bool, False,
+_knob("wgmma_register_b", "TEGULA_WGMMA_REGISTER_B", None, _bool, True,
       "On sm_90a, a f16/bf16 dot whose B is computed in registers (not read from a pipelined "
-      "or staged slot) stores B into shared memory and runs on wgmma, as Triton does (1); "
-      "off by default until measured on a GPU: such dots take mma.sync.")
+      "or staged slot) stores B into shared memory and runs on wgmma, as Triton does "
+      "(0: such dots take mma.sync).")
 _knob("tma", "TEGULA_TMA", None, _bool, True,
       "On sm_90a, copy pipelined tensor-descriptor loads with TMA (0: cp.async through pointers).")
 _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,

@@ -78,11 +78,27 @@ class AnchorRules:
             for ins, _vec in members:
                 self.anchors[ins] = lay
         self.register_a_loads(instrs)
+        self.slots_read_back(instrs)
         for ins in instrs:
             if (ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins)
                     and not self.stored_where_computed(ins)):
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins])
+
+    def slots_read_back(self, instrs: list[Instr]) -> None:
+        """A ring slot read back into registers (a prefetched load no dot reads in place:
+        fla's `v` scaled before its dot, attention's row statistics) is hinted to the
+        layout its copies wrote it in: as wide reads as the copies, where the default
+        layout of a 64x64 tile read 2 bytes a thread at a time."""
+        written: dict[Value, LinearLayout] = {}
+        for ins in instrs:
+            if ins.op is Op.ASYNC_COPY and ins in self.anchors:
+                written.setdefault(ins.operands[0], self.anchors[ins])
+        for ins in instrs:
+            if ins.op is Op.LOCAL_LOAD and ins.operands[0] in written and slot_read(ins.results[0]) is not None:
+                users = [u for u in instrs if ins.results[0] in u.operands]
+                if any(u.op is not Op.DOT for u in users):
+                    self.hint(ins.results[0], written[ins.operands[0]])
 
     def transposing_copy(self, ins: Instr, order: list[int], vec: int, shape: tuple) -> Optional[LinearLayout]:
         """The layout of an async_copy into a slot that a tensor-core dot wants stored

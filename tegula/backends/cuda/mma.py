@@ -22,8 +22,8 @@ and only when the tile holds at least one instruction (M >= 16, N >= 8, K a mult
 of the instruction's k): smaller dots are FMA work anyway. On sm_90a, with B read in
 place from a shared-memory slot, 16-bit, fp8 and int8 dots run on `wgmma` instead; so
 do 16-bit dots whose B is computed in registers (fla's `dot(k, v * exp(g))`, a carried
-state as B) with `knobs.wgmma_register_b`: the lowering stores B into the dot's scratch
-in the NVMMA layout first (`lower_wgmma`), as Triton's local_alloc does.
+state as B): the lowering stores B into the dot's scratch in the NVMMA layout first
+(`lower_wgmma`, `knobs.wgmma_register_b`), as Triton's local_alloc does.
 wgmma transposes 16-bit operands only; an 8-bit operand's slot is therefore always
 stored K-major (`lower_shared.buffer_layout`), whichever way its copies run: copies
 along N (a row-major B) or M (a column-major A) go through registers, which is

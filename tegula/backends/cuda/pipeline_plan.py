@@ -1,6 +1,6 @@
 """The software pipeliner's plan of one loop (`pipeline_loops`): which loads go
 through rings, their address code (the loads' operands' backward slice in the body:
-pure, but for the index loads of a gather, see `index_loads`), the loop-carried values
+pure, but for the index loads of a gather, see `_index_load`), the loop-carried values
 it advances S-1 iterations ahead, the slice ops the rest of the body also needs, the
 transposes, hints and mask bounds that travel with the copies, the wgmma dots left in
 flight, and a flattened loop's coarse address code (`pipeline_memo`, pure ops only).
@@ -19,7 +19,6 @@ from ...passes import axis_info
 from ...passes.ir_utils import users_of
 from .async_dots import LateWait, async_dots
 from .copy_bounds import CopyBound, split_bound
-from .index_loads import is_index_load
 from .pipeline_candidates import is_candidate, prefetchable, transposed_by, writes_what_it_prefetches
 from .pipeline_memo import CoarseMemo, find_memo
 
@@ -63,7 +62,7 @@ class LoopPlan:
     # loads whose ring is a staging ring the way their copies run, transposed each
     # iteration into a K-major buffer for the wgmma that reads them (`transposed_on_chip`)
     staged_transposes: set[Instr] = field(default_factory=set)
-    # loads in the address code (a gather's row indices, `index_loads`): issued with the
+    # loads in the address code (a gather's row indices, `_index_load`): issued with the
     # copies of their iteration, masked off where that iteration does not exist
     index_loads: set[Instr] = field(default_factory=set)
 
@@ -133,12 +132,12 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         owner = v.owner
         if isinstance(owner, Instr) and owner in position and owner not in members:
             info = OP_INFO[owner.op]
-            if owner in loads or owner.regions or not (info.pure or is_index_load(owner)):
+            if owner in loads or owner.regions or not (info.pure or _index_load(owner)):
                 return None
             members.add(owner)
             work.extend(owner.operands)
     index_loads = {ins for ins in members if ins.op is Op.LOAD}
-    if index_loads and writes_what_it_prefetches(kernel, body, list(index_loads)):
+    if index_loads and writes_what_it_prefetches(kernel, body, sorted(index_loads, key=position.get)):
         return None  # an index read S-1 iterations early could miss the loop's own write
     load_set = set(loads)
     # values computed from the advanced carried values, which hold iteration k+S-1's
@@ -189,21 +188,47 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     return plan
 
 
+def _index_load(ins: Instr) -> bool:
+    """Whether `ins` may be part of a pipelined load's address code: a plain load from
+    global memory, such as the row indices of a gather (a MoE kernel's
+    `x_ptr + token_idx[:, None] * stride`, `token_idx` loaded in the loop). Its copy for
+    iteration k+S-1 runs with that iteration's copies, as a synchronous load masked off
+    where the iteration does not exist; the loop must not write where it reads
+    (`writes_what_it_prefetches`). Triton's pipeliner likewise issues such indices a
+    stage before the copies they address."""
+    if ins.op is not Op.LOAD or ins.attrs.volatile:
+        return False
+    elem = element_of(memory_operands(ins).pointer.type)
+    return getattr(elem, "address_space", None) == 1
+
+
 def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
-    """`loads` (the dot operands a loop pipelines) and the loop's 1-D loads that a ring
-    can prefetch too (`prefetchable`): attention backward's row maxima and deltas,
-    read in every iteration of the dK/dV loop. Loaded in place, their L2 latency was
-    exposed every iteration — the deltas right before the product that needs them;
+    """`loads` (the dot operands a loop pipelines) and the loop's other 1-D and 2-D
+    loads that a ring can prefetch too (`prefetchable`), read back into registers:
+    attention backward's row maxima and deltas, read in every iteration of the dK/dV
+    loop; fla's `v`, scaled before it is a dot's B. Loaded in place, their L2 latency
+    was exposed every iteration — the deltas right before the product that needs them;
     prefetched with the tiles, they arrive S-1 iterations early, as in Triton's loop.
     None of them when the loop writes where they read."""
     cache: dict = {"kernel": kernel}
+    uses = users_of(body)
     vectors = [ins for ins in body.instrs if ins.op is Op.LOAD and ins not in loads and not ins.attrs.volatile
-               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) == 1
-               and prefetchable(ins, body, cache)]
+               and isinstance(ins.results[0].type, TileType) and len(ins.results[0].type.shape) in (1, 2)
+               and not _read_by_a_dot(ins.results[0], uses) and prefetchable(ins, body, cache)]
     if not vectors or writes_what_it_prefetches(kernel, body, vectors):
         return loads
     keep = set(loads) | set(vectors)
     return [ins for ins in body.instrs if ins in keep]
+
+
+def _read_by_a_dot(v: Value, uses: dict[Value, list[Instr]]) -> bool:
+    """Whether a dot reads `v` as it is or through a transpose: a slot read back into
+    registers must not be a dot operand, which the layouts and the lowering take for one
+    read in place (`slot_views.slot_read`)."""
+    for u in uses.get(v, []):
+        if u.op is Op.DOT or (u.op is Op.PERMUTE and any(w.op is Op.DOT for w in uses.get(u.results[0], []))):
+            return True
+    return False
 
 
 def _copy_bounds(kernel: Kernel, loads: list[Instr]) -> dict[Instr, CopyBound]:

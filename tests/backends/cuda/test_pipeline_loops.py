@@ -457,7 +457,7 @@ def test_m_major_a_wgmma_ptx_assembles():
 @tegula.jit
 def matmul_scaled_b(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """B is computed (scaled after its load): on sm_80 it is staged through scratch
-    inside the loop, beside A's ring."""
+    inside the loop, beside the rings of A and of B's load."""
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
@@ -468,15 +468,16 @@ def matmul_scaled_b(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 def test_pipeline_depth_shrinks_until_the_kernel_fits():
-    """A's ring of 9 slots fits an sm_80's shared memory alone (144 KiB), not with B's
-    scratch inside the loop (32 KiB): the compile retries with fewer stages."""
+    """A's and B's rings (B prefetched, read back and scaled) fit an sm_80's shared
+    memory (163 KiB) with 3 slots each, not beside B's scratch inside the loop (32 KiB,
+    the mma.sync staging of the scaled B): the compile retries with 2."""
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
     k = tir_opt(matmul_scaled_b, sig, {"BM": 128, "BN": 256, "BK": 64},
                 attrs={"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "K": 16})
     asm, md = compile_kernel(k, {"num_warps": 8, "num_stages": 9}, 80)
-    assert "smem<8x128x64xf16>" in asm["tgir"]
-    assert 8 * 128 * 64 * 2 + 64 * 256 * 2 <= md["shared"] <= 166912
+    assert "smem<2x128x64xf16>" in asm["tgir"] and "smem<2x64x256xf16>" in asm["tgir"]
+    assert 2 * (128 * 64 + 64 * 256) * 2 + 64 * 256 * 2 <= md["shared"] <= 166912
 
 
 @tegula.jit

@@ -5,9 +5,8 @@ flash-linear-attention's: a loaded tile scaled before the dot (`dot(k, v * exp(g
 and a loop-carried state read as B (`dot(q, h)`, `h += dot(k^T, v)`). Checked on the
 emulator at capability 90 (and 80, the mma.sync path, for the same numbers) against
 float64 products, with sequence lengths that are not multiples of the block, 4 and 8
-warps; the PTX assembles for sm_90a; without `knobs.wgmma_register_b` (off by default
-until measured on a GPU; on for these tests) such dots keep mma.sync; GPU where there
-is one."""
+warps; the PTX assembles for sm_90a; `TEGULA_WGMMA_REGISTER_B=0` keeps mma.sync; GPU
+where there is one."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,11 +22,6 @@ from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.compiler import ASTSource
 from tegula.config import knobs
 from tegula.ir.ops import Op
-
-
-@pytest.fixture(autouse=True)
-def _register_b_on(monkeypatch):
-    monkeypatch.setattr(knobs, "wgmma_register_b", True)
 
 
 @tegula.jit
@@ -100,6 +94,20 @@ def test_register_b_on_the_emulator(num_warps, capability):
     want_o, want_h = reference(q, k, v, g, 64)
     np.testing.assert_allclose(o, want_o, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(h, want_h, rtol=2e-3, atol=2e-3)
+
+
+def test_scaled_operand_loads_are_prefetched():
+    """The 2-D loads of the dot loop that reach their dots through register math (v,
+    scaled) are prefetched through rings like the dot operands, and read back in the
+    layout their copies wrote (16-byte reads, not the default's 2 bytes)."""
+    ek = EmulatedKernel(recurrence_ir(), 4, capability=90, num_stages=3)
+    loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
+    body = list(loop.regions[0].walk())
+    assert [i for i in body if i.op is Op.LOAD and len(getattr(i.results[0].type, "shape", ())) == 2] == []
+    copies = {i.operands[0]: i for i in ek.lowering.kernel.walk() if i.op is Op.ASYNC_COPY}
+    read_back = [i for i in body if i.op is Op.LOCAL_LOAD and len(i.results[0].type.shape) == 2
+                 and "spt=[1, 8]" in str(i.results[0].type.encoding)]
+    assert read_back and all(i.operands[0] in copies for i in read_back)
 
 
 def test_register_b_ptx(monkeypatch):
