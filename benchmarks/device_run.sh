@@ -57,7 +57,8 @@
 #              both at once, each cut at LIBS_TIMEOUT (400 s); needs .libs/ carried (built by
 #              benchmarks/prepare_libs.sh). Prints pass/fail/skip counts and the failing tests.
 #   libsbench  liger-kernel's and flash-linear-attention's ops timed under Triton and under tegula
-#              in one process (libs_bench.py; LIBS_OPS=rms_norm,gdn_fwd picks ops, LIBS_ROUNDS);
+#              in one process (libs_bench.py; LIBS_OPS=rms_norm,gdn_fwd picks ops, LIBS_ROUNDS,
+#              LIBS_PROFILE=1 adds per-kernel times and the tuned configs);
 #              needs .libs/ carried
 #   all        smoke tests examples mix bench (the old single-call run; over 600 s today)
 #
@@ -218,7 +219,7 @@ stage() {
       done
     done ;;
   libsbench)
-    python3 benchmarks/libs_bench.py --only "${LIBS_OPS:-}" --rounds "${LIBS_ROUNDS:-5}" --out "$OUT" ;;
+    python3 benchmarks/libs_bench.py --only "${LIBS_OPS:-}" --rounds "${LIBS_ROUNDS:-5}" --out "$OUT" ${LIBS_PROFILE:+--profile} ;;
   all)
     for s in smoke tests tests-slow examples mix bench; do stage "$s"; done ;;
   *) echo "unknown stage $1"; exit 2 ;;

@@ -82,10 +82,15 @@ def _torch_range(t: Any) -> Optional[tuple[int, int]]:
         if t.device.type != "cpu" or t.is_sparse:
             return None
         storage = t.untyped_storage()
+        if storage.device.type != "cpu":
+            # a FakeTensor (torch.compile's tracing) says it is on the CPU, but its
+            # storage is a meta one: address 0 and a size. Taken for host memory, it
+            # "held" every small address, and the interpreter read there (a segfault).
+            return None
         low, nbytes = int(storage.data_ptr()), int(storage.nbytes())
     except (RuntimeError, AttributeError, NotImplementedError):
-        return None  # meta, fake or functional tensors have no host memory
-    return (low, nbytes) if nbytes else None
+        return None  # meta or functional tensors have no host memory
+    return (low, nbytes) if nbytes and low else None
 
 
 def _torch_entries(objects: Iterable[Any]) -> Iterator[HostArray]:

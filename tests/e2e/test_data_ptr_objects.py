@@ -78,6 +78,25 @@ def test_an_address_in_no_host_array_is_refused(host_backend):
         _copy_strided[(1,)](Dangling(), torch.zeros(4), 4, 1, BLOCK=4)
 
 
+def test_fake_tensors_hold_no_host_memory(host_backend):
+    """A FakeTensor left alive by torch.compile's tracing says it is on the CPU, but its
+    storage is a meta one at address 0: a small dangling address must still be refused,
+    not resolved to it and read (it crashed the interpreter)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    class Dangling:
+        dtype = torch.float32
+
+        def data_ptr(self):
+            return 16
+
+    with FakeTensorMode():
+        fake = torch.empty(1000)
+    with pytest.raises(KernelArgumentError, match="in no live host array"):
+        _copy_strided[(1,)](Dangling(), torch.zeros(4), 4, 1, BLOCK=4)
+    del fake
+
+
 def test_a_view_reaches_the_rest_of_its_storage(host_backend):
     """A tensor argument is an address in an allocation, as on a GPU: a view restrided
     to the index's shape (FlagGems' gather: stride 0 along the gathered dimension, the

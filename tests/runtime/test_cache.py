@@ -169,6 +169,18 @@ def test_compile_key_is_sensitive_to_every_input():
         assert compile_key(**{**base, **change})[0] != key, change
 
 
+@pytest.mark.parametrize("knob", ["wgmma", "wgmma_register_b", "tma", "dot_tensor_cores"])
+def test_compile_key_follows_code_changing_knobs(knob, monkeypatch):
+    from tegula.backends.compiler import GPUTarget
+    from tegula.config import knobs
+
+    args = dict(fn_key="abc", signature={"x": "*fp32"}, constexprs={}, attrs={}, options=CompileOptions(),
+                target=GPUTarget("cuda", 90, 32))
+    before = compile_key(**args)[0]
+    monkeypatch.setattr(knobs, knob, not getattr(knobs, knob))
+    assert compile_key(**args)[0] != before
+
+
 def test_compile_key_follows_the_compilers_own_source(tmp_path, monkeypatch):
     """A changed compiler (same version string) must not reuse old binaries."""
     import tegula.runtime.cache as C

@@ -14,7 +14,8 @@ the mask's AND terms (looking through `and` and `broadcast`), where `index` runs
 the pointers' most contiguous dimension and `bound` is constant there
 (`passes.bound_width`), and only when splitting it off lets the copies be wider than
 the whole mask allows. The pipeliner then issues `async_copy ..., mask_rest, index,
-bound {has_bound}` (`ir.attrs.AsyncCopyAttrs`), whose meaning is the original mask's;
+bound {has_bound}` (`ir.attrs.AsyncCopyAttrs`; `bounded_mask` builds the operands for the
+iteration copied), whose meaning is the original mask's;
 the lowering (`lower_shared.lower_async_copy`) turns the bound into the source size.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ...ir.accessors import memory_operands
+from ...ir.builder import Builder
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import I1, ScalarType, TileType, element_of, shape_of
@@ -97,3 +99,16 @@ def split_bound(load: Instr, info: Mapping[Value, AxisInfo]) -> Optional[CopyBou
         return None
     index, bound = _comparison(best)
     return CopyBound(rest, index, bound)
+
+
+def bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],
+                  shape: tuple[int, ...]) -> tuple[Optional[Value], list[Value]]:
+    """The AND of the split mask's other terms (None if there are none) and [index,
+    bound], for the iteration `mapping` binds, each broadcast to the load's shape."""
+    def fit(v: Value) -> Value:
+        v = mapping.get(v, v)
+        return v if shape_of(v.type) == shape else bb.broadcast(v, shape)
+    mask = None
+    for t in split.terms:
+        mask = fit(t) if mask is None else bb.op1(Op.AND, mask, fit(t))
+    return mask, [fit(split.index), fit(split.bound)]

@@ -36,7 +36,7 @@ iteration, so the slots it read are free by the next one's copies.
 
 The *address code* is the loads' operands' backward slice inside the body: it must be
 pure but for the index loads of a gather (a MoE kernel's `x_ptr + token[:, None] *
-stride`, `token` loaded in the loop: `pipeline_plan._index_load`), which are issued
+stride`, `token` loaded in the loop: `index_loads`), which are issued
 with the copies of their iteration, masked off where it does not exist; the
 loop-carried values it reads (the pointers advanced each iteration) must be updated
 only by it and be used by nothing else in or after the loop; a slice value that the
@@ -83,7 +83,6 @@ translation-validated with no GPU.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from ...config import knobs
@@ -96,7 +95,8 @@ from ...ir.ops import Op
 from ...ir.types import I32, I64, SmemType, shape_of
 from ...passes.ir_utils import users_of
 from .async_dots import wait_inside
-from .copy_bounds import CopyBound
+from .copy_bounds import bounded_mask
+from .index_loads import load_if_live
 from .pipeline_candidates import dot_operand, other_after_read, transposed_on_chip
 from .pipeline_memo import memo_inits, memo_step, state_types
 from .pipeline_plan import LoopPlan, plan_loop
@@ -270,7 +270,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
         for ins in plan.slice:
             if ins not in skipped and ins in copy_inputs:
                 if ins in plan.index_loads:
-                    bb.insert(_load_if_live(bb, ins, mapping, live))
+                    bb.insert(load_if_live(bb, ins, mapping, live))
                 else:
                     bb.insert(clone_instr(ins, mapping))
         outer = bb
@@ -300,7 +300,7 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
                     mask = mapping.get(mem.mask, mem.mask) if mem.mask is not None else None
                     bound: list[Value] = []
                 else:  # the mask's uniform terms, and the bound apart (copy_bounds)
-                    mask, bound = _bounded_mask(bb, split, mapping, shape_of(mem.pointer.type))
+                    mask, bound = bounded_mask(bb, split, mapping, shape_of(mem.pointer.type))
                 if perm is not None:  # copy the transposed tile: transpose its addresses
                     ptr = bb.op1(Op.PERMUTE, ptr, attrs=perm.attrs)
                     mask = bb.op1(Op.PERMUTE, mask, attrs=perm.attrs) if mask is not None else None
@@ -482,36 +482,6 @@ def _copy_inputs(plan: LoopPlan) -> set[Instr]:
             needed.add(ins)
             work.extend(v for sub in ins.walk() for v in sub.operands)
     return needed
-
-
-def _load_if_live(bb: Builder, ins: Instr, mapping: dict[Value, Value], live: Value) -> Instr:
-    """A load of the address code (`LoopPlan.index_loads`) for the iteration `mapping`
-    binds, its mask ANDed with `live` (that iteration exists): past the loop's end
-    the copies it addresses are off, and the load must not read past its array either
-    (its value there is never used)."""
-    mem = memory_operands(ins)
-    shape = shape_of(ins.results[0].type)
-    pred = bb.splat(live, shape) if shape else live
-    if mem.mask is not None:
-        pred = bb.op1(Op.AND, mapping.get(mem.mask, mem.mask), pred)
-    rest = [mapping.get(mem.other, mem.other)] if mem.other is not None else []
-    copy = clone_instr(ins, mapping)
-    copy.operands = [copy.operands[0], pred, *rest]
-    copy.attrs = replace(ins.attrs, has_mask=True)
-    return copy
-
-
-def _bounded_mask(bb: Builder, split: CopyBound, mapping: dict[Value, Value],
-                  shape: tuple[int, ...]) -> tuple[Optional[Value], list[Value]]:
-    """The AND of the split mask's other terms (None if there are none) and [index,
-    bound], for the iteration `mapping` binds, each broadcast to the load's shape."""
-    def fit(v: Value) -> Value:
-        v = mapping.get(v, v)
-        return v if shape_of(v.type) == shape else bb.broadcast(v, shape)
-    mask = None
-    for t in split.terms:
-        mask = fit(t) if mask is None else bb.op1(Op.AND, mask, fit(t))
-    return mask, [fit(split.index), fit(split.bound)]
 
 
 def _replace_uses(kernel: Kernel, mapping: dict[Value, Value]) -> None:

@@ -1,6 +1,6 @@
 """The software pipeliner's plan of one loop (`pipeline_loops`): which loads go
 through rings, their address code (the loads' operands' backward slice in the body:
-pure, but for the index loads of a gather, see `_index_load`), the loop-carried values
+pure, but for the index loads of a gather, see `index_loads`), the loop-carried values
 it advances S-1 iterations ahead, the slice ops the rest of the body also needs, the
 transposes, hints and mask bounds that travel with the copies, the wgmma dots left in
 flight, and a flattened loop's coarse address code (`pipeline_memo`, pure ops only).
@@ -19,6 +19,7 @@ from ...passes import axis_info
 from ...passes.ir_utils import users_of
 from .async_dots import LateWait, async_dots
 from .copy_bounds import CopyBound, split_bound
+from .index_loads import is_index_load
 from .pipeline_candidates import is_candidate, prefetchable, transposed_by, writes_what_it_prefetches
 from .pipeline_memo import CoarseMemo, find_memo
 
@@ -62,7 +63,7 @@ class LoopPlan:
     # loads whose ring is a staging ring the way their copies run, transposed each
     # iteration into a K-major buffer for the wgmma that reads them (`transposed_on_chip`)
     staged_transposes: set[Instr] = field(default_factory=set)
-    # loads in the address code (a gather's row indices, `_index_load`): issued with the
+    # loads in the address code (a gather's row indices, `index_loads`): issued with the
     # copies of their iteration, masked off where that iteration does not exist
     index_loads: set[Instr] = field(default_factory=set)
 
@@ -132,7 +133,7 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         owner = v.owner
         if isinstance(owner, Instr) and owner in position and owner not in members:
             info = OP_INFO[owner.op]
-            if owner in loads or owner.regions or not (info.pure or _index_load(owner)):
+            if owner in loads or owner.regions or not (info.pure or is_index_load(owner)):
                 return None
             members.add(owner)
             work.extend(owner.operands)
@@ -186,20 +187,6 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
                        wait_at_use=knobs.wgmma_wait_at_use, carry=stages >= 3)
     plan.async_dots, plan.late_waits = found.carried, found.late
     return plan
-
-
-def _index_load(ins: Instr) -> bool:
-    """Whether `ins` may be part of a pipelined load's address code: a plain load from
-    global memory, such as the row indices of a gather (a MoE kernel's
-    `x_ptr + token_idx[:, None] * stride`, `token_idx` loaded in the loop). Its copy for
-    iteration k+S-1 runs with that iteration's copies, as a synchronous load masked off
-    where the iteration does not exist; the loop must not write where it reads
-    (`writes_what_it_prefetches`). Triton's pipeliner likewise issues such indices a
-    stage before the copies they address."""
-    if ins.op is not Op.LOAD or ins.attrs.volatile:
-        return False
-    elem = element_of(memory_operands(ins).pointer.type)
-    return getattr(elem, "address_space", None) == 1
 
 
 def _with_vector_loads(kernel: Kernel, body: Block, loads: list[Instr]) -> list[Instr]:
