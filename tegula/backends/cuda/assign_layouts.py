@@ -189,6 +189,12 @@ class _Assigner(AnchorRules):
             s = 1
         elif ins.op in (Op.LOAD, Op.DOT, Op.REDUCE, Op.SCAN, Op.LOCAL_LOAD):
             s = 3
+        elif ins.op is Op.BROADCAST:
+            # moved by moving its source (`broadcast`), a row or column of the tile: a
+            # reduction's result broadcast against a carried tile (fla's forward
+            # substitution, `b_a[:, None] * b_Ai`) must not pull the tile into the
+            # vector's transposed layout, converted through shared memory every step
+            s = 0
         else:
             self.strengths[v] = 0  # provisional, for cycles
             s = max((self.strength(o) for o in ins.operands if is_tile(o)), default=0)
@@ -239,7 +245,12 @@ class _Assigner(AnchorRules):
                 if lay is not None:
                     for o in ins.operands:
                         changed |= self.hint(o, lay)
-        for ins in self.kernel.walk():
+        # users before producers: a hint this round gives an op (the multiply that meets
+        # a dot's accumulator) reaches its operands' producers in the same round, rather
+        # than each producer taking the layout its user had in the first walk (fla's
+        # gate `tl.where(mask, exp2(...), 0)` took its mask's layout, converted through
+        # shared memory into the accumulator's)
+        for ins in reversed(list(self.kernel.walk())):
             info = OP_INFO[ins.op]
             if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
                 lay = self.hints.get(ins.results[0]) or self.plan.layouts.get(ins.results[0])

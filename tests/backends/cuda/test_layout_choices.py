@@ -157,3 +157,44 @@ def test_a_value_carried_into_an_inner_loop_follows_what_updates_it():
             p, prev = (a.astype(np.float64) @ b[:, n:n + BN].astype(np.float64)) * 0.25, n
         want += p @ v[prev:prev + BN].astype(np.float64)
         np.testing.assert_array_equal(out, want)
+
+
+@tegula.jit
+def forward_substitution(a_ptr, out_ptr, T, BC: tl.constexpr):
+    """fla's in-register triangular solve (chunk_gated_delta_rule's kkt_solve kernel):
+    each step reduces a row of the loop-invariant A and a column-weighted sum of the
+    carried inverse, then writes the new row into the carried tile. The vector broadcast
+    against the carried tile must not pull that tile into the vector's transposed layout
+    (a 16x16 tile through shared memory in every step)."""
+    o_i = tl.arange(0, BC)
+    b_A = tl.load(a_ptr + o_i[:, None] * BC + o_i[None, :])
+    b_A = tl.where(o_i[:, None] > o_i[None, :], b_A, 0.)
+    b_Ai = -b_A
+    for i in range(2, min(BC, T)):
+        b_a = tl.sum(tl.where((o_i == i)[:, None], -b_A, 0.), 0)
+        b_a = tl.where(o_i < i, b_a, 0.)
+        b_a = b_a + tl.sum(b_a[:, None] * b_Ai, 0)
+        b_Ai = tl.where((o_i == i)[:, None], b_a, b_Ai)
+    b_Ai += o_i[:, None] == o_i[None, :]
+    tl.store(out_ptr + o_i[:, None] * BC + o_i[None, :], b_Ai)
+
+
+def test_forward_substitution_keeps_the_carried_tile_in_place():
+    sig = {"a_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32", "BC": "constexpr"}
+    BC = 16
+    kernel = tir_opt(forward_substitution, sig, {"BC": BC}, attrs={"a_ptr": 16, "out_ptr": 16})
+    for num_warps in (1, 4):
+        tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 1}, 90)[0]["tgir"]
+        moved = [ln for ln in _loop_text(tgir).splitlines() if "convert_layout" in ln and "smem(" in ln]
+        assert not [ln for ln in moved if f"tile<{BC}x{BC}x" in ln], moved
+        rng = np.random.default_rng(num_warps)
+        a = rng.uniform(-0.5, 0.5, (BC, BC)).astype(np.float32)
+        for T in (BC, 11):
+            out = np.full((BC, BC), np.nan, np.float32)
+            EmulatedKernel(kernel, num_warps, capability=90, num_stages=1).run((1, 1, 1), [a, out, T])
+            want = -np.tril(a.astype(np.float64), -1)
+            for i in range(2, min(BC, T)):
+                row = want[i].copy()
+                row[i:] = 0.0
+                want[i] = row + row @ want
+            np.testing.assert_allclose(out, want + np.eye(BC), rtol=1e-5, atol=1e-5)
