@@ -103,6 +103,9 @@ _knob("wgmma_register_b", "TEGULA_WGMMA_REGISTER_B", None, _bool, True,
       "On sm_90a, a f16/bf16 dot whose B is computed in registers (not read from a pipelined "
       "or staged slot) stores B into shared memory and runs on wgmma, as Triton does "
       "(0: such dots take mma.sync).")
+_knob("mma_register_operands", "TEGULA_MMA_REGISTER_OPERANDS", None, _bool, True,
+      "An mma.sync operand whose warps already hold its fragments (an earlier dot's accumulator "
+      "on the same warps) is converted in registers, by shuffles where needed (0: through shared memory).")
 _knob("tma", "TEGULA_TMA", None, _bool, True,
       "On sm_90a, copy pipelined tensor-descriptor loads with TMA (0: cp.async through pointers).")
 _knob("warp_specialize", "TEGULA_WARP_SPECIALIZE", None, _bool, True,

@@ -94,7 +94,7 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
                                     for k, v in attrs.items())).encode())
     h.update(f"|opts:{options!r}|target:{target!r}".encode())
     # knobs that change the generated code
-    h.update(f"|tc:{knobs.dot_tensor_cores}|wgmma:{knobs.wgmma}|regb:{knobs.wgmma_register_b}|tma:{knobs.tma}"
+    h.update(f"|tc:{knobs.dot_tensor_cores}|wgmma:{knobs.wgmma}|regb:{knobs.wgmma_register_b}|mmareg:{knobs.mma_register_operands}|tma:{knobs.tma}"
              f"|occ:{knobs.occupancy_registers}|ws:{knobs.warp_specialize}|wsreg:{knobs.warp_specialize_registers}"
              f"|tmarel:{knobs.tma_release_by_arrival}|waituse:{knobs.wgmma_wait_at_use}"
              f"|pingpong:{knobs.warpgroup_pingpong}|storebuf:{knobs.loop_store_buffers}|cpl1:{knobs.cp_async_l1}"

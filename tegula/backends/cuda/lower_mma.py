@@ -14,6 +14,12 @@ producers have (usually a coalesced load's) and go through shared memory once, t
 - both with Triton's XOR swizzle on 16-byte chunks, so the eight 16-byte rows one
   `ldmatrix` matrix reads sit in distinct banks, and stores are 16-byte vectors wherever
   a thread holds a chunk's elements in consecutive registers.
+An operand whose warps already hold its fragments' elements (an accumulator of an
+earlier dot on the same warps: fla's in-register triangular solves chain 16x16 tf32
+dots on one warp) becomes its fragments in registers instead (`register_fragments`:
+renamed registers or in-warp shuffles, `convert`), with no shared memory and no
+barrier, as Triton converts a `#mma` value to `#dot_op` without shared memory where it
+can.
 Then each thread issues one `mma.sync` per (16-row, 8-column) tile it owns per K step,
 chaining the accumulators.
 
@@ -31,14 +37,16 @@ from typing import TYPE_CHECKING, Optional
 
 import llvmlite.ir as ir
 
-from ...ir.core import Instr
+from ...config import knobs
+from ...ir.core import Instr, Value
 from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import F32 as LF32
 from ..llvm.types import I32
-from .convert import smem_store
+from .convert import conversion_kind_of, smem_store
 from .linear_layout import BitMap, LinearLayout, compose, dim_fields, log2, permute_view
 from .mma import MmaChoice
 from .mma_layouts import mma_v2_operand
+from .packed_registers import pack_registers
 from .shared_layouts import swizzled_offsets
 
 if TYPE_CHECKING:
@@ -143,6 +151,39 @@ def b_operand_maps(kk: int, n: int, elem_bytes: int) -> list[tuple[BitMap, bool]
             for major in ((False, True) if elem_bytes == 2 else (True,))]
 
 
+def register_fragments(op_idx: int, shape: tuple[int, int], choice: MmaChoice, own: Optional[LinearLayout],
+                       v: Value) -> Optional[LinearLayout]:
+    """The fragment layout operand `op_idx` of an mma.sync dot is converted to without
+    shared memory (its own layout `own` holds each warp's fragment elements in that
+    warp: `convert.conversion_kind_of` says local, remat or shuffle), else None (the
+    operand is staged through the dot's scratch). The lowering and the scratch size
+    (`shared_memory.scratch_need`) ask the same question."""
+    if own is None or not knobs.mma_register_operands:
+        return None
+    frag = mma_v2_operand(op_idx, shape, choice.warps_per_cta, choice.k_width)
+    return None if conversion_kind_of(own, frag, v) == "smem" else frag
+
+
+def staged_operands(ins: Instr, choice: MmaChoice, layouts: dict, in_place: list[bool]) -> list[int]:
+    """The operands of an mma.sync dot written to its scratch: those read neither in
+    place from a slot nor converted in registers (`register_fragments`)."""
+    shapes = [shape_of(o.type) for o in ins.operands[:2]]
+    return [k for k in (0, 1) if not in_place[k]
+            and register_fragments(k, shapes[k], choice, layouts.get(ins.operands[k]), ins.operands[k]) is None]
+
+
+def _fragment_words(lw: "KernelLowering", v: Value, frag: LinearLayout, choice: MmaChoice) -> list[ir.Value]:
+    """Operand `v` converted to `frag` in registers, as the instruction's i32 words
+    (`k_width` elements each, the lower k in the low bits; tf32 rounded)."""
+    b = lw.b
+    regs = lw.convert(v, frag)
+    if choice.ab_type == "tf32":
+        return [b.bitcast(round_tf32(b, r), I32) for r in regs]
+    if choice.k_width == 1:
+        return [r if r.type == I32 else b.bitcast(r, I32) for r in regs]
+    return pack_registers(b, regs, choice.k_width)
+
+
 def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     la, lb = lw.plan.required(ins, 0), lw.plan.required(ins, 1)
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
@@ -166,7 +207,13 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
             b_map, b_trans = mp, trans
             break
     sizes = mma_operand_bytes(m, kk, n, size)
-    staged = [k for k in (0, 1) if bases[k] is None]
+    staged = staged_operands(ins, choice, lw.plan.layouts, [bases[k] is not None for k in (0, 1)])
+    # fragments converted in registers: i32 words in the operand layout's register order
+    words: dict[int, list[ir.Value]] = {}
+    for k in (0, 1):
+        if bases[k] is None and k not in staged:
+            frag = mma_v2_operand(k, shape_of(ins.operands[k].type), choice.warps_per_cta, kw)
+            words[k] = _fragment_words(lw, ins.operands[k], frag, choice)
     if staged:
         regs = {k: lw.operand(ins, k) for k in staged}
         offs, total = {}, 0
@@ -210,11 +257,17 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     nr_bits = log2(n_reps)
     acc = list(acc)
     for s in range(k_steps):
-        a_frag = [ldmatrix(a_where, s | i << ks_bits, base_a, 4, False) for i in range(m_reps)]
+        if 0 in words:  # fragment f of (k step s, M repetition i): word f | s << 2 | i << (2 + ks_bits)
+            a_frag = [[words[0][f | s << 2 | i << (2 + ks_bits)] for f in range(4)] for i in range(m_reps)]
+        else:
+            a_frag = [ldmatrix(a_where, s | i << ks_bits, base_a, 4, False) for i in range(m_reps)]
         b_frag: list[list[ir.Value]] = []
-        for p in range(max(1, pairs)):
-            regs = ldmatrix(b_where, s | p << ks_bits, base_b, 4 if n_reps > 1 else 2, b_trans)
-            b_frag += [regs[0:2], regs[2:4]] if n_reps > 1 else [regs]
+        if 1 in words:  # fragment f of (k step s, N repetition j): word f | s << 1 | j << (1 + ks_bits)
+            b_frag = [[words[1][f | s << 1 | j << (1 + ks_bits)] for f in range(2)] for j in range(n_reps)]
+        else:
+            for p in range(max(1, pairs)):
+                regs = ldmatrix(b_where, s | p << ks_bits, base_b, 4 if n_reps > 1 else 2, b_trans)
+                b_frag += [regs[0:2], regs[2:4]] if n_reps > 1 else [regs]
         for i in range(m_reps):
             for j in range(n_reps):
                 idx = [f | j << 2 | i << (2 + nr_bits) for f in range(4)]

@@ -54,7 +54,7 @@ from .encode_layouts import plan_from_types
 from .layout_plan import LayoutPlan
 from .lower_dot import fma_dot_bytes
 from .lower_gather import gather_bytes
-from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets
+from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets, staged_operands
 from .lower_reduce import cross_warp_bytes
 from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
 from .mma import staged_register_b
@@ -115,7 +115,8 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
         sizes = mma_operand_bytes(m, kk, n, choice.elem_bytes)
         maps = [[operand_offsets(0, (m, kk), choice.elem_bytes)],
                 [mp for mp, _t in b_operand_maps(kk, n, choice.elem_bytes)]]
-        total = sum(sizes[k] for k in (0, 1) if not _in_place(view, ins.operands[k], maps[k]))
+        in_place = [_in_place(view, ins.operands[k], maps[k]) for k in (0, 1)]
+        total = sum(sizes[k] for k in staged_operands(ins, choice, layouts, in_place))
         return ScratchNeed(total) if total else None
     if op is Op.GATHER:  # the whole source, at its flat indices
         return ScratchNeed(gather_bytes(ins.operands[0].type))

@@ -19,6 +19,12 @@ word draws from with `shfl.sync.idx`, and picks its bytes with one `prmt`.
 - a destination word draws from at most two lanes, and which lane, as a function of the
   receiving lane, is XOR-affine (computed with a few selects on lane bits);
 - the byte selector of the `prmt` depends on at most three lane bits.
+32-bit elements (one a word) need no common source word: a destination register draws
+on each lane from one register of one lane, and `_plan_picks` covers those pairs with
+at most two shuffles, each sender choosing the register it sends (a select on its lane
+bits) and each receiver the shuffle it keeps. mma.sync's tf32 A fragment from an
+accumulator is such a case: lanes 2q and 2q+1 read the same sender for its two
+registers (fla's in-register triangular solves chain 16x16 tf32 dots this way).
 Where any of that fails the conversion goes through shared memory as before.
 """
 from __future__ import annotations
@@ -50,10 +56,27 @@ class WordPlan:
 
 
 @dataclass(frozen=True)
+class Fetch:
+    """One `shfl.sync.idx` of a 32-bit destination register: sending lane u sends its
+    source register `sent[u]`; receiving lane l reads lane `lanes[l]`."""
+    sent: tuple[int, ...]
+    lanes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PickPlan:
+    """A 32-bit destination register: its fetches, and per receiving lane the index of
+    the fetch that brings its element."""
+    fetches: tuple[Fetch, ...]
+    pick: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Exchange:
     per_word: int                                 # elements in a 32-bit word (P)
     source_words: tuple[tuple[int, ...], ...]     # source registers packed in each word
     words: tuple[WordPlan, ...]                   # one per destination word
+    picks: tuple[PickPlan, ...] = ()              # per destination register, for 32-bit elements (P = 1)
 
 
 def _lane_part(lay: LinearLayout, lane: int) -> int:
@@ -126,6 +149,9 @@ def plan_exchange(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> Optio
             where[r, lane] = (x & ((1 << n_reg_bits) - 1), x >> n_reg_bits)
     if all(where[r, lane][1] == lane for r in range(dst.n_regs) for lane in range(LANES)):
         return None  # registers only: `local_register_map`'s case (or not linear)
+    if elem_bits == 32:
+        picks = _plan_picks(where, dst.n_regs)
+        return None if picks is None else Exchange(1, (), (), picks)
     source_words: list[tuple[int, ...]] = []
     word_of_reg: dict[int, int] = {}
     words = []
@@ -166,6 +192,38 @@ def plan_exchange(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> Optio
     return Exchange(per, tuple(source_words), tuple(words))
 
 
+def _plan_picks(where: dict[tuple[int, int], tuple[int, int]], n_regs: int) -> Optional[tuple[PickPlan, ...]]:
+    """Fetches for 32-bit elements, destination register by register: a receiving lane
+    joins the first fetch in which its sender sends (or may still be told to send) the
+    register it needs, else opens another. None where a register needs more than
+    `MAX_SOURCES` fetches, or a lane map is not XOR-affine, or a sender's register or a
+    receiver's pick depends on more than `MAX_SELECTOR_BITS` lane bits."""
+    out = []
+    for r in range(n_regs):
+        sends: list[dict[int, int]] = []  # per fetch: sending lane -> register it sends
+        pick = []
+        for lane in range(LANES):
+            reg, sender = where[r, lane]
+            q = next((q for q, sent in enumerate(sends) if sent.get(sender, reg) == reg), len(sends))
+            if q == len(sends):
+                sends.append({})
+            sends[q][sender] = reg
+            pick.append(q)
+        lanes = tuple(where[r, lane][1] for lane in range(LANES))
+        if len(sends) > MAX_SOURCES or not _is_affine(lanes) or len(_depends_on(tuple(pick))) > MAX_SELECTOR_BITS:
+            return None
+        fetches = []
+        for sent in sends:
+            # lanes no receiver reads send what most senders do (fewer selects)
+            common = max(set(sent.values()), key=list(sent.values()).count)
+            regs = tuple(sent.get(u, common) for u in range(LANES))
+            if len(_depends_on(regs)) > MAX_SELECTOR_BITS:
+                return None
+            fetches.append(Fetch(regs, lanes))
+        out.append(PickPlan(tuple(fetches), tuple(pick)))
+    return tuple(out)
+
+
 def _lane_function(b: ir.IRBuilder, lane: ir.Value, values: tuple[int, ...]) -> ir.Value:
     """An XOR-affine function of the lane (c XOR the images of the set lane bits)."""
     c = values[0]
@@ -180,18 +238,29 @@ def _lane_function(b: ir.IRBuilder, lane: ir.Value, values: tuple[int, ...]) -> 
 
 def _lane_table(b: ir.IRBuilder, lane: ir.Value, values: tuple[int, ...]) -> ir.Value:
     """Any function of the lane that depends on a few lane bits: a select tree."""
-    bits = _depends_on(values)
+    return _lane_choice(b, lane, values, lambda x: ir.Constant(I32, x))
 
-    def pick(fixed: int, depth: int) -> ir.Value:
+
+def _lane_choice(b: ir.IRBuilder, lane: ir.Value, keys: tuple[int, ...],
+                 value_of: Callable[[int], ir.Value]) -> ir.Value:
+    """`value_of(keys[lane])` for this thread's lane, `keys` depending on a few lane
+    bits: a select tree over those bits."""
+    bits = _depends_on(keys)
+
+    def pick(fixed: int, depth: int) -> tuple[int, ...]:
         if depth == len(bits):
-            return ir.Constant(I32, values[fixed])
+            return (keys[fixed],)
         i = bits[depth]
         low, high = pick(fixed, depth + 1), pick(fixed | 1 << i, depth + 1)
-        if low.constant == high.constant:
-            return low
+        return low if low == high else (i, low, high)
+
+    def emit(tree: tuple) -> ir.Value:
+        if len(tree) == 1:
+            return value_of(tree[0])
+        i, low, high = tree
         on = b.icmp_unsigned("!=", b.and_(lane, ir.Constant(I32, 1 << i)), ir.Constant(I32, 0))
-        return b.select(on, high, low)
-    return pick(0, 0)
+        return b.select(on, emit(high), emit(low))
+    return emit(pick(0, 0))
 
 
 def _to_word(b: ir.IRBuilder, vals: list[ir.Value], elem: Any) -> ir.Value:
@@ -226,6 +295,8 @@ def exchange(lw: "KernelLowering", regs: list[ir.Value], plan: Exchange, elem: A
     """Carry out `plan` on this thread's registers `regs` (source layout order)."""
     b = lw.b
     like = regs[0].type
+    if plan.picks:
+        return _exchange_picks(lw, regs, plan.picks, elem)
     src_words = [_to_word(b, [regs[r] for r in sw], elem) for sw in plan.source_words]
     out: list[ir.Value] = []
     for wp in plan.words:
@@ -236,4 +307,26 @@ def exchange(lw: "KernelLowering", regs: list[ir.Value], plan: Exchange, elem: A
             fetched.append(fetched[0])
         word = lw.dev.prmt(b, fetched[0], fetched[1], _lane_table(b, lw.lane, wp.selector))
         out += _from_word(b, word, plan.per_word, elem, like)
+    return out
+
+
+def _exchange_picks(lw: "KernelLowering", regs: list[ir.Value], picks: tuple[PickPlan, ...],
+                    elem: Any) -> list[ir.Value]:
+    b = lw.b
+    like = regs[0].type
+    words = [_to_word(b, [r], elem) for r in regs]
+    lane_maps: dict[tuple[int, ...], ir.Value] = {}
+    out = []
+    for pp in picks:
+        fetched = []
+        for f in pp.fetches:
+            sent = _lane_choice(b, lw.lane, f.sent, words.__getitem__)
+            if f.lanes == _OWN_LANE:
+                fetched.append(sent)
+                continue
+            if f.lanes not in lane_maps:
+                lane_maps[f.lanes] = _lane_function(b, lw.lane, f.lanes)
+            fetched.append(lw.dev.shfl_i32(b, "idx", sent, lane_maps[f.lanes]))
+        word = _lane_choice(b, lw.lane, pp.pick, fetched.__getitem__)
+        out += _from_word(b, word, 1, elem, like)
     return out

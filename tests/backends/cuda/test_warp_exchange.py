@@ -32,6 +32,14 @@ def simulate(src: LinearLayout, dst: LinearLayout, elem_bits: int) -> None:
     per = plan.per_word
     # the element identity (flat index) each lane's source register holds, warp 0
     held = [[src.element(r, lane, 0) for r in range(src.n_regs)] for lane in range(32)]
+    if plan.picks:  # 32-bit elements: senders pick a register, receivers a fetch
+        assert len(plan.picks) == dst.n_regs
+        for r, pp in enumerate(plan.picks):
+            for lane in range(32):
+                f = pp.fetches[pp.pick[lane]]
+                sender = f.lanes[lane]
+                assert held[sender][f.sent[sender]] == dst.element(r, lane, 0), (r, lane)
+        return
     words = [[tuple(held[lane][r] for r in sw) for sw in plan.source_words] for lane in range(32)]
     for w, wp in enumerate(plan.words):
         for lane in range(32):
@@ -62,6 +70,22 @@ def test_mma_sync_accumulator_to_8bit_operand():
     src = mma_v2_accumulator((32, 64), (2, 1))
     dst = mma_v2_operand(0, (32, 64), (2, 1), 4)
     simulate(src, dst, 8)
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (32, 64), (64, 32)])
+def test_tf32_fragments_from_an_accumulator(shape):
+    """fla's chained 16x16 tf32 dots on one warp: an accumulator (or its transpose)
+    becomes the next dot's A or B fragment by shuffles, two a register (lanes 2q and
+    2q+1 read the same sender for its two registers), no shared memory."""
+    from tegula.backends.cuda.layouts import permute_layout
+
+    acc = mma_v2_accumulator(shape, (1, 1))
+    for src in (acc, permute_layout(mma_v2_accumulator(shape[::-1], (1, 1)), (1, 0))):
+        for k in (0, 1):
+            dst = mma_v2_operand(k, shape, (1, 1), 1)
+            simulate(src, dst, 32)
+            plan = plan_exchange(src, dst, 32)
+            assert max(len(pp.fetches) for pp in plan.picks) <= 2
 
 
 def test_sixteen_bit_chain_needs_no_exchange():
