@@ -9,8 +9,10 @@ algebraic identities listed there). Structurally it
 - replaces an `if` whose regions hold only a `yield` of the same values by those values;
 - removes a `for` whose bounds and step are constants giving zero iterations (its
   results are its initial values);
-- drops a loop-carried value that the body yields back unchanged (its uses become the
-  initial value).
+- drops a loop-carried value that the body yields back unchanged, or that it yields
+  its initial value (fla's `o_k1 = tl.arange(0, 64)` re-assigned in the loop that
+  reads it, once LICM has hoisted it onto the first): its uses become the initial
+  value. Carried, it kept the pipeliner from running the loop's loads ahead.
 Instructions made dead by these rewrites are left for `dce`, except the rewritten ones
 themselves, which are removed.
 """
@@ -106,16 +108,17 @@ class _Round:
         return None
 
     def drop_invariant_iters(self, loop: Instr) -> None:
-        """Remove loop-carried values the body yields back unchanged."""
+        """Remove loop-carried values the body yields back unchanged, or yields their
+        initial value (every iteration then sees the initial value)."""
         body = loop.regions[0]
         term = body.terminator
         if term is None or term.op is not Op.YIELD:
             return
         for i in reversed(range(len(loop.results))):
             arg = body.args[1 + i]
-            if resolve(term.operands[i], self.mapping) is not arg:
-                continue
             init = for_inits(loop)[i]
+            if resolve(term.operands[i], self.mapping) not in (arg, resolve(init, self.mapping)):
+                continue
             self.replace(arg, init)
             self.replace(loop.results[i], init)
             del loop.results[i], loop.operands[FOR_INITS + i], body.args[1 + i], term.operands[i]

@@ -258,6 +258,61 @@ def test_loop_carried_value_yielded_unchanged_is_dropped():
         }""")
 
 
+def test_loop_carried_value_yielded_its_initial_value_is_dropped():
+    """The body yields the value the loop started with (defined outside it): every
+    iteration sees that value, and so does the code after the loop."""
+    check("""
+        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
+          %lb = constant {value = 0} : i32
+          %st = constant {value = 1} : i32
+          %r, %s = for %lb, %n, %st, %x, %y : i32, i32, i32, f32, f32 -> f32, f32 {
+          ^(%i: i32, %v: f32, %acc: f32):
+            %a = add %acc, %v : f32
+            yield %x, %a
+          }
+          %t = add %r, %s : f32
+          store %out, %t {}
+          return
+        }""", ["canonicalize"], """
+        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
+          %lb = constant {value = 0} : i32
+          %st = constant {value = 1} : i32
+          %s = for %lb, %n, %st, %y : i32, i32, i32, f32 -> f32 {
+          ^(%i: i32, %acc: f32):
+            %a = add %acc, %x : f32
+            yield %a
+          }
+          %t = add %x, %s : f32
+          store %out, %t {}
+          return
+        }""")
+
+
+def test_a_range_reassigned_in_the_loop_is_not_carried():
+    """fla's `o_k1 = tl.arange(0, 64)` re-assigned in the body of the loop that reads it:
+    after tir_opt (LICM hoists the copy onto the first) the loop carries
+    nothing but its accumulator, so the pipeliner can run its loads ahead."""
+    import tegula
+    import tegula.language as tl
+    from tegula.compiler import ASTSource
+    from tegula.ir.ops import Op
+    from tegula.runtime.compiler import optimized_ir
+
+    @tegula.jit
+    def reassigned(x_ptr, out_ptr, N, B: tl.constexpr):
+        o = tl.arange(0, B)
+        acc = tl.zeros([B], dtype=tl.float32)
+        for i in range(N):
+            acc += tl.load(x_ptr + i * B + o)
+            o = tl.arange(0, B)
+        tl.store(out_ptr + o, acc)
+
+    kernel = optimized_ir(ASTSource(reassigned, {"x_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32",
+                                                 "B": "constexpr"}, {"B": 32}))
+    loop = next(i for i in kernel.walk() if i.op is Op.FOR)
+    assert len(loop.results) == 1
+
+
 def test_canonicalize_preserves_side_effect_order_and_names():
     k = parse("""
         kernel @k(%x: i32, %out: ptr<i32>) {
