@@ -184,6 +184,19 @@ def _fragment_words(lw: "KernelLowering", v: Value, frag: LinearLayout, choice: 
     return pack_registers(b, regs, choice.k_width)
 
 
+def staged_b_map(lay: LinearLayout, kk: int, n: int, elem_bytes: int) -> tuple[BitMap, bool]:
+    """The shared layout a B staged from registers (in layout `lay`) is written in, and
+    whether `ldmatrix` then reads it transposed: of the layouts B may be read in
+    (`b_operand_maps`), the one the registers store the widest vectors into. A
+    transposed load (`tl.dot(q, tl.trans(k))`, k loaded K-contiguous) runs its registers
+    along K: written [K, N] it took one 16-bit store an element (fla's kkt_solve: 320
+    `st.shared.b16`), written [N, K] 16-byte vectors and `ldmatrix` without `.trans`."""
+    maps = b_operand_maps(kk, n, elem_bytes)
+    widest = max(vector_run(offset_layout(lay, mp), CHUNK_BYTES // elem_bytes) for mp, _t in maps)
+    return next((mp, t) for mp, t in maps
+                if vector_run(offset_layout(lay, mp), CHUNK_BYTES // elem_bytes) == widest)
+
+
 def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     la, lb = lw.plan.required(ins, 0), lw.plan.required(ins, 1)
     ea, eb = element_of(ins.operands[0].type), element_of(ins.operands[1].type)
@@ -221,6 +234,8 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
             offs[k] = total
             total += sizes[k]
         lw.scratch(total)
+        if 1 in staged:
+            b_map, b_trans = staged_b_map(lb, kk, n, size)
         for k in staged:
             lay, mp, elem = (la, a_map, ea) if k == 0 else (lb, b_map, eb)
             store_operand(lw, regs[k], lay, mp, elem, offs[k], tf32)

@@ -61,3 +61,22 @@ def test_column_major_operands(col_a, col_b, dtype, num_warps, cap):
     EmulatedKernel(kernel, num_warps, capability=cap).run((1, 1, 1), args)
     want = x.astype(np.float64) @ y.astype(np.float64)
     np.testing.assert_allclose(z, want, rtol=1e-3, atol=1e-3)
+
+
+def test_a_column_major_b_is_staged_along_k():
+    """A 16-bit B whose registers run along K (column-major, or `tl.trans` of a
+    row-major load: attention's `dot(q, tl.trans(k))` outside a pipelined loop, fla's
+    `dot(b_k, tl.trans(b_k))`) is written to the dot's scratch [N, K] in 16-byte vectors
+    and read by `ldmatrix` without `.trans` (it took one 16-bit store an element)."""
+    from tegula.backends.cuda import compile_kernel
+
+    BM, BN, BK = 64, 64, 32
+    sig = {"X": "*fp16", "Y": "*fp16", "Z": "*fp32", "stride_zm": "i32", "stride_xm": "i32", "stride_yn": "i32",
+           "stride_xk": "constexpr", "stride_yk": "constexpr", "BM": "constexpr", "BN": "constexpr",
+           "BK": "constexpr"}
+    cx = {"BM": BM, "BN": BN, "BK": BK, "stride_xk": 1, "stride_yk": 1}
+    attrs = {n: 16 for n in sig if sig[n] != "constexpr"}
+    kernel = optimized_ir(ASTSource(_one_dot, signature=sig, constexprs=cx, attrs=attrs))
+    ptx = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, 80)[0]["ptx"]
+    assert "st.shared.b16" not in ptx and "st.shared.v4.b32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans" not in ptx
