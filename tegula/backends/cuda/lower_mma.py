@@ -184,6 +184,30 @@ def _fragment_words(lw: "KernelLowering", v: Value, frag: LinearLayout, choice: 
     return pack_registers(b, regs, choice.k_width)
 
 
+def a_operand_maps(m: int, kk: int, elem_bytes: int) -> list[tuple[BitMap, bool]]:
+    """The shared layouts an mma.sync A staged from registers may be written in, with
+    whether `ldmatrix` then reads it transposed: [M, K], else (16-bit) [K, M], whose
+    8x8 blocks `ldmatrix.trans` hands out as the A fragment."""
+    maps = [(operand_offsets(0, (m, kk), elem_bytes), False)]
+    if elem_bytes == 2:
+        maps.append((compose(operand_swizzle((kk, m), elem_bytes), permute_view((kk, m), (1, 0))), True))
+    return maps
+
+
+def _widest_map(lay: LinearLayout, maps: list[tuple[BitMap, bool]], elem_bytes: int) -> tuple[BitMap, bool]:
+    """Of `maps`, the first one the registers of `lay` store the widest vectors into."""
+    runs = [vector_run(offset_layout(lay, mp), CHUNK_BYTES // elem_bytes) for mp, _t in maps]
+    return maps[runs.index(max(runs))]
+
+
+def staged_a_map(lay: LinearLayout, m: int, kk: int, elem_bytes: int) -> tuple[BitMap, bool]:
+    """The shared layout an A staged from registers (in layout `lay`) is written in, and
+    whether `ldmatrix` reads it transposed: [K, M] for registers running along M (a
+    K-major load as A: fla's gla state update `dot(k * exp(gk_last - gk), v)`, k loaded
+    [K, T] contiguous along K, took one 16-bit store an element), else [M, K]."""
+    return _widest_map(lay, a_operand_maps(m, kk, elem_bytes), elem_bytes)
+
+
 def staged_b_map(lay: LinearLayout, kk: int, n: int, elem_bytes: int) -> tuple[BitMap, bool]:
     """The shared layout a B staged from registers (in layout `lay`) is written in, and
     whether `ldmatrix` then reads it transposed: of the layouts B may be read in
@@ -191,10 +215,7 @@ def staged_b_map(lay: LinearLayout, kk: int, n: int, elem_bytes: int) -> tuple[B
     transposed load (`tl.dot(q, tl.trans(k))`, k loaded K-contiguous) runs its registers
     along K: written [K, N] it took one 16-bit store an element (fla's kkt_solve: 320
     `st.shared.b16`), written [N, K] 16-byte vectors and `ldmatrix` without `.trans`."""
-    maps = b_operand_maps(kk, n, elem_bytes)
-    widest = max(vector_run(offset_layout(lay, mp), CHUNK_BYTES // elem_bytes) for mp, _t in maps)
-    return next((mp, t) for mp, t in maps
-                if vector_run(offset_layout(lay, mp), CHUNK_BYTES // elem_bytes) == widest)
+    return _widest_map(lay, b_operand_maps(kk, n, elem_bytes), elem_bytes)
 
 
 def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
@@ -206,7 +227,7 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     tf32 = choice.ab_type == "tf32"
     chunk_elems = CHUNK_BYTES // size
     b_trans = size == 2  # [K, N] + ldmatrix.trans; else [N, K] + ldmatrix
-    a_map = operand_offsets(0, (m, kk), size)
+    a_map, a_trans = operand_offsets(0, (m, kk), size), False
     b_map = operand_offsets(1, (kk, n), size)
     acc = lw.operand(ins, 2)
 
@@ -234,6 +255,8 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
             offs[k] = total
             total += sizes[k]
         lw.scratch(total)
+        if 0 in staged:
+            a_map, a_trans = staged_a_map(la, m, kk, size)
         if 1 in staged:
             b_map, b_trans = staged_b_map(lb, kk, n, size)
         for k in staged:
@@ -250,8 +273,13 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
     n_reps = max(1, n // (8 * wn))
     # register bases of the row-address layouts: K steps, then repetitions
     k_step_bases = [_bit((m, kk), 1, choice.k << i) for i in range(log2(k_steps))]
-    a_rows = _ldmatrix_rows((m, kk), 0, _bit((m, kk), 0, 8), _bit((m, kk), 1, chunk_elems), a_op,
-                            k_step_bases + [_bit((m, kk), 0, 16 * wm << i) for i in range(log2(m_reps))])
+    m_rep_bases = [_bit((m, kk), 0, 16 * wm << i) for i in range(log2(m_reps))]
+    if a_trans:  # matrices: rows are k; lane bit 3 → m + 8 (the next 16-byte chunk), lane bit 4 → k + 8
+        a_rows = _ldmatrix_rows((m, kk), 1, _bit((m, kk), 0, 8), _bit((m, kk), 1, 8), a_op,
+                                k_step_bases + m_rep_bases)
+    else:  # rows are m; lane bit 3 → m + 8, lane bit 4 → the next 16-byte chunk of k
+        a_rows = _ldmatrix_rows((m, kk), 0, _bit((m, kk), 0, 8), _bit((m, kk), 1, chunk_elems), a_op,
+                                k_step_bases + m_rep_bases)
     pairs = n_reps // 2
     n_pair_bases = [_bit((kk, n), 1, 16 * wn << i) for i in range(log2(pairs))] if pairs else []
     bk_steps = [_bit((kk, n), 0, choice.k << i) for i in range(log2(k_steps))]
@@ -275,7 +303,7 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
         if 0 in words:  # fragment f of (k step s, M repetition i): word f | s << 2 | i << (2 + ks_bits)
             a_frag = [[words[0][f | s << 2 | i << (2 + ks_bits)] for f in range(4)] for i in range(m_reps)]
         else:
-            a_frag = [ldmatrix(a_where, s | i << ks_bits, base_a, 4, False) for i in range(m_reps)]
+            a_frag = [ldmatrix(a_where, s | i << ks_bits, base_a, 4, a_trans) for i in range(m_reps)]
         b_frag: list[list[ir.Value]] = []
         if 1 in words:  # fragment f of (k step s, N repetition j): word f | s << 1 | j << (1 + ks_bits)
             b_frag = [[words[1][f | s << 1 | j << (1 + ks_bits)] for f in range(2)] for j in range(n_reps)]

@@ -41,7 +41,7 @@ from ...ir.types import SmemType, element_of
 from ...passes import contiguity_order
 from ..llvm.types import I32
 from .convert import smem_load, smem_store
-from .linear_layout import BitMap, LinearLayout, log2
+from .linear_layout import BitMap, LinearLayout, log2, permute_view
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, vector_run
 from .lower_wgmma import wgmma_operand_offsets
@@ -158,8 +158,10 @@ def slot_contiguous_dim(ctx: "KernelLowering", buf: Value, copies_along_rows: bo
 def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
     """(offsets, along_rows) of a buffer's slots: the swizzled layout its tensor-core
     reader wants and which way round that stores it (see `_mma_operand_map`), else
-    row-major the way the copies run; `ctx` needs `kernel` and `plan` (the lowering,
-    or the allocation pass's view)."""
+    contiguous the way the copies run: row-major, or column-major for copies along the
+    first dimension (fla's gla gate tile `gk[k, t]`, contiguous along k and read back
+    into registers: stored row-major, its copies were 4 bytes each); `ctx` needs
+    `kernel` and `plan` (the lowering, or the allocation pass's view)."""
     t: SmemType = alloc.results[0].type
     along_rows = _copies_along_rows(ctx, alloc.results[0])
     for u in _users(ctx, alloc.results[0]):
@@ -169,6 +171,9 @@ def buffer_layout(ctx: "KernelLowering", alloc: Instr) -> tuple[BitMap, bool]:
                 return found
         if u.op is Op.LOCAL_COPY and u.operands[0] is alloc.results[0] and len(t.shape) == 3:
             return staging_offsets(tuple(t.shape[1:]), t.element.bytes, along_rows), along_rows
+    if along_rows and len(t.shape) == 3:
+        rows, cols = t.shape[1:]
+        return permute_view((cols, rows), (1, 0)), along_rows
     return BitMap.identity(sum(log2(d) for d in t.shape[1:])), along_rows
 
 

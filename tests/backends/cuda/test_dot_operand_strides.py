@@ -63,20 +63,29 @@ def test_column_major_operands(col_a, col_b, dtype, num_warps, cap):
     np.testing.assert_allclose(z, want, rtol=1e-3, atol=1e-3)
 
 
-def test_a_column_major_b_is_staged_along_k():
-    """A 16-bit B whose registers run along K (column-major, or `tl.trans` of a
-    row-major load: attention's `dot(q, tl.trans(k))` outside a pipelined loop, fla's
-    `dot(b_k, tl.trans(b_k))`) is written to the dot's scratch [N, K] in 16-byte vectors
-    and read by `ldmatrix` without `.trans` (it took one 16-bit store an element)."""
+@pytest.mark.parametrize("col_a,col_b", [(False, True), (True, False), (True, True)])
+def test_column_major_operands_are_staged_in_vectors(col_a, col_b):
+    """A 16-bit operand whose registers run along M or N rather than K (column-major A,
+    row-major B: `ldmatrix.trans` reads the fragments) or along K for B (column-major,
+    or `tl.trans` of a row-major load: attention's `dot(q, tl.trans(k))` outside a
+    pipelined loop, fla's `dot(b_k, tl.trans(b_k))`: `ldmatrix` without `.trans`) is
+    written to the dot's scratch in the orientation its registers run, in 16-byte
+    vectors (it took one 16-bit store an element)."""
     from tegula.backends.cuda import compile_kernel
 
     BM, BN, BK = 64, 64, 32
-    sig = {"X": "*fp16", "Y": "*fp16", "Z": "*fp32", "stride_zm": "i32", "stride_xm": "i32", "stride_yn": "i32",
-           "stride_xk": "constexpr", "stride_yk": "constexpr", "BM": "constexpr", "BN": "constexpr",
+    sig = {"X": "*fp16", "Y": "*fp16", "Z": "*fp32", "stride_zm": "i32", "BM": "constexpr", "BN": "constexpr",
            "BK": "constexpr"}
-    cx = {"BM": BM, "BN": BN, "BK": BK, "stride_xk": 1, "stride_yk": 1}
+    cx = {"BM": BM, "BN": BN, "BK": BK}
+    for name, unit in (("stride_xm", col_a), ("stride_xk", not col_a), ("stride_yk", col_b),
+                       ("stride_yn", not col_b)):
+        if unit:
+            sig[name], cx[name] = "constexpr", 1
+        else:
+            sig[name] = "i32"
     attrs = {n: 16 for n in sig if sig[n] != "constexpr"}
     kernel = optimized_ir(ASTSource(_one_dot, signature=sig, constexprs=cx, attrs=attrs))
     ptx = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, 80)[0]["ptx"]
     assert "st.shared.b16" not in ptx and "st.shared.v4.b32" in ptx
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans" not in ptx
+    # .trans for a column-major A and a row-major B, not for the other two
+    assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in ptx) == (col_a or not col_b)

@@ -17,6 +17,7 @@ from test_pipeline_loops import tir_opt
 import tegula
 import tegula.language as tl
 from tegula.backends.compiler import GPUTarget
+from tegula.backends.cuda import compile_kernel
 from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.compiler import ASTSource
@@ -139,3 +140,42 @@ def test_register_b_on_the_gpu(num_warps):
     want_o, want_h = reference(q, k, v, g, BT)
     np.testing.assert_allclose(o.cpu().numpy(), want_o, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(h.cpu().numpy(), want_h, rtol=2e-3, atol=2e-3)
+
+
+@tegula.jit
+def gated_state(k_ptr, v_ptr, gk_ptr, h_ptr, T, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """fla's gla state update (chunk_fwd_kernel_h with per-key gates): k and its gates
+    are [K, T] tiles contiguous along K, the gate tile read back into registers to scale
+    k, the scaled k the dot's A."""
+    o_k, o_v = tl.arange(0, K), tl.arange(0, V)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for t0 in range(0, T, BT):
+        o_t = t0 + tl.arange(0, BT)
+        m_t = o_t < T
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+        b_gk = tl.load(gk_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)
+        h += tl.dot((b_k * tl.exp(b_gk)).to(b_k.dtype), b_v)
+    tl.store(h_ptr + o_k[:, None] * V + o_v[None, :], h)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("capability", [80, 90])
+def test_tiles_contiguous_along_their_rows_are_prefetched_in_vectors(num_warps, capability):
+    """The gate tile's ring is stored contiguous along K, the way its copies run: 16-byte
+    cp.async copies (stored row-major, each was 4 bytes), read back right."""
+    K, V, BT, T = 32, 64, 32, 75
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "gk_ptr": "*fp32", "h_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    kernel = tir_opt(gated_state, sig, {"K": K, "V": V, "BT": BT},
+                     attrs={"k_ptr": 16, "v_ptr": 16, "gk_ptr": 16, "h_ptr": 16})
+    ptx = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 3}, capability)[0]["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.ca.shared.global" not in ptx
+    rng = np.random.default_rng(num_warps + capability)
+    k = rng.uniform(-1, 1, (T, K)).astype(np.float16)
+    gk = rng.uniform(-0.5, 0, (T, K)).astype(np.float32)
+    v = rng.uniform(-1, 1, (T, V)).astype(np.float16)
+    h = np.full((K, V), np.nan, np.float32)
+    EmulatedKernel(kernel, num_warps, capability=capability, num_stages=3).run((1, 1, 1), [k, v, gk, h, T])
+    scaled = (k.astype(np.float32) * np.exp(gk)).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(h, scaled.T @ v.astype(np.float64), rtol=2e-3, atol=2e-3)
