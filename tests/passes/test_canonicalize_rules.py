@@ -230,50 +230,24 @@ def test_for_with_iterations_is_kept():
     assert [i.op.value for i in k.body.instrs].count("for") == 1
 
 
-def test_loop_carried_value_yielded_unchanged_is_dropped():
-    check("""
-        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
-          %lb = constant {value = 0} : i32
-          %st = constant {value = 1} : i32
-          %r, %s = for %lb, %n, %st, %x, %y : i32, i32, i32, f32, f32 -> f32, f32 {
+@pytest.mark.parametrize("yielded", ["%inv", "%x"], ids=["unchanged", "its_initial_value"])
+def test_loop_carried_value_yielded_unchanged_or_its_init_is_dropped(yielded):
+    """The body yields the carried value back, or the value the loop started with
+    (defined outside it): every iteration sees the initial value, and so does the code
+    after the loop."""
+    check(f"""
+        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {{
+          %lb = constant {{value = 0}} : i32
+          %st = constant {{value = 1}} : i32
+          %r, %s = for %lb, %n, %st, %x, %y : i32, i32, i32, f32, f32 -> f32, f32 {{
           ^(%i: i32, %inv: f32, %acc: f32):
             %a = add %acc, %inv : f32
-            yield %inv, %a
-          }
+            yield {yielded}, %a
+          }}
           %t = add %r, %s : f32
-          store %out, %t {}
+          store %out, %t {{}}
           return
-        }""", ["canonicalize"], """
-        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
-          %lb = constant {value = 0} : i32
-          %st = constant {value = 1} : i32
-          %s = for %lb, %n, %st, %y : i32, i32, i32, f32 -> f32 {
-          ^(%i: i32, %acc: f32):
-            %a = add %acc, %x : f32
-            yield %a
-          }
-          %t = add %x, %s : f32
-          store %out, %t {}
-          return
-        }""")
-
-
-def test_loop_carried_value_yielded_its_initial_value_is_dropped():
-    """The body yields the value the loop started with (defined outside it): every
-    iteration sees that value, and so does the code after the loop."""
-    check("""
-        kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
-          %lb = constant {value = 0} : i32
-          %st = constant {value = 1} : i32
-          %r, %s = for %lb, %n, %st, %x, %y : i32, i32, i32, f32, f32 -> f32, f32 {
-          ^(%i: i32, %v: f32, %acc: f32):
-            %a = add %acc, %v : f32
-            yield %x, %a
-          }
-          %t = add %r, %s : f32
-          store %out, %t {}
-          return
-        }""", ["canonicalize"], """
+        }}""", ["canonicalize"], """
         kernel @k(%n: i32, %x: f32, %y: f32, %out: ptr<f32>) {
           %lb = constant {value = 0} : i32
           %st = constant {value = 1} : i32
