@@ -203,6 +203,20 @@ def _whole_allocation(arr: Any, tensor: Any) -> Any:
     return arr
 
 
+def _dataless(t: Any, torch: Any) -> Optional[str]:
+    """'meta' or 'fake' for a torch tensor that holds no data (a meta tensor; a
+    FakeTensor, which says it is on the CPU but whose storage is a meta one at address
+    0), else None. Plain tensors are not asked for their storage (every launch)."""
+    if t.device.type == "meta":
+        return "meta"
+    if type(t) is torch.Tensor or type(t) is getattr(torch.nn, "Parameter", None):
+        return None
+    try:
+        return "fake" if t.untyped_storage().device.type == "meta" else None
+    except (RuntimeError, NotImplementedError):
+        return None  # a subclass without a storage of its own (its own data path decides)
+
+
 class HostArgs:
     """Converts launch values for a host backend; `written` are the positions (in the
     values given to `convert`) of arguments the kernel stores to."""
@@ -237,6 +251,11 @@ class HostArgs:
                 "MockTensors can only be used with warmup(), not to launch a kernel")
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(v, torch.Tensor):
+            kind = _dataless(v, torch)
+            if kind is not None:
+                raise KernelArgumentError(
+                    f"argument '{self.names[i]}' of kernel '{self.kernel_name}' is a {kind} tensor: it holds "
+                    "no data (only a shape and a dtype, as torch.compile traces with), so no kernel can run on it")
             if v.device.type == "cpu":
                 return _whole_allocation(torch_to_numpy(v), v)
             return self._copy_torch(i, v, writebacks)

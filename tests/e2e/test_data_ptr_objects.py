@@ -4,6 +4,8 @@ strides for `flip`), on the host backends: the kernel reads and writes the memor
 tensor holding that address, bounds-checked against all of it."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -95,6 +97,25 @@ def test_fake_tensors_hold_no_host_memory(host_backend):
     with pytest.raises(KernelArgumentError, match="in no live host array"):
         _copy_strided[(1,)](Dangling(), torch.zeros(4), 4, 1, BLOCK=4)
     del fake
+
+
+@pytest.mark.parametrize("kind", ["meta", "fake"])
+def test_a_tensor_without_data_is_refused(host_backend, kind):
+    """A meta tensor, or a FakeTensor from torch.compile's tracing (device cpu, meta
+    storage), passed to a launch: a clear error naming the argument, not torch's
+    `.numpy()` or copy error from inside the launcher."""
+    if kind == "meta":
+        x = torch.empty(16, device="meta")
+    else:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode():
+            x = torch.empty(16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's, once a process, on data_ptr() of a FakeTensor
+        with pytest.raises(KernelArgumentError, match=f"'src_ptr' of kernel '_copy_strided' is a {kind} tensor: "
+                                                      "it holds no data"):
+            _copy_strided[(1,)](x, torch.zeros(16), 16, 1, BLOCK=16)
 
 
 def test_a_view_reaches_the_rest_of_its_storage(host_backend):
