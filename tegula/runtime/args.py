@@ -203,18 +203,14 @@ def _whole_allocation(arr: Any, tensor: Any) -> Any:
     return arr
 
 
-def _dataless(t: Any, torch: Any) -> Optional[str]:
-    """'meta' or 'fake' for a torch tensor that holds no data (a meta tensor; a
-    FakeTensor, which says it is on the CPU but whose storage is a meta one at address
-    0), else None. Plain tensors are not asked for their storage (every launch)."""
-    if t.device.type == "meta":
-        return "meta"
-    if type(t) is torch.Tensor or type(t) is getattr(torch.nn, "Parameter", None):
-        return None
+def _storage_is_meta(t: Any) -> bool:
+    """Whether a tensor subclass holds no data although its device says otherwise (a
+    FakeTensor: device cpu, a meta storage at address 0). Asked of subclasses only:
+    a plain tensor's launch does not pay for it."""
     try:
-        return "fake" if t.untyped_storage().device.type == "meta" else None
+        return t.untyped_storage().device.type == "meta"
     except (RuntimeError, NotImplementedError):
-        return None  # a subclass without a storage of its own (its own data path decides)
+        return False  # a subclass without a storage of its own (its own data path decides)
 
 
 class HostArgs:
@@ -251,12 +247,13 @@ class HostArgs:
                 "MockTensors can only be used with warmup(), not to launch a kernel")
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(v, torch.Tensor):
-            kind = _dataless(v, torch)
-            if kind is not None:
+            device = v.device.type
+            if device == "meta" or (type(v) is not torch.Tensor and _storage_is_meta(v)):
                 raise KernelArgumentError(
-                    f"argument '{self.names[i]}' of kernel '{self.kernel_name}' is a {kind} tensor: it holds "
-                    "no data (only a shape and a dtype, as torch.compile traces with), so no kernel can run on it")
-            if v.device.type == "cpu":
+                    f"argument '{self.names[i]}' of kernel '{self.kernel_name}' is a "
+                    f"{'meta' if device == 'meta' else 'fake'} tensor: it holds no data (only a shape and a "
+                    "dtype, as torch.compile traces with), so no kernel can run on it")
+            if device == "cpu":
                 return _whole_allocation(torch_to_numpy(v), v)
             return self._copy_torch(i, v, writebacks)
         if np is not None and isinstance(v, np.ndarray):

@@ -177,10 +177,8 @@ def _fragment_words(lw: "KernelLowering", v: Value, frag: LinearLayout, choice: 
     (`k_width` elements each, the lower k in the low bits; tf32 rounded)."""
     b = lw.b
     regs = lw.convert(v, frag)
-    if choice.ab_type == "tf32":
+    if choice.ab_type == "tf32":  # k_width 1: one element a word
         return [b.bitcast(round_tf32(b, r), I32) for r in regs]
-    if choice.k_width == 1:
-        return [r if r.type == I32 else b.bitcast(r, I32) for r in regs]
     return pack_registers(b, regs, choice.k_width)
 
 
@@ -241,13 +239,12 @@ def lower_dot_mma(lw: "KernelLowering", ins: Instr, choice: MmaChoice) -> None:
             b_map, b_trans = mp, trans
             break
     sizes = mma_operand_bytes(m, kk, n, size)
-    staged = staged_operands(ins, choice, lw.plan.layouts, [bases[k] is not None for k in (0, 1)])
-    # fragments converted in registers: i32 words in the operand layout's register order
-    words: dict[int, list[ir.Value]] = {}
-    for k in (0, 1):
-        if bases[k] is None and k not in staged:
-            frag = mma_v2_operand(k, shape_of(ins.operands[k].type), choice.warps_per_cta, kw)
-            words[k] = _fragment_words(lw, ins.operands[k], frag, choice)
+    # operands in no slot: converted in registers to their fragments (i32 words in the
+    # operand layout's register order), else staged through the dot's scratch
+    frags = {k: register_fragments(k, shape_of(v.type), choice, lw.plan.layouts.get(v), v)
+             for k, v in enumerate(ins.operands[:2]) if bases[k] is None}
+    words = {k: _fragment_words(lw, ins.operands[k], frag, choice) for k, frag in frags.items() if frag is not None}
+    staged = [k for k, frag in frags.items() if frag is None]
     if staged:
         regs = {k: lw.operand(ins, k) for k in staged}
         offs, total = {}, 0
