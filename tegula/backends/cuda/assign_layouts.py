@@ -16,10 +16,15 @@ How layouts are chosen:
 2. *Hints* flow backward from the anchors through elementwise ops, expand_dims,
    broadcast (to the slice of the wanted layout), reshape, permute and loop-carried
    values, so index computations are built directly in the layout their use wants.
+   A store's wish is *soft* (as is a ring slot read back into registers): any firm
+   wish replaces it.
 3. A *forward* walk fixes each value's layout: sources and elementwise ops take their
-   hint (else the layout of the operand costliest to move, else the default blocked
-   layout), view ops take the induced layout, reductions produce slice layouts, scans
-   keep or pick a scan-friendly layout, loops and ifs carry their operands' layouts.
+   hint — but an elementwise op with only a soft wish (or none) that reads data in a
+   dot's accumulator layout computes there, as Triton prefers the mma layout for all
+   but memory ops, and the store converts the (narrower) result — else the layout of
+   the operand costliest to move, else the default blocked layout), view ops take the
+   induced layout, reductions produce slice layouts, scans keep or pick a
+   scan-friendly layout, loops and ifs carry their operands' layouts.
 4. One *refinement* round: a loop-carried value with a constant init takes the layout
    of what updates it, each elementwise op's layout becomes the hint of its operands
    that had none, hints flow backward again and the forward walk is redone (so a
@@ -78,14 +83,25 @@ class _Assigner(AnchorRules):
         self.anchors: dict[Instr, LinearLayout] = {}
         self.remat_memo: dict[Value, bool] = {}
         self.strengths: dict[Value, int] = {}
+        # hints that only a store's coalescing (or a ring read back wide) speaks for:
+        # any other hint replaces them, and a dot's accumulator layout beats them
+        self.soft: set[Value] = set()
+        self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
+        self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
 
     # ---------------------------------------------------------------- hints
-    def hint(self, v: Value, lay: Layout) -> bool:
-        if lay is None or not is_tile(v) or v in self.hints:
+    def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:
+        """Wish `lay` for `v`; the first wish stands, but a soft one (`soft`: from a
+        store's anchor or a ring read back) gives way to the first firm one."""
+        if lay is None or not is_tile(v) or tuple(lay.shape) != shape_of(v.type):
             return False
-        if tuple(lay.shape) != shape_of(v.type):
+        if v in self.hints and (soft or v not in self.soft):
             return False
         self.hints[v] = lay
+        if soft:
+            self.soft.add(v)
+        else:
+            self.soft.discard(v)
         return True
 
     def propagate(self) -> None:
@@ -105,19 +121,21 @@ class _Assigner(AnchorRules):
         info = OP_INFO[op]
         changed = False
         res = ins.results[0] if len(ins.results) == 1 else None
+        soft = res in self.soft
         if info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS:
             if res is not None and res in h:
                 for o in ins.operands:
-                    changed |= self.hint(o, h[res])
+                    changed |= self.hint(o, h[res], soft)
         elif op in (Op.EXPAND_DIMS, Op.RESHAPE) and res in h and is_tile(ins.operands[0]):
-            changed |= self.hint(ins.operands[0], h[res].with_shape(shape_of(ins.operands[0].type)))
+            changed |= self.hint(ins.operands[0], h[res].with_shape(shape_of(ins.operands[0].type)), soft)
         elif op is Op.PERMUTE and res in h:
-            changed |= self.hint(ins.operands[0], LY.permute_source(h[res], ins.attrs.order))
+            changed |= self.hint(ins.operands[0], LY.permute_source(h[res], ins.attrs.order), soft)
         elif op is Op.GATHER and res in h:
             # the result is read in the index's layout (the source may be in any)
-            changed |= self.hint(ins.operands[1], h[res])
+            changed |= self.hint(ins.operands[1], h[res], soft)
         elif op is Op.BROADCAST and res in h and is_tile(ins.operands[0]):
-            changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)))
+            changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)),
+                                 soft)
         elif op is Op.FOR:
             # a loop-carried value's layout is what its uses inside the loop want; the
             # wishes of code after the loop are not (a conversion there runs once)
@@ -144,11 +162,14 @@ class _Assigner(AnchorRules):
         # the row sums' zero init with the `l == 0.0` after the loop): its hint speaks
         # for those, not for the loop-carried value, whose group waits for a wish of its
         # own (what updates the value, given by the refinement round).
-        known = next((self.hints[v] for v in group
-                      if v in self.hints and not is_rematerializable(v, self.remat_memo)), None)
+        wishes = [v for v in group if v in self.hints and not is_rematerializable(v, self.remat_memo)]
+        firm = [v for v in wishes if v not in self.soft]
+        if not wishes:
+            return False
+        known = (firm or wishes)[0]
         changed = False
         for v in group:
-            changed |= self.hint(v, known)
+            changed |= self.hint(v, self.hints[known], known in self.soft)
         return changed
 
     # ---------------------------------------------------------------- forward walk
@@ -210,6 +231,20 @@ class _Assigner(AnchorRules):
         best = max(tiles, key=self.strength)  # max keeps the first of equals
         return self.plan.layouts[best]
 
+    def accumulator_operand(self, ins: Instr) -> Layout:
+        """The layout of `ins`'s first operand that holds data in a dot's accumulator
+        layout (a dot's result, or what was computed from one there), or None. An
+        elementwise op with no firm wish computes there, as Triton's layout
+        propagation prefers the mma layout for all but loads and stores: fla's
+        `v - dot(w, h)`, its gating and `.to(bf16)` stay in the accumulator's layout and
+        the store converts the narrow result, where the store's wish had converted the
+        f32 accumulator through shared memory every iteration."""
+        for o in ins.operands:
+            lay = self.own(o)
+            if lay is not None and lay in self.acc_layouts and not is_rematerializable(o, self.remat_memo):
+                return lay
+        return None
+
     def refine(self) -> bool:
         """After a first forward walk: what each elementwise op was given is wanted of
         its operands that had no wish of their own (a broadcast then lands in the
@@ -254,6 +289,10 @@ class _Assigner(AnchorRules):
             info = OP_INFO[ins.op]
             if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
                 lay = self.hints.get(ins.results[0]) or self.plan.layouts.get(ins.results[0])
+                if ins.results[0] in self.acc_chosen:
+                    # computed in an accumulator's layout over a store's soft wish: so
+                    # are its operands (a ring slot is then read in that layout)
+                    lay = self.plan.layouts[ins.results[0]]
                 if lay is not None:
                     for o in ins.operands:
                         changed |= self.hint(o, lay)
@@ -292,7 +331,13 @@ class _Assigner(AnchorRules):
             self.require(ins, own)
         elif (info.kind is Kind.ELEMENTWISE or op in LANEWISE_OPS) and res is not None:
             if is_tile(res):
-                lay = self.hints.get(res) or self.pick(ins)
+                lay = self.hints.get(res)
+                if lay is None or res in self.soft:
+                    acc = self.accumulator_operand(ins)
+                    if acc is not None:
+                        lay = acc
+                        self.acc_chosen.add(res)
+                lay = lay or self.pick(ins)
                 if _narrows_an_accumulator(ins) and own[0] is not None:
                     lay = own[0]  # cast where the dot left it; the narrower tile moves
                 self.set(res, lay)

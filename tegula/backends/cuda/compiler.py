@@ -158,7 +158,7 @@ def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 def _allocate_shared_memory(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Byte ranges of shared buffers and per-op scratch, on the ops (`smem(...)`)."""
-    return allocate_shared_memory(kernel, ctx.options.num_warps)
+    return allocate_shared_memory(kernel, ctx.options.num_warps, ctx.options.capability)
 
 
 def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:

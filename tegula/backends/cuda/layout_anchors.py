@@ -12,8 +12,8 @@ with a fixed way of touching memory or tensor cores impose, from which hints the
   their user or producer has (`loaded_where_used`, `stored_where_computed`).
 
 `AnchorRules` is a mixin of `assign_layouts._Assigner`: it reads the assigner's
-`kernel`, `nw`, `capability`, `info` and `plan`, and writes `anchors` and, through
-`hint`, `hints`.
+`kernel`, `nw`, `capability`, `info` and `plan`, and writes `anchors`, `acc_layouts`
+and, through `hint`, `hints` (a store's and a read-back slot's soft).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ class AnchorRules:
                 else:
                     c = LY.fma_dot_layout(m, n, self.nw)
                 self.anchors[ins] = c
+                self.acc_layouts.add(c)
                 self.hint(ins.operands[2], c)
                 self.hint(ins.results[0], c)
             elif ins.op is Op.DOT_WAIT and ins.operands[0] in self.hints:
@@ -79,11 +80,14 @@ class AnchorRules:
                 self.anchors[ins] = lay
         self.register_a_loads(instrs)
         self.slots_read_back(instrs)
+        # a store's wish is soft: the store converts what a dot's accumulator computed
+        # (one conversion of the narrowest value, at the store), rather than the
+        # accumulator moving to the store's layout for the arithmetic in between
         for ins in instrs:
             if (ins in self.anchors and ins.op in ACCESS_OPS and not self.loaded_where_used(ins)
                     and not self.stored_where_computed(ins)):
                 for v in ins.operands + ins.results:
-                    self.hint(v, self.anchors[ins])
+                    self.hint(v, self.anchors[ins], soft=ins.op is Op.STORE)
 
     def slots_read_back(self, instrs: list[Instr]) -> None:
         """A ring slot read back into registers (a prefetched load no dot reads in place:
@@ -98,7 +102,9 @@ class AnchorRules:
             if ins.op is Op.LOCAL_LOAD and ins.operands[0] in written and slot_read(ins.results[0]) is not None:
                 users = [u for u in instrs if ins.results[0] in u.operands]
                 if any(u.op is not Op.DOT for u in users):
-                    self.hint(ins.results[0], written[ins.operands[0]])
+                    # soft: a slot is read in any layout at one cost, so the layout of
+                    # the accumulator it meets (fla's `v - dot(w, h)`) comes first
+                    self.hint(ins.results[0], written[ins.operands[0]], soft=True)
 
     def transposing_copy(self, ins: Instr, order: list[int], vec: int, shape: tuple) -> Optional[LinearLayout]:
         """The layout of an async_copy into a slot that a tensor-core dot wants stored

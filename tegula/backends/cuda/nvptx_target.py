@@ -29,7 +29,7 @@ import numpy as np
 
 from ...ir.types import ScalarType
 from ..llvm.scalar_ops import ScalarTarget
-from ..llvm.types import F32
+from ..llvm.types import BF16, F16, F32, I32
 from .nvvm import NVPTXDevice
 
 _LIBDEVICE = {
@@ -83,12 +83,24 @@ class NVPTXTarget(ScalarTarget):
         return super().math(b, name, args, t)
 
     def converts_pair(self, src: ScalarType, dst: ScalarType, rounding: str) -> bool:
-        """Whether `convert_pair` takes this conversion: f32 to e4m3/e5m2 on sm_89+."""
-        return (self.capability >= 89 and src.name == "f32" and dst.name in ("f8e4m3", "f8e5m2")
-                and rounding == "rtne")
+        """Whether `convert_pair` takes this conversion: f32 to e4m3/e5m2 on sm_89+, f32
+        to f16/bf16 on sm_80+ (`cvt.rn.{f16,bf16}x2.f32`)."""
+        if src.name != "f32" or rounding != "rtne":
+            return False
+        return ((self.capability >= 89 and dst.name in ("f8e4m3", "f8e5m2"))
+                or (self.capability >= 80 and dst.name in ("f16", "bf16")))
 
     def convert_pair(self, b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, dst: ScalarType) -> list[ir.Value]:
-        """Two f32 to fp8 with one instruction (`cvt_f32x2_to_fp8`): their bit patterns."""
+        """Two f32 converted with one instruction: to fp8 (`cvt_f32x2_to_fp8`) their bit
+        patterns; to f16/bf16 a two-lane `fptrunc`, which LLVM emits as one
+        `cvt.rn.{f16,bf16}x2.f32` (one per element where the halves of a tile in an
+        accumulator's layout go to shared memory one by one, not in a vector)."""
+        if dst.name in ("f16", "bf16"):
+            pair = ir.VectorType(F32, 2)
+            v = b.insert_element(b.insert_element(ir.Constant(pair, ir.Undefined), lo, ir.Constant(I32, 0)),
+                                 hi, ir.Constant(I32, 1))
+            t = b.fptrunc(v, ir.VectorType(F16 if dst.name == "f16" else BF16, 2))
+            return [b.extract_element(t, ir.Constant(I32, k)) for k in (0, 1)]
         return self.dev.cvt_f32x2_to_fp8(b, lo, hi, dst.name)
 
     def convert(self, b: ir.IRBuilder, v: ir.Value, src: ScalarType, dst: ScalarType,

@@ -83,6 +83,18 @@ def shared_memory_budget(regs: int, threads: int, shared: int, capability: int) 
     return budget if budget > _allocated(regs) else None
 
 
+def shared_memory_headroom(threads: int, shared: int, capability: int, capacity: int) -> int:
+    """The most shared memory a CTA of `threads` threads using `shared` bytes may take
+    (at most `capacity`, the per-CTA limit) while as many CTAs fit on an SM as fit now
+    by shared memory, threads and the CTA cap (registers are not known yet: they can
+    only lower the count): scratch placed there to save barriers costs no occupancy."""
+    sm_shared, sm_threads, sm_ctas = _sm(capability)
+    now = min(sm_shared // (shared + _RESERVED_SHARED_PER_CTA), sm_threads // threads, sm_ctas)
+    if now < 1:
+        return shared
+    return max(shared, min(capacity, sm_shared // now - _RESERVED_SHARED_PER_CTA))
+
+
 def register_file_share(threads: int) -> int:
     """The most registers per thread one CTA of `threads` threads may use (a multiple of
     8, at most 255): what a kernel that spills should be allowed before it spills.

@@ -19,7 +19,12 @@ written on the op as `smem(offset, size)`:
   just after the latest scratch use when they are free (so softmax's max and
   sum, layer norm's mean and variance, need no barrier between the previous readers
   and the next writers) and that stays within the scratch already reserved (or
-  `SMALL_SCRATCH`).
+  `SMALL_SCRATCH`); and except, in a loop, any use that overlaps the latest one
+  where the bytes after it are within the *headroom* (given the target's capability:
+  the shared memory a CTA may take without fewer CTAs fitting on an SM,
+  `occupancy.shared_memory_headroom`): consecutive uses then alternate between two
+  places and need no barrier between them (fla's state loop: two conversions and four
+  dots' staged B operands an iteration, 8 of its 27 barriers).
 `shared_bytes(kernel)` is the total, the launch's dynamic shared memory.
 
 `insert_barriers` puts a CTA `barrier` op where a write could overtake another
@@ -33,7 +38,8 @@ thread's access (read-after-write / write-after-read across ops):
 - before a `local_alloc` that follows any shared-memory use or sits in a loop, and
   before every `local_dealloc` (their bytes become someone else's);
 - after every `async_wait` (other threads' copies become visible; earlier reads of
-  the slots the next copies overwrite are done).
+  the slots the next copies overwrite are done); the scratch use after it then needs
+  none.
 Named barriers and async-proxy fences will be placed here too.
 
 Both passes walk the kernel in the order the lowering emits it with one state
@@ -58,6 +64,8 @@ from .lower_mma import b_operand_maps, mma_operand_bytes, operand_offsets, stage
 from .lower_reduce import cross_warp_bytes
 from .lower_shared import BUFFER_ALIGN, buffer_bytes, read_in_place
 from .mma import staged_register_b
+from .occupancy import shared_memory_headroom
+from .pipeline_plan import shared_capacity
 from .slot_views import slot_read
 
 # a reduction's scratch may move past the latest use (saving a barrier) while it ends
@@ -68,6 +76,8 @@ SCRATCH_ALIGN = 128
 TMA_SWIZZLE_ALIGN = 1024
 # the latest use when control flow makes it unknown: it may have used any byte
 ANY = (0, 1 << 62)
+# the latest use right after a barrier: every earlier use is done, none overlaps
+CLEAR = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -217,9 +227,10 @@ class _Walk:
 
 
 class _Allocate(_Walk):
-    def __init__(self, view: _View) -> None:
+    def __init__(self, view: _View, headroom: int = 0) -> None:
         super().__init__()
         self.view = view
+        self.headroom = headroom  # total bytes a loop's scratch may reach to save barriers
 
     def instr(self, block: Block, ins: Instr) -> None:
         st = self.latest
@@ -241,8 +252,7 @@ class _Allocate(_Walk):
         else:
             need = scratch_need(self.view, ins)
             if need is not None:
-                lo = self.place(need)
-                lo = -(-(self.scratch_base + lo) // need.align) * need.align - self.scratch_base
+                lo = self.aligned(self.place(need), need)
                 st.use(lo, lo + need.size)
                 ins.smem = (self.scratch_base + lo, need.size)
                 self.total = max(self.total, self.scratch_base + lo + need.size)
@@ -258,13 +268,23 @@ class _Allocate(_Walk):
             offset = max(offset, (hi + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN)
         return offset
 
+    def aligned(self, lo: int, need: ScratchNeed) -> int:
+        """`lo` (relative to the scratch area) moved up to the use's alignment."""
+        return -(-(self.scratch_base + lo) // need.align) * need.align - self.scratch_base
+
     def place(self, need: ScratchNeed) -> int:
         """Where in the scratch area (relative to its start) a use goes."""
         recent = self.latest.recent
-        if not need.after_latest or recent is None or recent is ANY or need.size <= recent[0]:
+        if recent is None or recent is ANY or self.aligned(0, need) + need.size <= recent[0]:
             return 0
-        lo = (recent[1] + 15) // 16 * 16
-        return lo if lo + need.size <= max(self.total - self.scratch_base, SMALL_SCRATCH) else 0
+        if need.after_latest:
+            lo = (recent[1] + 15) // 16 * 16
+            return lo if lo + need.size <= max(self.total - self.scratch_base, SMALL_SCRATCH) else 0
+        if self.latest.loop_depth:
+            lo = self.aligned(recent[1], need)
+            if self.scratch_base + lo + need.size <= self.headroom:
+                return lo
+        return 0
 
 
 class _Barriers(_Walk):
@@ -283,6 +303,7 @@ class _Barriers(_Walk):
             _insert(block, ins, before=True)
         if ins.op is Op.ASYNC_WAIT:
             _insert(block, ins, before=False)
+            st.recent = CLEAR  # the next scratch use needs no barrier of its own
         self.regions(ins)
 
 
@@ -291,9 +312,17 @@ def _insert(block: Block, at: Instr, before: bool) -> None:
     block.instrs.insert(i, Instr(Op.BARRIER, [], [], loc=at.loc))
 
 
-def allocate_shared_memory(kernel: Kernel, num_warps: int) -> Kernel:
-    """Write every buffer's and every scratch use's byte range on its op (in place)."""
-    _Allocate(_View(kernel, plan_from_types(kernel, num_warps), num_warps)).block(kernel.body)
+def allocate_shared_memory(kernel: Kernel, num_warps: int, capability: int = 0) -> Kernel:
+    """Write every buffer's and every scratch use's byte range on its op (in place).
+    With the target's `capability`, a loop's consecutive scratch uses alternate within
+    the headroom (placed again once the first placement's total is known)."""
+    view = _View(kernel, plan_from_types(kernel, num_warps), num_warps)
+    _Allocate(view).block(kernel.body)
+    if capability:
+        total = shared_bytes(kernel)
+        headroom = shared_memory_headroom(num_warps * 32, total, capability, shared_capacity(capability))
+        if headroom > total:
+            _Allocate(view, headroom).block(kernel.body)
     return kernel
 
 

@@ -198,3 +198,54 @@ def test_forward_substitution_keeps_the_carried_tile_in_place():
                 row[i:] = 0.0
                 want[i] = row + row @ want
             np.testing.assert_allclose(out, want + np.eye(BC), rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
+def corrected_state_updates(w_ptr, k_ptr, v_ptr, vnew_ptr, hs_ptr, T, BT: tl.constexpr, K: tl.constexpr,
+                            V: tl.constexpr):
+    """fla's gated-delta-rule state loop (`chunk_gated_delta_rule_fwd_kernel_h`): each
+    step stores the carried f32 state as f16, corrects v by a dot with it, stores the
+    corrected v and adds kᵀ·v to the state."""
+    rt, rk, rv = tl.arange(0, BT), tl.arange(0, K), tl.arange(0, V)
+    b_h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + rt
+        m_t = o_t < T
+        tl.store(hs_ptr + i * K * V + rk[:, None] * V + rv[None, :], b_h.to(tl.float16))
+        b_w = tl.load(w_ptr + o_t[:, None] * K + rk[None, :], mask=m_t[:, None], other=0.0)
+        b_v = tl.load(v_ptr + o_t[:, None] * V + rv[None, :], mask=m_t[:, None], other=0.0)
+        b_v = b_v.to(tl.float32) - tl.dot(b_w, b_h.to(tl.float16))
+        tl.store(vnew_ptr + o_t[:, None] * V + rv[None, :], b_v.to(tl.float16), mask=m_t[:, None])
+        b_k = tl.load(k_ptr + rk[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+        b_h = b_h * 0.5 + tl.dot(b_k, b_v.to(tl.float16))
+
+
+def test_dot_results_are_stored_from_the_accumulator_layout():
+    """The arithmetic between a dot and a store stays in the accumulator's layout and the
+    store converts the narrow (f16) result: before, the stores' coalesced layout pulled
+    the subtraction there, and the f32 dot result and the f32 state moved through
+    shared memory every step."""
+    sig = {"w_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "vnew_ptr": "*fp16", "hs_ptr": "*fp16",
+           "T": "i32", "BT": "constexpr", "K": "constexpr", "V": "constexpr"}
+    BT, K, V = 16, 32, 32
+    kernel = tir_opt(corrected_state_updates, sig, {"BT": BT, "K": K, "V": V},
+                     attrs={p: 16 for p in ("w_ptr", "k_ptr", "v_ptr", "vnew_ptr", "hs_ptr")})
+    for capability, num_warps in ((80, 4), (90, 4), (80, 1)):
+        tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 2}, capability)[0]["tgir"]
+        moved = [ln for ln in _loop_text(tgir).splitlines() if "convert_layout" in ln and "smem(" in ln]
+        assert moved and not [ln for ln in moved if "xf32," in ln], moved
+        rng = np.random.default_rng(capability + num_warps)
+        for T in (3 * BT, 2 * BT + 5):
+            nt = -(-T // BT)
+            w, k, v = (rng.integers(-2, 3, (T, n)).astype(np.float16) for n in (K, K, V))
+            vnew, hs = np.full((T, V), np.nan, np.float16), np.full((nt, K, V), np.nan, np.float16)
+            EmulatedKernel(kernel, num_warps, capability=capability, num_stages=2).run(
+                (1, 1, 1), [w, k, v, vnew, hs, T])
+            h = np.zeros((K, V))
+            for i in range(nt):
+                rows = slice(i * BT, min(T, (i + 1) * BT))
+                h16 = h.astype(np.float16).astype(np.float64)
+                np.testing.assert_array_equal(hs[i], h16)
+                vn = v[rows].astype(np.float64) - w[rows].astype(np.float64) @ h16
+                np.testing.assert_array_equal(vnew[rows], vn.astype(np.float16))
+                h = h * 0.5 + k[rows].T.astype(np.float64) @ vn.astype(np.float16).astype(np.float64)

@@ -277,3 +277,32 @@ def test_rings_are_placed_apart_and_fenced_by_barriers(capability):
     scratch = [ins.smem for ins in instrs if ins.smem is not None and ins.op is not Op.LOCAL_ALLOC]
     assert all(off + size <= shared_bytes(k) for off, size in scratch)
     assert shared_bytes(k) == b_off + b_size
+
+
+@tegula.jit
+def _two_transposed_copies(x_ptr, y_ptr, n, B: tl.constexpr):
+    r = tl.arange(0, B)
+    for i in range(n):
+        a = tl.load(x_ptr + (2 * i) * B * B + r[:, None] * B + r[None, :])
+        tl.store(y_ptr + (2 * i) * B * B + r[:, None] + r[None, :] * B, a)
+        b = tl.load(x_ptr + (2 * i + 1) * B * B + r[:, None] * B + r[None, :])
+        tl.store(y_ptr + (2 * i + 1) * B * B + r[:, None] + r[None, :] * B, b * 2.0)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_a_loops_scratch_uses_alternate_without_barriers(capability):
+    """Two conversions through shared memory in one iteration: the second is placed
+    after the first (within what costs no CTA per SM), so only the first waits for the
+    previous iteration's readers; the bytes grow, the occupancy does not."""
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "B": "constexpr"}
+    k = _ast_kernel(_two_transposed_copies, sig, {"B": 32}, capability=capability,
+                    attrs={"x_ptr": 16, "y_ptr": 16})
+    body = next(ins for ins in k.walk() if ins.op is Op.FOR).regions[0].instrs
+    moves = [ins.smem for ins in body if ins.op is Op.CONVERT_LAYOUT and ins.smem is not None]
+    assert len(moves) == 2
+    (lo0, n0), (lo1, n1) = moves
+    assert lo0 + n0 <= lo1 or lo1 + n1 <= lo0
+    assert [ins.op for ins in body].count(Op.BARRIER) == 1
+    # the growth costs no CTA per SM: the kernel's bytes still fit as many CTAs
+    from tegula.backends.cuda.occupancy import ctas_per_sm
+    assert ctas_per_sm(32, 128, shared_bytes(k), capability) == ctas_per_sm(32, 128, max(n0, n1), capability)
