@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from ...config import knobs
 from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
@@ -43,12 +44,13 @@ from ...ir.types import element_of, shape_of
 from ...passes import axis_info
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
+from .convert import conversion_kind_of
 from .encodings import layout_of
 from .layout_anchors import AnchorRules
 from .layout_plan import Layout, LayoutPlan, is_rematerializable, is_tile
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .memory_accesses import ACCESS_OPS
-from .mma_layouts import wgmma_register_a
+from .mma_layouts import mma_v2_operand, wgmma_register_a
 from .slot_views import slot_read
 
 # sweeps of backward hint propagation (each sweep moves hints through a whole nest)
@@ -88,6 +90,7 @@ class _Assigner(AnchorRules):
         self.soft: set[Value] = set()
         self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
         self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
+        self.fragments: dict[Value, LinearLayout] = {}  # see shared_fragments
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:
@@ -171,6 +174,35 @@ class _Assigner(AnchorRules):
         for v in group:
             changed |= self.hint(v, self.hints[known], known in self.soft)
         return changed
+
+    def shared_fragments(self) -> None:
+        """A tile that mma.sync dots read from registers more than once (fla's kkt: each
+        key block k_i is A of k_i·k_iᵀ and k_i·k_jᵀ and, transposed, B of k_j·k_iᵀ) is
+        converted once to its fragment layout, the conversion shared by every dot, where
+        each dot staged it through its own scratch (10 dots staging 4 blocks twice).
+        An A fragment and the B fragment of the transposed tile hold the same elements
+        in each thread (row/column by lane group, pairs along K by lane quad), so one
+        layout serves both, the transpose then a local renaming. Recorded for a value
+        whose every such read wants a layout the first one's registers already hold."""
+        if not knobs.mma_register_operands:
+            return
+        wishes: dict[Value, list[LinearLayout]] = {}
+        for ins in self.kernel.walk():
+            choice = self.plan.mma.get(ins)
+            if choice is None or choice.version != 2:
+                continue
+            for k in (0, 1):
+                v = ins.operands[k]
+                if slot_read(v) is not None:
+                    continue
+                lay = mma_v2_operand(k, shape_of(v.type), choice.warps_per_cta, choice.k_width)
+                if isinstance(v.owner, Instr) and v.owner.op is Op.PERMUTE:
+                    v, lay = v.owner.operands[0], LY.permute_source(lay, v.owner.attrs.order)
+                wishes.setdefault(v, []).append(lay)
+        for v, lays in wishes.items():
+            if (len(lays) > 1 and not is_rematerializable(v, self.remat_memo)
+                    and all(conversion_kind_of(lays[0], lay, v) == "local" for lay in lays[1:])):
+                self.fragments[v] = lays[0]
 
     # ---------------------------------------------------------------- forward walk
     def default(self, v: Value) -> LinearLayout:
@@ -323,7 +355,8 @@ class _Assigner(AnchorRules):
             if choice is not None and choice.version == 3 and slot_read(ops[0]) is None:
                 # wgmma with A from registers: the mma.sync A fragment per warp
                 a_req = wgmma_register_a(shape_of(ops[0].type), choice.warps_per_cta, choice.k_width)
-            self.require(ins, [a_req, own[1], c])
+            a_req = self.fragments.get(ops[0], a_req)
+            self.require(ins, [a_req, self.fragments.get(ops[1], own[1]), c])
             self.set(res, c)
         elif info.kind is Kind.SOURCE or op in (Op.SPLAT, Op.LOCAL_LOAD):
             if res is not None and is_tile(res):
@@ -351,8 +384,9 @@ class _Assigner(AnchorRules):
             else:
                 self.set(res, own[0].with_shape(shape_of(res.type)))
         elif op is Op.PERMUTE:
-            self.require(ins, own)
-            self.set(res, LY.permute_layout(own[0], ins.attrs.order))
+            src = self.fragments.get(ops[0], own[0])  # a transposed dot operand: see shared_fragments
+            self.require(ins, [src])
+            self.set(res, LY.permute_layout(src, ins.attrs.order))
         elif op is Op.CONVERT_LAYOUT:
             # an explicit conversion (a hand-written or edited tgir): to the layout its
             # result type names, or none at all when the type names none
@@ -479,6 +513,7 @@ def assign_layouts(kernel: Kernel, num_warps: int, info: Optional[Mapping[Value,
     a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info, capability)
     a.plan.axis = a.info
     a.seed()
+    a.shared_fragments()
     a.propagate()
     a.block(kernel.body)
     if a.refine():

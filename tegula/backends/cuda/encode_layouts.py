@@ -19,8 +19,9 @@ from __future__ import annotations
 from ...errors import CompilationError
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
-from ...ir.types import TileType
+from ...ir.types import TileType, shape_of
 from ...passes import axis_info
+from . import layouts as LY
 from .convert import conversion_kind_of
 from .copy_caching import copies_through_l1
 from .encodings import DotOperandEncoding, Encoding, MmaEncoding, SliceEncoding, encoding_for, layout_of
@@ -78,27 +79,74 @@ class _Encoder:
             for r in ins.results:
                 self.retype(r)
 
-    def conversions(self, block: Block, scopes: list[dict]) -> None:
-        scopes.append({})
-        out: list[Instr] = []
+    def conversions(self, block: Block, frames: list["_Frame"], owner: Instr = None) -> None:
+        frame = _Frame(owner, set(block.args))
+        frames.append(frame)
         for ins in block.instrs:
             for k, o in enumerate(ins.operands):
                 want, own = self.plan.required(ins, k), self.plan.layouts.get(o)
                 if not is_tile(o) or want is None or own is None or want == own:
                     continue
-                key = (o, want)
-                cv = next((s[key] for s in reversed(scopes) if key in s), None)
-                if cv is None:
-                    cv = Value(o.type)  # typed with the other values, below
-                    out.append(Instr(Op.CONVERT_LAYOUT, [o], [cv], loc=ins.loc))
-                    self.plan.layouts[cv] = want
-                    scopes[-1][key] = cv
-                ins.operands[k] = cv
-            out.append(ins)
+                ins.operands[k] = self.converted(o, want, frames, ins.loc)
+            frame.out.append(ins)
+            frame.defs.update(ins.results)
             for region in ins.regions:
-                self.conversions(region, scopes)
-        block.instrs[:] = out
-        scopes.pop()
+                self.conversions(region, frames, ins)
+        block.instrs[:] = frame.out
+        frames.pop()
+
+    def converted(self, o: Value, want: LinearLayout, frames: list["_Frame"], loc) -> Value:
+        """`o` in layout `want`: a conversion made once and shared by the users its
+        block dominates. A value defined outside a loop is converted before the
+        outermost such loop, not in every iteration (prepare_wy_repr_bwd's beta column,
+        broadcast before its loops, met a tile in a dot's layout in each); a broadcast
+        whose conversion would go through shared memory is redone from its converted
+        source (a column moved, not the tile)."""
+        key = (o, want)
+        cv = next((f.scope[key] for f in reversed(frames) if key in f.scope), None)
+        if cv is not None:
+            return cv
+        at = _hoisted_frame(o, frames)
+        src = o.owner if isinstance(o.owner, Instr) else None
+        cv = Value(o.type)  # typed with the other values, in value_types
+        if (src is not None and src.op is Op.BROADCAST and is_tile(src.operands[0])
+                and conversion_kind_of(self.plan.layouts[o], want, o) == "smem"):
+            s = src.operands[0]
+            while isinstance(s.owner, Instr) and s.owner.op is Op.CONVERT_LAYOUT:
+                s = s.owner.operands[0]  # from the original: its conversion may exist already
+            s_want = LY.broadcast_source(want, shape_of(s.type))
+            s_cv = s if self.plan.layouts.get(s) == s_want else self.converted(s, s_want, frames, loc)
+            made = Instr(Op.BROADCAST, [s_cv], [cv], src.attrs, loc=loc)
+        else:
+            made = Instr(Op.CONVERT_LAYOUT, [o], [cv], loc=loc)
+        self.plan.layouts[cv] = want
+        f = frames[at]
+        if at == len(frames) - 1:
+            f.out.append(made)
+        else:  # before the loop of the next frame in, already placed in this one's block
+            f.out.insert(f.out.index(frames[at + 1].owner), made)
+        f.scope[key] = cv
+        return cv
+
+
+class _Frame:
+    """A block being rewritten by `_Encoder.conversions`: the op whose region it is,
+    the values defined in it so far, its conversions by (value, layout), its new ops."""
+
+    def __init__(self, owner: Instr, defs: set) -> None:
+        self.owner, self.defs = owner, defs
+        self.scope: dict = {}
+        self.out: list[Instr] = []
+
+
+def _hoisted_frame(o: Value, frames: list[_Frame]) -> int:
+    """The frame a conversion of `o` goes into: the current one, or, where loops lie
+    between `o`'s definition and here, the block holding the outermost of them."""
+    home = next((i for i in range(len(frames) - 1, -1, -1) if o in frames[i].defs), 0)
+    for i in range(home + 1, len(frames)):
+        if frames[i].owner is not None and frames[i].owner.op in (Op.FOR, Op.WHILE):
+            return i - 1
+    return len(frames) - 1
 
 
 def encode_layouts(kernel: Kernel, plan: LayoutPlan) -> Kernel:

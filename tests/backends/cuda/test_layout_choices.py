@@ -5,6 +5,8 @@ layout their user wants. Checked on the `tgir` text (no `convert_layout ... smem
 the loop body) and on the emulator against numpy."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from test_pipeline_loops import tir_opt
 
@@ -249,3 +251,55 @@ def test_dot_results_are_stored_from_the_accumulator_layout():
                 vn = v[rows].astype(np.float64) - w[rows].astype(np.float64) @ h16
                 np.testing.assert_array_equal(vnew[rows], vn.astype(np.float16))
                 h = h * 0.5 + k[rows].T.astype(np.float64) @ vn.astype(np.float16).astype(np.float64)
+
+
+@tegula.jit
+def wy_backward_step(a_ptr, v_ptr, du_ptr, beta_ptr, dv_ptr, da_ptr, db_ptr, NV, BT: tl.constexpr,
+                     BV: tl.constexpr):
+    """fla's `prepare_wy_repr_bwd_kernel` (delta rule), its first loop: beta, loaded
+    before the loop, scales v (read back from a ring) and a dot's result."""
+    o_t, o_v = tl.arange(0, BT), tl.arange(0, BV)
+    b_beta = tl.load(beta_ptr + o_t)
+    b_A = tl.load(a_ptr + o_t[:, None] * BT + o_t[None, :])
+    b_dbeta = tl.zeros([BT], dtype=tl.float32)
+    b_dA = tl.zeros([BT, BT], dtype=tl.float32)
+    for i_v in range(NV):
+        offs = o_t[:, None] * (NV * BV) + i_v * BV + o_v[None, :]
+        b_v = tl.load(v_ptr + offs)
+        b_v_beta = (b_v * b_beta[:, None]).to(b_v.dtype)
+        b_du = tl.load(du_ptr + offs)
+        b_dA += tl.dot(b_du, tl.trans(b_v_beta))
+        b_dv_beta = tl.dot(b_A, b_du)
+        b_dbeta += tl.sum(b_dv_beta * b_v, 1)
+        tl.store(dv_ptr + offs, (b_dv_beta * b_beta[:, None]).to(tl.float16))
+    tl.store(da_ptr + o_t[:, None] * BT + o_t[None, :], b_dA)
+    tl.store(db_ptr + o_t, b_dbeta)
+
+
+def test_loop_invariant_operands_are_converted_before_the_loop():
+    """beta is wanted in two layouts in the loop (v's and the accumulator's): its column
+    is converted before the loop and broadcast there, where the broadcast tile was
+    converted through shared memory every iteration."""
+    sig = {"a_ptr": "*fp16", "v_ptr": "*fp16", "du_ptr": "*fp16", "beta_ptr": "*fp16", "dv_ptr": "*fp16",
+           "da_ptr": "*fp32", "db_ptr": "*fp32", "NV": "i32", "BT": "constexpr", "BV": "constexpr"}
+    BT, BV, NV = 32, 32, 3
+    kernel = tir_opt(wy_backward_step, sig, {"BT": BT, "BV": BV},
+                     attrs={p: 16 for p in ("a_ptr", "v_ptr", "du_ptr", "beta_ptr", "dv_ptr", "da_ptr", "db_ptr")})
+    for capability, num_warps in ((80, 2), (80, 4), (90, 4)):
+        tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 2}, capability)[0]["tgir"]
+        body = _loop_text(tgir)
+        defined_in_loop = set(re.findall(r"(%\d+)(?:, %\d+)* = ", body)) | set(re.findall(r"%\d+", body.split("\n")[0]))
+        converted = re.findall(r"= convert_layout (%\d+)", body)
+        assert all(v in defined_in_loop for v in converted), (converted, body)
+        rng = np.random.default_rng(capability + num_warps)
+        a, beta = (rng.integers(-2, 3, n).astype(np.float16) for n in ((BT, BT), BT))
+        v, du = (rng.integers(-2, 3, (BT, NV * BV)).astype(np.float16) for _ in range(2))
+        dv, da, db = np.full((BT, NV * BV), np.nan, np.float16), np.full((BT, BT), np.nan, np.float32), \
+            np.full(BT, np.nan, np.float32)
+        EmulatedKernel(kernel, num_warps, capability=capability, num_stages=2).run(
+            (1, 1, 1), [a, v, du, beta, dv, da, db, NV])
+        a64, v64, du64, b64 = (x.astype(np.float64) for x in (a, v, du, beta))
+        dvb = a64 @ du64
+        np.testing.assert_array_equal(dv, (dvb * b64[:, None]).astype(np.float16))
+        np.testing.assert_array_equal(da, du64 @ (v64 * b64[:, None]).T)
+        np.testing.assert_array_equal(db, (dvb * v64).sum(1))

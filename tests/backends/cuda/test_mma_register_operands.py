@@ -98,3 +98,40 @@ def test_chained_tf32_dots_on_the_gpu(num_warps):
     block_merge[(1,)](a, b, c, out, N=n, num_warps=num_warps)
     want = _want(*(x.cpu().numpy() for x in (a, b, c)))
     np.testing.assert_allclose(out.cpu().numpy(), want, rtol=0, atol=2e-2 * np.abs(want).max())
+
+
+@tegula.jit
+def key_grams(k_ptr, out_ptr, BC: tl.constexpr, BK: tl.constexpr):
+    """fla's kkt (`chunk_gated_delta_rule_fwd_kkt_solve_kernel`): each key block is the
+    A of its own products and, transposed, the B of the later blocks'."""
+    o_i, o_k = tl.arange(0, BC), tl.arange(0, BK)
+    k0 = tl.load(k_ptr + o_i[:, None] * BK + o_k[None, :])
+    k1 = tl.load(k_ptr + (BC + o_i)[:, None] * BK + o_k[None, :])
+    offs = o_i[:, None] * BC + o_i[None, :]
+    tl.store(out_ptr + offs, tl.dot(k0, tl.trans(k0)))
+    tl.store(out_ptr + BC * BC + offs, tl.dot(k1, tl.trans(k0)))
+    tl.store(out_ptr + 2 * BC * BC + offs, tl.dot(k1, tl.trans(k1)))
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.parametrize("capability", [80, 90])
+def test_a_block_read_by_several_dots_is_converted_once(num_warps, capability):
+    """On one warp each key block goes to its fragment layout once (one conversion
+    through shared memory, shared by its three reads), where each dot staged both its
+    operands; the transposed block is the same registers renamed. (With warps split
+    over both M and N, a block's A and its transpose's B fragments sit in different
+    warps: staged per dot as before.)"""
+    BC, BK = (16, 64) if num_warps == 1 else (64, 32)
+    kernel = tir_opt(key_grams, {"k_ptr": "*fp16", "out_ptr": "*fp32", "BC": "constexpr", "BK": "constexpr"},
+                     {"BC": BC, "BK": BK}, num_stages=1, attrs={"k_ptr": 16, "out_ptr": 16})
+    tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 1}, capability)[0]["tgir"]
+    if num_warps == 1:
+        assert not _dot_scratch(tgir), _dot_scratch(tgir)
+        moved = [ln for ln in tgir.splitlines() if "convert_layout" in ln and "smem(" in ln and f"<{BC}x{BK}x" in ln]
+        assert len(moved) == 2, moved
+    rng = np.random.default_rng(num_warps * 10 + capability)
+    k = rng.integers(-3, 4, (2 * BC, BK)).astype(np.float16)
+    out = np.full((3, BC, BC), np.nan, np.float32)
+    EmulatedKernel(kernel, num_warps, capability=capability, num_stages=1).run((1, 1, 1), [k, out])
+    k0, k1 = k[:BC].astype(np.float64), k[BC:].astype(np.float64)
+    np.testing.assert_array_equal(out, np.stack([k0 @ k0.T, k1 @ k0.T, k1 @ k1.T]))
