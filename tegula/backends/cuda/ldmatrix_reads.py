@@ -1,0 +1,65 @@
+"""Reads of a 16-bit tile from shared memory with `ldmatrix` where the layout read into
+holds its fragments: a ring slot read back into an accumulator's layout (fla's
+`v - dot(w, h)`), a conversion through scratch into one (`convert.through_smem`).
+
+`ldmatrix.x4` hands each thread one 32-bit register of each of four 8x8 matrices: of
+matrix j, row `lane / 4`, elements `2 (lane % 4)` and the next. A layout whose register
+bit 0 steps to the next element in memory, lane bits 0-1 to the next pairs (so a lane
+quad holds 16 contiguous bytes), lane bits 2-4 to 8 rows and register bits 1-2 to the
+four matrices is exactly what the instruction returns, whatever those rows and matrices
+are: the accumulator layouts of mma.sync and wgmma, and their operand layouts, for 16-bit
+elements. Each lane then supplies the address of one row: lanes 0-7 matrix 0's rows,
+8-15 matrix 1's, ... One instruction replaces four 4-byte `ld.shared` a thread, and the
+reads of one matrix's 8 rows hit distinct banks wherever rows are padded or swizzled by
+16 bytes.
+
+`ldmatrix_rows(lay)` says whether (and with how many matrices) a layout is read so, as
+the layout of the row addresses; `read_ldmatrix` emits the reads.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+import llvmlite.ir as ir
+
+from .linear_layout import LinearLayout
+from .packed_registers import unpack_registers
+
+if TYPE_CHECKING:
+    from .lower_kernel import KernelLowering
+
+# elements of one matrix row (16 bytes of 16-bit elements)
+ROW_ELEMENTS = 8
+
+
+def ldmatrix_rows(lay: LinearLayout, low: Callable[[int], int] = lambda b: b) -> Optional[tuple[LinearLayout, int]]:
+    """For a layout `lay` of 16-bit elements whose flat index `low` maps to a memory
+    position: the layout of `ldmatrix` row addresses that reads it (lane bits 0-2 a
+    matrix's rows, 3-4 the matrix; register bits the groups of four matrices) and the
+    number of matrices per instruction (1, 2 or 4); None when the layout does not hold
+    the instruction's fragments. `low(b)` is the memory offset of flat-index basis `b`
+    modulo the row (the identity where rows are contiguous in flat order)."""
+    if len(lay.reg) < 1 or len(lay.lane) < 5:
+        return None
+    if (low(lay.reg[0]), low(lay.lane[0]), low(lay.lane[1])) != (1, 2, 4):
+        return None
+    if any(b == 0 or low(b) % ROW_ELEMENTS for b in lay.lane[2:5]):
+        return None
+    if any(low(b) % ROW_ELEMENTS for b in lay.reg[1:] + lay.warp):
+        return None
+    mbits = min(2, len(lay.reg) - 1)
+    picks = tuple(lay.reg[1:1 + mbits]) + (0,) * (2 - mbits)
+    rows = LinearLayout(lay.shape, tuple(lay.reg[1 + mbits:]), tuple(lay.lane[2:5]) + picks, lay.warp)
+    return rows, 1 << mbits
+
+
+def read_ldmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address: Callable[[int], ir.Value],
+                  elem_type: ir.Type) -> list[ir.Value]:
+    """The registers of the layout `ldmatrix_rows` was asked about, in its register
+    order: for each group g of `count` matrices, `address(g)` is this thread's row
+    address (a shared byte offset, from `rows`)."""
+    out: list[ir.Value] = []
+    for g in range(rows.n_regs):
+        words = lw.dev.ldmatrix(lw.b, address(g), count, False)
+        out += unpack_registers(lw.b, words, elem_type, 2)
+    return out
