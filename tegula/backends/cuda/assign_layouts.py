@@ -355,8 +355,10 @@ class _Assigner(AnchorRules):
             if choice is not None and choice.version == 3 and slot_read(ops[0]) is None:
                 # wgmma with A from registers: the mma.sync A fragment per warp
                 a_req = wgmma_register_a(shape_of(ops[0].type), choice.warps_per_cta, choice.k_width)
-            a_req = self.fragments.get(ops[0], a_req)
-            self.require(ins, [a_req, self.fragments.get(ops[1], own[1]), c])
+            b_req = own[1]
+            if choice is not None and choice.version == 2:  # a tile read by several: converted once
+                a_req, b_req = self.fragments.get(ops[0], a_req), self.fragments.get(ops[1], b_req)
+            self.require(ins, [a_req, b_req, c])
             self.set(res, c)
         elif info.kind is Kind.SOURCE or op in (Op.SPLAT, Op.LOCAL_LOAD):
             if res is not None and is_tile(res):
