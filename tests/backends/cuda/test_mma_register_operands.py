@@ -20,6 +20,7 @@ from tegula.backends.cuda import compile_kernel
 from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.config import knobs
+from tegula.ir.ops import Op
 
 
 @tegula.jit
@@ -135,3 +136,34 @@ def test_a_block_read_by_several_dots_is_converted_once(num_warps, capability):
     EmulatedKernel(kernel, num_warps, capability=capability, num_stages=1).run((1, 1, 1), [k, out])
     k0, k1 = k[:BC].astype(np.float64), k[BC:].astype(np.float64)
     np.testing.assert_array_equal(out, np.stack([k0 @ k0.T, k1 @ k0.T, k1 @ k1.T]))
+
+
+@tegula.jit
+def tile_read_by_both_kinds(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr):
+    """x [64, 32] is B of two 16-row dots (mma.sync) and register A of a 64-row dot
+    (wgmma on sm_90a with 4 warps)."""
+    r16, r32, r64 = tl.arange(0, 16), tl.arange(0, 32), tl.arange(0, 64)
+    x = tl.load(x_ptr + r64[:, None] * 32 + r32[None, :])
+    y = tl.load(y_ptr + r16[:, None] * 64 + r64[None, :])
+    z = tl.load(z_ptr + r16[:, None] * 64 + r64[None, :])
+    w = tl.load(w_ptr + r32[:, None] * 64 + r64[None, :])
+    tl.store(out_ptr + r16[:, None] * 32 + r32[None, :], tl.dot(y, x))
+    tl.store(out_ptr + 512 + r16[:, None] * 32 + r32[None, :], tl.dot(z, x))
+    tl.store(out_ptr + 1024 + r64[:, None] * 64 + r64[None, :], tl.dot(x, w))
+
+
+def test_a_tile_read_by_mma_sync_and_wgmma_dots():
+    """The mma.sync dots share x's fragment conversion; the wgmma dot still gets x in
+    its own register-A layout."""
+    sig = {p: "*fp16" for p in ("x_ptr", "y_ptr", "z_ptr", "w_ptr")} | {"out_ptr": "*fp32"}
+    kernel = tir_opt(tile_read_by_both_kinds, sig, {}, num_stages=1, attrs={p: 16 for p in sig})
+    rng = np.random.default_rng(5)
+    x, y, z, w = (rng.integers(-3, 4, s).astype(np.float16) for s in ((64, 32), (16, 64), (16, 64), (32, 64)))
+    out = np.full(1024 + 64 * 64, np.nan, np.float32)
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=1)
+    assert sorted(ek.plan.mma[d].version for d in ek.lowering.kernel.walk() if d.op is Op.DOT) == [2, 2, 3]
+    ek.run((1, 1, 1), [x, y, z, w, out])
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    np.testing.assert_array_equal(out[:512].reshape(16, 32), y.astype(np.float64) @ x64)
+    np.testing.assert_array_equal(out[512:1024].reshape(16, 32), z.astype(np.float64) @ x64)
+    np.testing.assert_array_equal(out[1024:].reshape(64, 64), x64 @ w64)
