@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ...config import knobs
 from ...ir.accessors import for_inits, for_yields
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
@@ -44,13 +43,12 @@ from ...ir.types import element_of, shape_of
 from ...passes import axis_info
 from ...passes.dataflow import fixed_point
 from . import layouts as LY
-from .convert import conversion_kind_of
 from .encodings import layout_of
 from .layout_anchors import AnchorRules
 from .layout_plan import Layout, LayoutPlan, is_rematerializable, is_tile
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .memory_accesses import ACCESS_OPS
-from .mma_layouts import mma_v2_operand, wgmma_register_a
+from .mma_layouts import wgmma_register_a
 from .slot_views import slot_read
 
 # sweeps of backward hint propagation (each sweep moves hints through a whole nest)
@@ -61,17 +59,14 @@ _HINT_ROUNDS = 8
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
 
 
-def _narrows_an_accumulator(ins: Instr) -> bool:
-    """Whether `ins` casts a dot's accumulator to a narrower type (an epilogue's
-    `acc.to(tl.float16)`): done in the accumulator's layout, so that a conversion the
-    store needs moves the narrow tile through shared memory (half the bytes and
-    scratch of f32 to f16, as Triton does), not the f32 one."""
-    if ins.op is not Op.CAST:
-        return False
-    src = ins.operands[0]
-    if not isinstance(src.owner, Instr) or src.owner.op not in (Op.DOT, Op.DOT_WAIT):
-        return False
-    return element_of(ins.results[0].type).bits < element_of(src.type).bits
+def _narrows(ins: Instr) -> bool:
+    """Whether `ins` casts to a narrower type. Done in its operand's layout where that
+    is a dot's accumulator layout (an epilogue's `acc.to(tl.float16)`, a carried
+    state's `.to(bf16)`), whatever the cast's users wish, so that a conversion they need
+    moves the narrow tile through shared memory (half the bytes and scratch of f32 to
+    f16, as Triton does), not the f32 one."""
+    return (ins.op is Op.CAST
+            and element_of(ins.results[0].type).bits < element_of(ins.operands[0].type).bits)
 
 
 class _Assigner(AnchorRules):
@@ -90,7 +85,7 @@ class _Assigner(AnchorRules):
         self.soft: set[Value] = set()
         self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
         self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
-        self.fragments: dict[Value, LinearLayout] = {}  # see shared_fragments
+        self.fragments: dict[Value, LinearLayout] = {}  # see AnchorRules.shared_fragments
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:
@@ -174,35 +169,6 @@ class _Assigner(AnchorRules):
         for v in group:
             changed |= self.hint(v, self.hints[known], known in self.soft)
         return changed
-
-    def shared_fragments(self) -> None:
-        """A tile that mma.sync dots read from registers more than once (fla's kkt: each
-        key block k_i is A of k_i·k_iᵀ and k_i·k_jᵀ and, transposed, B of k_j·k_iᵀ) is
-        converted once to its fragment layout, the conversion shared by every dot, where
-        each dot staged it through its own scratch (10 dots staging 4 blocks twice).
-        An A fragment and the B fragment of the transposed tile hold the same elements
-        in each thread (row/column by lane group, pairs along K by lane quad), so one
-        layout serves both, the transpose then a local renaming. Recorded for a value
-        whose every such read wants a layout the first one's registers already hold."""
-        if not knobs.mma_register_operands:
-            return
-        wishes: dict[Value, list[LinearLayout]] = {}
-        for ins in self.kernel.walk():
-            choice = self.plan.mma.get(ins)
-            if choice is None or choice.version != 2:
-                continue
-            for k in (0, 1):
-                v = ins.operands[k]
-                if slot_read(v) is not None:
-                    continue
-                lay = mma_v2_operand(k, shape_of(v.type), choice.warps_per_cta, choice.k_width)
-                if isinstance(v.owner, Instr) and v.owner.op is Op.PERMUTE:
-                    v, lay = v.owner.operands[0], LY.permute_source(lay, v.owner.attrs.order)
-                wishes.setdefault(v, []).append(lay)
-        for v, lays in wishes.items():
-            if (len(lays) > 1 and not is_rematerializable(v, self.remat_memo)
-                    and all(conversion_kind_of(lays[0], lay, v) == "local" for lay in lays[1:])):
-                self.fragments[v] = lays[0]
 
     # ---------------------------------------------------------------- forward walk
     def default(self, v: Value) -> LinearLayout:
@@ -373,7 +339,7 @@ class _Assigner(AnchorRules):
                         lay = acc
                         self.acc_chosen.add(res)
                 lay = lay or self.pick(ins)
-                if _narrows_an_accumulator(ins) and own[0] is not None:
+                if _narrows(ins) and self.accumulator_operand(ins) is not None:
                     lay = own[0]  # cast where the dot left it; the narrower tile moves
                 self.set(res, lay)
                 self.require(ins, [lay] * len(ops))
@@ -515,7 +481,6 @@ def assign_layouts(kernel: Kernel, num_warps: int, info: Optional[Mapping[Value,
     a = _Assigner(kernel, num_warps, axis_info(kernel) if info is None else info, capability)
     a.plan.axis = a.info
     a.seed()
-    a.shared_fragments()
     a.propagate()
     a.block(kernel.body)
     if a.refine():

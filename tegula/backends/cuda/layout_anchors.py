@@ -9,26 +9,31 @@ with a fixed way of touching memory or tensor cores impose, from which hints the
   widest access of the group; except an async copy into a slot stored across the
   copy's direction (`transposing_copy`), a wgmma register-A operand loaded outside its
   dot's loop (`register_a_loads`), and small loads and stores, which take the layout
-  their user or producer has (`loaded_where_used`, `stored_where_computed`).
+  their user or producer has (`loaded_where_used`, `stored_where_computed`);
+- a tile several mma.sync dots read from registers: one fragment layout they share
+  (`shared_fragments`).
 
 `AnchorRules` is a mixin of `assign_layouts._Assigner`: it reads the assigner's
-`kernel`, `nw`, `capability`, `info` and `plan`, and writes `anchors`, `acc_layouts`
-and, through `hint`, `hints` (a store's and a read-back slot's soft).
+`kernel`, `nw`, `capability`, `info`, `plan` and `remat_memo`, and writes `anchors`,
+`acc_layouts`, `fragments` and, through `hint`, `hints` (a store's and a read-back
+slot's soft).
 """
 from __future__ import annotations
 
 from typing import Optional
 
+from ...config import knobs
 from ...ir.core import Instr, Value
 from ...ir.ops import Op
 from ...ir.types import element_of, shape_of
 from . import layouts as LY
-from .layout_plan import is_tile
+from .convert import conversion_kind_of
+from .layout_plan import is_rematerializable, is_tile
 from .linear_layout import LinearLayout
 from .lower_shared import slot_contiguous_dim
 from .memory_accesses import ACCESS_OPS, access_operands, is_small_load, is_small_store, memory_access
 from .mma import choose_mma
-from .mma_layouts import mma_v2_accumulator, mma_v3_accumulator, wgmma_register_a
+from .mma_layouts import mma_v2_accumulator, mma_v2_operand, mma_v3_accumulator, wgmma_register_a
 from .slot_views import slot_read
 
 
@@ -79,6 +84,7 @@ class AnchorRules:
             for ins, _vec in members:
                 self.anchors[ins] = lay
         self.register_a_loads(instrs)
+        self.shared_fragments(instrs)
         self.slots_read_back(instrs)
         # a store's wish is soft: the store converts what a dot's accumulator computed
         # (one conversion of the narrowest value, at the store), rather than the
@@ -105,6 +111,35 @@ class AnchorRules:
                     # soft: a slot is read in any layout at one cost, so the layout of
                     # the accumulator it meets (fla's `v - dot(w, h)`) comes first
                     self.hint(ins.results[0], written[ins.operands[0]], soft=True)
+
+    def shared_fragments(self, instrs: list[Instr]) -> None:
+        """A tile that mma.sync dots read from registers more than once (fla's kkt: each
+        key block k_i is A of k_i·k_iᵀ and k_i·k_jᵀ and, transposed, B of k_j·k_iᵀ) is
+        converted once to its fragment layout, the conversion shared by every dot, where
+        each dot staged it through its own scratch (10 dots staging 4 blocks twice).
+        An A fragment and the B fragment of the transposed tile hold the same elements
+        in each thread (row/column by lane group, pairs along K by lane quad), so one
+        layout serves both, the transpose then a local renaming. Recorded for a value
+        whose every such read wants a layout the first one's registers already hold."""
+        if not knobs.mma_register_operands:
+            return
+        wishes: dict[Value, list[LinearLayout]] = {}
+        for ins in instrs:
+            choice = self.plan.mma.get(ins)
+            if choice is None or choice.version != 2:
+                continue
+            for k in (0, 1):
+                v = ins.operands[k]
+                if slot_read(v) is not None:
+                    continue
+                lay = mma_v2_operand(k, shape_of(v.type), choice.warps_per_cta, choice.k_width)
+                if isinstance(v.owner, Instr) and v.owner.op is Op.PERMUTE:
+                    v, lay = v.owner.operands[0], LY.permute_source(lay, v.owner.attrs.order)
+                wishes.setdefault(v, []).append(lay)
+        for v, lays in wishes.items():
+            if (len(lays) > 1 and not is_rematerializable(v, self.remat_memo)
+                    and all(conversion_kind_of(lays[0], lay, v) == "local" for lay in lays[1:])):
+                self.fragments[v] = lays[0]
 
     def transposing_copy(self, ins: Instr, order: list[int], vec: int, shape: tuple) -> Optional[LinearLayout]:
         """The layout of an async_copy into a slot that a tensor-core dot wants stored

@@ -31,6 +31,7 @@ from tegula.backends.cuda.encodings import (
 )
 from tegula.backends.cuda.layouts import default_blocked
 from tegula.backends.cuda.linear_layout import LinearLayout
+from tegula.backends.cuda.occupancy import ctas_per_sm
 from tegula.backends.cuda.shared_memory import shared_bytes
 from tegula.backends.interpreter import execute
 from tegula.ir.encodings import parse_encoding
@@ -304,5 +305,4 @@ def test_a_loops_scratch_uses_alternate_without_barriers(capability):
     assert lo0 + n0 <= lo1 or lo1 + n1 <= lo0
     assert [ins.op for ins in body].count(Op.BARRIER) == 1
     # the growth costs no CTA per SM: the kernel's bytes still fit as many CTAs
-    from tegula.backends.cuda.occupancy import ctas_per_sm
     assert ctas_per_sm(32, 128, shared_bytes(k), capability) == ctas_per_sm(32, 128, max(n0, n1), capability)
