@@ -25,7 +25,7 @@ from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import I8, I32, byte_size, llvm_type, memory_type
 from . import layouts as LY
 from .layout_plan import is_rematerializable
-from .ldmatrix_reads import ROW_ELEMENTS, ldmatrix_rows, read_ldmatrix
+from .ldmatrix_reads import ROW_ELEMENTS, ldmatrix_rows, read_ldmatrix, write_stmatrix
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .lower_elementwise import arange_regs, constant_groups, elementwise_regs
 from .warp_exchange import Exchange, exchange, plan_exchange
@@ -202,16 +202,25 @@ def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, 
         return b.mul(flat, ir.Constant(I32, esize))
 
     lw.scratch(through_smem_bytes(src, dst, elem))
-    for g in range(0, src.n_regs, w):
-        smem_store(lw, offset(lw.element_flat(src, g)), regs[g:g + w], elem)
+    # 16-bit rows a multiple of (row + pad) elements apart: 16-byte aligned, so a layout
+    # holding ldmatrix/stmatrix fragments moves by those (`ldmatrix_reads`)
+    matrices = esize == 2 and len(dst.shape) > 1 and (row + pad) % ROW_ELEMENTS == 0
+
+    def low(bit: int) -> int:
+        return bit if bit < row else (bit >> row_bits) * (row + pad)
+
+    start = ir.Constant(I32, lw.scratch_base)  # ld/stmatrix take offsets from the start of shared memory
+    written = ldmatrix_rows(src, low) if matrices and lw.capability >= 90 else None
+    if written is not None:  # out of an accumulator's (or operand's) layout: stmatrix
+        rows, count = written
+        write_stmatrix(lw, rows, count, lambda g: lw.b.add(offset(lw.element_flat(rows, g)), start), regs)
+    else:
+        for g in range(0, src.n_regs, w):
+            smem_store(lw, offset(lw.element_flat(src, g)), regs[g:g + w], elem)
     lw.smem_written()
-    fragments = None
-    if esize == 2 and lw.capability >= 75 and len(dst.shape) > 1 and (row + pad) % ROW_ELEMENTS == 0:
-        # a row's offset is a multiple of (row + pad) elements: 16-byte aligned
-        fragments = ldmatrix_rows(dst, lambda bit: bit if bit < row else (bit >> row_bits) * (row + pad))
+    fragments = ldmatrix_rows(dst, low) if matrices and lw.capability >= 75 else None
     if fragments is not None:  # into an accumulator's (or operand's) layout: ldmatrix
         rows, count = fragments
-        start = ir.Constant(I32, lw.scratch_base)  # ldmatrix takes offsets from the start of shared memory
         return read_ldmatrix(lw, rows, count, lambda g: lw.b.add(offset(lw.element_flat(rows, g)), start),
                              llvm_type(elem))
     out: list[ir.Value] = []

@@ -1,6 +1,7 @@
 """Reads of a 16-bit tile from shared memory with `ldmatrix` where the layout read into
 holds its fragments: a ring slot read back into an accumulator's layout (fla's
-`v - dot(w, h)`), a conversion through scratch into one (`convert.through_smem`).
+`v - dot(w, h)`), a conversion through scratch into one (`convert.through_smem`); and
+writes with `stmatrix` (sm_90) out of such a layout, a conversion's first half.
 
 `ldmatrix.x4` hands each thread one 32-bit register of each of four 8x8 matrices: of
 matrix j, row `lane / 4`, elements `2 (lane % 4)` and the next. A layout whose register
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import llvmlite.ir as ir
 
 from .linear_layout import LinearLayout
-from .packed_registers import unpack_registers
+from .packed_registers import pack_registers, unpack_registers
 
 if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
@@ -63,3 +64,13 @@ def read_ldmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address:
         words = lw.dev.ldmatrix(lw.b, address(g), count, False)
         out += unpack_registers(lw.b, words, elem_type, 2)
     return out
+
+
+def write_stmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address: Callable[[int], ir.Value],
+                   regs: list[ir.Value]) -> None:
+    """The mirror of `read_ldmatrix` (sm_90): the registers `regs` of a layout
+    `ldmatrix_rows` accepted, written `count` matrices an instruction, `address(g)` this
+    thread's row address of group g."""
+    per = 2 * count
+    for g in range(rows.n_regs):
+        lw.dev.stmatrix(lw.b, address(g), pack_registers(lw.b, regs[g * per:(g + 1) * per], 2))

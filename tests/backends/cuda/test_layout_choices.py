@@ -14,6 +14,7 @@ import tegula
 import tegula.language as tl
 from tegula.backends.cuda import compile_kernel
 from tegula.backends.cuda.emulator import EmulatedKernel
+from tegula.backends.cuda.ptxas import find_ptxas
 
 
 @tegula.jit
@@ -238,6 +239,10 @@ def test_dot_results_are_stored_from_the_accumulator_layout():
         assert moved and not [ln for ln in moved if "xf32," in ln], moved
         if capability == 90:  # v's ring slot read into the accumulator's layout (wgmma itself reads none)
             assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in asm["ptx"]
+            # the bf16 state and v converted for their stores are written by stmatrix
+            assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in asm["ptx"]
+            if find_ptxas() is not None:
+                assert asm.get("cubin")
         rng = np.random.default_rng(capability + num_warps)
         for T in (3 * BT, 2 * BT + 5):
             nt = -(-T // BT)

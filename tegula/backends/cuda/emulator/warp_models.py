@@ -63,6 +63,24 @@ class WarpModels:
 
         return self.collective(b, "warp", [byte_offset], read)
 
+    def stmatrix(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, words: list[ir.Value]) -> None:
+        """`stmatrix.sync.aligned.m8n8.x{count}.shared.b16`: lanes publish their row
+        address and their register of each matrix; lane 8i + r writes row r of matrix
+        i, 16 bytes: the registers i of threads 4r .. 4r + 3, in that order."""
+        count = len(words)
+        row, matrix = b.and_(self.lane, _c(7)), b.lshr(self.lane, _c(3))
+
+        def write() -> list[ir.Value]:
+            own = self.peek(b, b.add(self.warp_base, self.lane))
+            for i in range(count):
+                with b.if_then(b.icmp_unsigned("==", matrix, _c(i))):
+                    for q in range(4):
+                        w = self.peek(b, b.add(self.warp_base, b.add(b.shl(row, _c(2)), _c(q))), 1 + i)
+                        b.store(w, self.shared_ptr(b, b.add(own, _c(4 * q)), 4))
+            return []
+
+        self.collective(b, "warp", [byte_offset] + list(words), write)
+
     def mma(self: "HostDevice", b: ir.IRBuilder, choice: Any, a: list[ir.Value], bb: list[ir.Value],
             c: list[ir.Value]) -> list[ir.Value]:
         """`mma.sync.m16n8kK`: thread (g = lane // 4, q = lane % 4) computes its four
