@@ -215,6 +215,7 @@ def test_print_autotuning(monkeypatch, capsys):
 
 
 SCRIPT = textwrap.dedent('''
+    import sys
     import numpy as np
     import tegula
     import tegula.language as tl
@@ -237,6 +238,7 @@ SCRIPT = textwrap.dedent('''
     kernel[lambda m: (tegula.cdiv(100, m["BLOCK"]),)](x, y, 100)
     assert (x == 1).all()
     print("benchmarks", do_bench.calls, "best", kernel.best_config.kwargs["BLOCK"])
+    print("failed", {str(c): r for c, r in kernel.failed_configs.items()}, file=sys.stderr)
 ''')
 
 
@@ -249,8 +251,10 @@ def test_disk_cache_is_reused_by_a_second_process(tmp_path):
     runs = [subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr
-    assert runs[0].stdout.split() == ["benchmarks", "3", "best", "16"]
-    assert runs[1].stdout.split() == ["benchmarks", "0", "best", "16"]
+    # (a config that failed says why on stderr: once, under a loaded CI machine, the
+    # first process benchmarked one config of three; not reproduced since)
+    assert runs[0].stdout.split() == ["benchmarks", "3", "best", "16"], runs[0].stderr
+    assert runs[1].stdout.split() == ["benchmarks", "0", "best", "16"], runs[1].stderr
 
 
 def test_configs_differing_only_in_warps_and_stages_compile_and_time_once_on_the_host():
