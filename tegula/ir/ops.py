@@ -153,6 +153,7 @@ class Op(enum.Enum):
     LOCAL_LOAD = "local_load"
     LOCAL_DEALLOC = "local_dealloc"
     LOCAL_COPY = "local_copy"
+    LOCAL_STORE = "local_store"
     ASYNC_COPY = "async_copy"
     ASYNC_COMMIT = "async_commit"
     ASYNC_WAIT = "async_wait"
@@ -467,6 +468,10 @@ OP_INFO: dict[Op, OpInfo] = {
     # row-major staging slot transposed into the K-major one an 8-bit wgmma reads);
     # every thread's writes are visible to the CTA, tensor cores included, after it
     Op.LOCAL_COPY: OpInfo(Kind.SHARED, 4, results=0, pure=False, result=_none),
+    # local_store buf, slot, value: the tile `value` (computed in registers) written into
+    # slot `slot` of `buf`, in the slot's layout; visible to the CTA, tensor cores
+    # included, after it
+    Op.LOCAL_STORE: OpInfo(Kind.SHARED, 3, results=0, pure=False, result=_none),
     Op.ASYNC_COMMIT: OpInfo(Kind.SHARED, 0, results=0, pure=False, result=_none),
     Op.ASYNC_WAIT: OpInfo(Kind.SHARED, 0, results=0, attrs=A.AsyncWaitAttrs, pure=False, result=_none),
     # dot_wait acc: the accumulator of an asynchronous dot (wgmma) once at most `pending`

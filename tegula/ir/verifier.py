@@ -244,6 +244,12 @@ class _Verifier:
                 self.fail(f"'local_copy' takes two buffers of one slot shape and element, each with an i32 slot, "
                           f"got {_types(ts)}", ins)
             return
+        if op is Op.LOCAL_STORE:
+            if (len(ts) != 3 or not isinstance(ts[0], SmemType) or ts[1] != I32
+                    or without_encoding(ts[2]) != TileType(ts[0].shape[1:], ts[0].element)):
+                self.fail(f"'local_store' takes a buffer, an i32 slot and a tile of the slot's shape and element, "
+                          f"got {_types(ts)}", ins)
+            return
         if op not in (Op.LOCAL_LOAD, Op.ASYNC_COPY):
             return
         if len(ts) < 2 or not isinstance(ts[0], SmemType) or ts[1] != I32:

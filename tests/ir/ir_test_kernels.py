@@ -141,6 +141,9 @@ def build_all_ops_kernel(tma: bool = True, inline_asm: bool = True) -> Kernel:
     b.create(Op.BARRIER, [])
     # slot 1 copied to slot 0 (tgir; the CUDA backend's transposing copy) and read there
     b.create(Op.LOCAL_COPY, [ring, slot, ring, b.constant(0, I32)])
+    # the loaded tile written from registers into slot 1 (tgir; `stage_registers`): the
+    # same values the copy put there
+    b.create(Op.LOCAL_STORE, [ring, slot, xv])
     staged = b.op1(Op.LOCAL_LOAD, ring, b.constant(0, I32))
     b.create(Op.LOCAL_DEALLOC, [ring])
     # an explicit layout conversion (tgir) there and back

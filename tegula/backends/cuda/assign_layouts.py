@@ -85,7 +85,7 @@ class _Assigner(AnchorRules):
         self.soft: set[Value] = set()
         self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
         self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
-        self.fragments: dict[Value, LinearLayout] = {}  # see AnchorRules.shared_fragments
+        self.fragments: dict[tuple[Instr, int], LinearLayout] = {}  # by reader: see AnchorRules.shared_fragments
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:
@@ -323,7 +323,7 @@ class _Assigner(AnchorRules):
                 a_req = wgmma_register_a(shape_of(ops[0].type), choice.warps_per_cta, choice.k_width)
             b_req = own[1]
             if choice is not None and choice.version == 2:  # a tile read by several: converted once
-                a_req, b_req = self.fragments.get(ops[0], a_req), self.fragments.get(ops[1], b_req)
+                a_req, b_req = self.fragments.get((ins, 0), a_req), self.fragments.get((ins, 1), b_req)
             self.require(ins, [a_req, b_req, c])
             self.set(res, c)
         elif info.kind is Kind.SOURCE or op in (Op.SPLAT, Op.LOCAL_LOAD):
@@ -352,7 +352,7 @@ class _Assigner(AnchorRules):
             else:
                 self.set(res, own[0].with_shape(shape_of(res.type)))
         elif op is Op.PERMUTE:
-            src = self.fragments.get(ops[0], own[0])  # a transposed dot operand: see shared_fragments
+            src = self.fragments.get((ins, 0), own[0])  # a transposed dot operand: see shared_fragments
             self.require(ins, [src])
             self.set(res, LY.permute_layout(src, ins.attrs.order))
         elif op is Op.CONVERT_LAYOUT:

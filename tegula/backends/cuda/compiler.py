@@ -47,6 +47,7 @@ from .register_pressure import loop_carried_registers
 from .shared_memory import allocate_shared_memory, insert_barriers, shared_bytes
 from .split_tf32x3 import split_tf32x3_dots
 from .stage_operands import stage_invariant_operands
+from .stage_registers import stage_register_operands
 from .store_buffers import buffer_loop_stores
 from .tma import tma_enabled, tma_loads, tma_stores
 from .warp_partitions import maxnreg_of
@@ -156,6 +157,14 @@ def _encode_layouts(kernel: Kernel, ctx: PassContext) -> Kernel:
     return encode_layouts(kernel, assign_layouts(kernel, o.num_warps, capability=o.capability))
 
 
+def _stage_registers(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Register tiles several wgmma dots read as B, or that one reads and a conversion
+    moves through shared memory, written once into a buffer of their own (sm_90a): see
+    `stage_registers`."""
+    o: TgirOptions = ctx.options
+    return stage_register_operands(kernel, o.num_warps, o.capability)
+
+
 def _allocate_shared_memory(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Byte ranges of shared buffers and per-op scratch, on the ops (`smem(...)`)."""
     return allocate_shared_memory(kernel, ctx.options.num_warps, ctx.options.capability)
@@ -177,6 +186,7 @@ register_pass("cuda.leftover_descriptors", _leftover_descriptors)
 register_pass("cuda.stage_operands", _stage_operands)
 register_pass("cuda.buffer_stores", _buffer_stores)
 register_pass("cuda.encode_layouts", _encode_layouts)
+register_pass("cuda.stage_registers", _stage_registers)
 register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
 # split_tf32x3 first, so every later pass sees ordinary tf32 dots; flatten_loops before
@@ -185,7 +195,7 @@ register_pass("cuda.insert_barriers", _insert_barriers)
 register_pipeline("cuda_tgir", ["cuda.split_tf32x3", "flatten_loops", "cuda.lower_block_pointers",
                                 "cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
                                 "cuda.stage_operands", "cuda.buffer_stores", "cuda.encode_layouts",
-                                "cuda.allocate_shared_memory", "cuda.insert_barriers"])
+                                "cuda.stage_registers", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

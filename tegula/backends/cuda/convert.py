@@ -176,54 +176,140 @@ def _runs_and_pad(src: LinearLayout, dst: LinearLayout, esize: int) -> tuple[int
     return w, r, pad
 
 
-def through_smem_bytes(src: LinearLayout, dst: LinearLayout, elem: Any) -> int:
-    """The scratch a conversion from `src` to `dst` through shared memory needs."""
+class _Scratch:
+    """How a conversion lays the tile out in its scratch: in the flat-index order of
+    `src` and `dst` (the two layouts, or for a 2-D tile both transposed, so that the
+    scratch is column-major), each row padded by `pad` elements; `w` / `r` elements
+    written / read as one vector; `low(b)` the element offset of flat-index basis `b`;
+    `matrices`: 16-bit rows 16-byte aligned, so a layout holding ldmatrix/stmatrix
+    fragments moves by those (`ldmatrix_reads`: ldmatrix from sm_75, stmatrix from
+    sm_90 — `capability`)."""
+
+    def __init__(self, src: LinearLayout, dst: LinearLayout, esize: int, capability: int,
+                 matrix_rows: bool = False) -> None:
+        self.src, self.dst, self.capability = src, dst, capability
+        self.w, self.r, self.pad = _runs_and_pad(src, dst, esize)
+        if matrix_rows and self.pad:  # a whole 16-byte row of padding: rows stay 16-byte aligned
+            self.pad = max(self.pad, MAX_VECTOR_BYTES // esize)
+        self.row = src.shape[-1]
+        self.row_bits = self.row.bit_length() - 1
+        self.matrices = esize == 2 and len(dst.shape) > 1 and (self.row + self.pad) % ROW_ELEMENTS == 0
+
+    def low(self, bit: int) -> int:
+        return bit if bit < self.row else (bit >> self.row_bits) * (self.row + self.pad)
+
+    def _matrix_rows(self, lay: LinearLayout, since: int) -> Optional[tuple[LinearLayout, int, bool]]:
+        if not self.matrices or self.capability < since:
+            return None
+        for trans in (False, True):
+            found = ldmatrix_rows(lay, self.low, trans)
+            if found is not None:
+                return found[0], found[1], trans
+        return None
+
+    def writes(self) -> Optional[tuple[LinearLayout, int, bool]]:
+        """(row addresses, matrices an instruction, transposed?) of `stmatrix` writes of
+        `src`, None when it is not written so."""
+        return self._matrix_rows(self.src, 90)
+
+    def reads(self) -> Optional[tuple[LinearLayout, int, bool]]:
+        """The same for `ldmatrix` reads of `dst`."""
+        return self._matrix_rows(self.dst, 75)
+
+    def accesses(self) -> int:
+        """Shared-memory instructions a thread issues (vectors, or ld/stmatrix): what
+        the arrangement is chosen by."""
+        written, read = self.writes(), self.reads()
+        writes = written[0].n_regs if written is not None else self.src.n_regs // self.w
+        reads = read[0].n_regs if read is not None else self.dst.n_regs // self.r
+        return writes + reads
+
+    def bytes(self, esize: int) -> int:
+        return (self.src.numel + (self.src.numel // self.row) * self.pad) * esize
+
+
+def _scratch(src: LinearLayout, dst: LinearLayout, esize: int, capability: int) -> _Scratch:
+    """The scratch arrangement of a conversion with the fewest accesses (the first of
+    equals): row-major or, for a 2-D tile, column-major (fla's wy backward: its `A`
+    loaded column-major, converted to an mma.sync A fragment before a loop; row-major
+    it was written one element a store, column-major it is written 16 bytes a store and
+    read with `ldmatrix.trans`; a wgmma accumulator stored column-major: `stmatrix.trans`
+    and 16-byte reads); rows padded by the wider vector or, for 16-bit tiles, by a
+    16-byte row where that lets fragments move by ldmatrix/stmatrix (an mma.sync
+    accumulator converted to an A fragment: pairs on both sides, rows padded by 2
+    elements, stayed off ldmatrix)."""
+    views = [(src, dst)]
+    if len(src.shape) == 2:
+        views.append((LY.permute_layout(src, (1, 0)), LY.permute_layout(dst, (1, 0))))
+    options = [_Scratch(s, d, esize, capability, rows) for s, d in views
+               for rows in ((False, True) if esize == 2 else (False,))]
+    return min(options, key=_Scratch.accesses)
+
+
+def through_smem_bytes(src: LinearLayout, dst: LinearLayout, elem: Any, capability: int) -> int:
+    """The scratch a conversion from `src` to `dst` through shared memory needs (on a
+    target of `capability`: its arrangement depends on the instructions it has)."""
     esize = byte_size(elem)
-    pad = _runs_and_pad(src, dst, esize)[2]
-    return (src.numel + (src.numel // src.shape[-1]) * pad) * esize
+    return _scratch(src, dst, esize, capability).bytes(esize)
 
 
 def through_smem(lw: "KernelLowering", regs: list[ir.Value], src: LinearLayout, dst: LinearLayout,
                  elem: Any) -> list[ir.Value]:
     """Convert a tile from `src` to `dst` through the scratch buffer.
 
-    Elements are stored in flat-index order, each row (the last dimension) padded by
-    one vector: a side that walks down a column (a transpose) then hits a different
-    bank on every row instead of the same one, while vectors stay aligned."""
-    b = lw.b
+    Elements are stored in flat-index order (or transposed, `_scratch`), each row
+    padded by one vector: a side that walks down a column (a transpose) then hits a
+    different bank on every row instead of the same one, while vectors stay aligned."""
     esize = byte_size(elem)
-    w, r, pad = _runs_and_pad(src, dst, esize)
-    row = src.shape[-1]
-    row_bits = row.bit_length() - 1
-
-    def offset(flat: ir.Value) -> ir.Value:
-        if pad:
-            flat = b.add(flat, b.mul(b.lshr(flat, ir.Constant(I32, row_bits)), ir.Constant(I32, pad)))
-        return b.mul(flat, ir.Constant(I32, esize))
-
-    lw.scratch(through_smem_bytes(src, dst, elem))
-    # 16-bit rows a multiple of (row + pad) elements apart: 16-byte aligned, so a layout
-    # holding ldmatrix/stmatrix fragments moves by those (`ldmatrix_reads`)
-    matrices = esize == 2 and len(dst.shape) > 1 and (row + pad) % ROW_ELEMENTS == 0
-
-    def low(bit: int) -> int:
-        return bit if bit < row else (bit >> row_bits) * (row + pad)
-
-    start = ir.Constant(I32, lw.scratch_base)  # ld/stmatrix take offsets from the start of shared memory
-    written = ldmatrix_rows(src, low) if matrices and lw.capability >= 90 else None
+    sc = _scratch(src, dst, esize, lw.capability)
+    src, dst, w, r = sc.src, sc.dst, sc.w, sc.r
+    lw.scratch(sc.bytes(esize))
+    written = sc.writes()
     if written is not None:  # out of an accumulator's (or operand's) layout: stmatrix
-        rows, count = written
-        write_stmatrix(lw, rows, count, lambda g: lw.b.add(offset(lw.element_flat(rows, g)), start), regs)
+        rows, count, trans = written
+        write_stmatrix(lw, rows, count, _Addresses(lw, sc, rows, esize), regs, trans)
     else:
+        at = _Addresses(lw, sc, src, esize)
         for g in range(0, src.n_regs, w):
-            smem_store(lw, offset(lw.element_flat(src, g)), regs[g:g + w], elem)
+            smem_store(lw, at(g), regs[g:g + w], elem, absolute=True)
     lw.smem_written()
-    fragments = ldmatrix_rows(dst, low) if matrices and lw.capability >= 75 else None
+    fragments = sc.reads()
     if fragments is not None:  # into an accumulator's (or operand's) layout: ldmatrix
-        rows, count = fragments
-        return read_ldmatrix(lw, rows, count, lambda g: lw.b.add(offset(lw.element_flat(rows, g)), start),
-                             llvm_type(elem))
+        rows, count, trans = fragments
+        return read_ldmatrix(lw, rows, count, _Addresses(lw, sc, rows, esize), llvm_type(elem), trans)
+    at = _Addresses(lw, sc, dst, esize)
     out: list[ir.Value] = []
     for g in range(0, dst.n_regs, r):
-        out.extend(smem_load(lw, offset(lw.element_flat(dst, g)), r, elem))
+        out.extend(smem_load(lw, at(g), r, elem, absolute=True))
     return out
+
+
+class _Addresses:
+    """The shared byte address (from the start of shared memory) of a layout's register
+    g in a conversion's scratch: where the register's flat-index bits meet none a
+    thread's lanes or warps set, the padding of rows is additive over the two parts, so
+    it is one per-thread base plus a constant — which folds into the access's immediate
+    (a 128x128 epilogue's 128 stores took an address computation each before)."""
+
+    def __init__(self, lw: "KernelLowering", sc: _Scratch, lay: LinearLayout, esize: int) -> None:
+        self.lw, self.sc, self.lay, self.esize = lw, sc, lay, esize
+        self.thread_mask = 0
+        for b in lay.thread_bases():
+            self.thread_mask |= b
+        self.base: Optional[ir.Value] = None
+
+    def _padded(self, flat: ir.Value) -> ir.Value:
+        b, sc = self.lw.b, self.sc
+        if sc.pad:
+            flat = b.add(flat, b.mul(b.lshr(flat, ir.Constant(I32, sc.row_bits)), ir.Constant(I32, sc.pad)))
+        return b.add(b.mul(flat, ir.Constant(I32, self.esize)), ir.Constant(I32, self.lw.scratch_base))
+
+    def __call__(self, g: int) -> ir.Value:
+        reg = self.lay.reg_element(g)
+        if reg & self.thread_mask:
+            return self._padded(self.lw.element_flat(self.lay, g))
+        if self.base is None:
+            self.base = self._padded(self.lw.thread_part(self.lay))
+        sc = self.sc
+        padded = reg + (reg >> sc.row_bits) * sc.pad
+        return self.lw.b.add(self.base, ir.Constant(I32, padded * self.esize)) if padded else self.base

@@ -113,17 +113,24 @@ class AnchorRules:
                     self.hint(ins.results[0], written[ins.operands[0]], soft=True)
 
     def shared_fragments(self, instrs: list[Instr]) -> None:
-        """A tile that mma.sync dots read from registers more than once (fla's kkt: each
-        key block k_i is A of k_i·k_iᵀ and k_i·k_jᵀ and, transposed, B of k_j·k_iᵀ) is
-        converted once to its fragment layout, the conversion shared by every dot, where
-        each dot staged it through its own scratch (10 dots staging 4 blocks twice).
-        An A fragment and the B fragment of the transposed tile hold the same elements
-        in each thread (row/column by lane group, pairs along K by lane quad), so one
-        layout serves both, the transpose then a local renaming. Recorded for a value
-        whose every such read wants a layout the first one's registers already hold."""
+        """A tile that mma.sync dots read from registers is converted once to its fragment
+        layout, the conversion shared by every dot that reads those registers, where each
+        dot staged it through its own scratch (fla's kkt: each key block k_i is A of
+        k_i·k_iᵀ and k_i·k_jᵀ and, transposed, B of k_j·k_iᵀ; 10 dots staged 4 blocks
+        twice) — and once for a tile defined outside the loop (or branch) its dot is in
+        (fla's wy backward reads its 64x64 `A` as a dot's A in three loops: staged in
+        every iteration before; encode_layouts puts the conversion before the loop, as
+        Triton's loop-invariant code motion does). An A fragment and the B fragment of
+        the transposed tile hold the same elements in each thread (row/column by lane
+        group, pairs along K by lane quad), so one layout serves both, the transpose then
+        a local renaming. The reads whose wishes the most common such layout serves get
+        it (`fragments`, by reader: the dot and operand, or the transposing permute);
+        another read (the same tile as a B, not transposed) stages it as before."""
         if not knobs.mma_register_operands:
             return
-        wishes: dict[Value, list[LinearLayout]] = {}
+        block_of = {ins: blk for blk in self.kernel.body.blocks() for ins in blk.instrs}
+        # value -> its reads: (reader, operand index, fragment layout wanted, from a nested block?)
+        reads: dict[Value, list[tuple[Instr, int, LinearLayout, bool]]] = {}
         for ins in instrs:
             choice = self.plan.mma.get(ins)
             if choice is None or choice.version != 2:
@@ -133,13 +140,20 @@ class AnchorRules:
                 if slot_read(v) is not None:
                     continue
                 lay = mma_v2_operand(k, shape_of(v.type), choice.warps_per_cta, choice.k_width)
+                reader, at = ins, k
                 if isinstance(v.owner, Instr) and v.owner.op is Op.PERMUTE:
+                    reader, at = v.owner, 0
                     v, lay = v.owner.operands[0], LY.permute_source(lay, v.owner.attrs.order)
-                wishes.setdefault(v, []).append(lay)
-        for v, lays in wishes.items():
-            if (len(lays) > 1 and not is_rematerializable(v, self.remat_memo)
-                    and all(conversion_kind_of(lays[0], lay, v) == "local" for lay in lays[1:])):
-                self.fragments[v] = lays[0]
+                nested = isinstance(v.owner, Instr) and block_of.get(ins) is not block_of.get(v.owner)
+                reads.setdefault(v, []).append((reader, at, lay, nested))
+        for v, wanted in reads.items():
+            if is_rematerializable(v, self.remat_memo):
+                continue
+            groups = [[r for r in wanted if conversion_kind_of(lay, r[2], v) == "local"] for _i, _k, lay, _n in wanted]
+            group = max(groups, key=len)
+            if len(group) > 1 or any(nested for *_r, nested in group):
+                for reader, at, _lay, _n in group:
+                    self.fragments[(reader, at)] = group[0][2]
 
     def transposing_copy(self, ins: Instr, order: list[int], vec: int, shape: tuple) -> Optional[LinearLayout]:
         """The layout of an async_copy into a slot that a tensor-core dot wants stored

@@ -14,6 +14,9 @@ elements. Each lane then supplies the address of one row: lanes 0-7 matrix 0's r
 reads of one matrix's 8 rows hit distinct banks wherever rows are padded or swizzled by
 16 bytes.
 
+`ldmatrix.trans` hands out the transposed 8x8 blocks: a layout whose pairs run across
+the rows stored (a column-major tile's A fragment) is read so (`trans=True`).
+
 `ldmatrix_rows(lay)` says whether (and with how many matrices) a layout is read so, as
 the layout of the row addresses; `read_ldmatrix` emits the reads.
 """
@@ -33,44 +36,60 @@ if TYPE_CHECKING:
 ROW_ELEMENTS = 8
 
 
-def ldmatrix_rows(lay: LinearLayout, low: Callable[[int], int] = lambda b: b) -> Optional[tuple[LinearLayout, int]]:
+def ldmatrix_rows(lay: LinearLayout, low: Callable[[int], int] = lambda b: b,
+                  trans: bool = False) -> Optional[tuple[LinearLayout, int]]:
     """For a layout `lay` of 16-bit elements whose flat index `low` maps to a memory
     position: the layout of `ldmatrix` row addresses that reads it (lane bits 0-2 a
     matrix's rows, 3-4 the matrix; register bits the groups of four matrices) and the
     number of matrices per instruction (1, 2 or 4); None when the layout does not hold
     the instruction's fragments. `low(b)` is the memory offset of flat-index basis `b`
-    modulo the row (the identity where rows are contiguous in flat order)."""
+    (the identity where rows are contiguous in flat order).
+
+    With `trans`, for `ldmatrix.trans`, which hands thread t of matrix j the elements
+    at position t / 4 of the matrix's rows 2 (t % 4) and the next: the layout's register
+    bit 0 and lane bits 0-1 then step by whole rows (any 16-byte aligned offsets, each
+    row's address comes from its own lane), lane bits 2-4 by 1, 2, 4 elements along
+    them — a fragment whose pairs run across the rows stored (an A fragment from a tile
+    stored K-major's transpose, a B fragment from a row-major [K, N] tile)."""
     if len(lay.reg) < 1 or len(lay.lane) < 5:
         return None
-    if (low(lay.reg[0]), low(lay.lane[0]), low(lay.lane[1])) != (1, 2, 4):
-        return None
-    if any(b == 0 or low(b) % ROW_ELEMENTS for b in lay.lane[2:5]):
-        return None
+    if trans:
+        row_bases = (lay.reg[0], lay.lane[0], lay.lane[1])
+        if tuple(low(b) for b in lay.lane[2:5]) != (1, 2, 4):
+            return None
+        if any(b == 0 or low(b) % ROW_ELEMENTS for b in row_bases):
+            return None
+    else:
+        row_bases = tuple(lay.lane[2:5])
+        if (low(lay.reg[0]), low(lay.lane[0]), low(lay.lane[1])) != (1, 2, 4):
+            return None
+        if any(b == 0 or low(b) % ROW_ELEMENTS for b in row_bases):
+            return None
     if any(low(b) % ROW_ELEMENTS for b in lay.reg[1:] + lay.warp):
         return None
     mbits = min(2, len(lay.reg) - 1)
     picks = tuple(lay.reg[1:1 + mbits]) + (0,) * (2 - mbits)
-    rows = LinearLayout(lay.shape, tuple(lay.reg[1 + mbits:]), tuple(lay.lane[2:5]) + picks, lay.warp)
+    rows = LinearLayout(lay.shape, tuple(lay.reg[1 + mbits:]), row_bases + picks, lay.warp)
     return rows, 1 << mbits
 
 
 def read_ldmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address: Callable[[int], ir.Value],
-                  elem_type: ir.Type) -> list[ir.Value]:
-    """The registers of the layout `ldmatrix_rows` was asked about, in its register
-    order: for each group g of `count` matrices, `address(g)` is this thread's row
-    address (a shared byte offset, from `rows`)."""
+                  elem_type: ir.Type, trans: bool = False) -> list[ir.Value]:
+    """The registers of the layout `ldmatrix_rows` was asked about (with `trans` or
+    not), in its register order: for each group g of `count` matrices, `address(g)` is
+    this thread's row address (a shared byte offset, from `rows`)."""
     out: list[ir.Value] = []
     for g in range(rows.n_regs):
-        words = lw.dev.ldmatrix(lw.b, address(g), count, False)
+        words = lw.dev.ldmatrix(lw.b, address(g), count, trans)
         out += unpack_registers(lw.b, words, elem_type, 2)
     return out
 
 
 def write_stmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address: Callable[[int], ir.Value],
-                   regs: list[ir.Value]) -> None:
+                   regs: list[ir.Value], trans: bool = False) -> None:
     """The mirror of `read_ldmatrix` (sm_90): the registers `regs` of a layout
-    `ldmatrix_rows` accepted, written `count` matrices an instruction, `address(g)` this
-    thread's row address of group g."""
+    `ldmatrix_rows` accepted (with `trans` or not), written `count` matrices an
+    instruction, `address(g)` this thread's row address of group g."""
     per = 2 * count
     for g in range(rows.n_regs):
-        lw.dev.stmatrix(lw.b, address(g), pack_registers(lw.b, regs[g * per:(g + 1) * per], 2))
+        lw.dev.stmatrix(lw.b, address(g), pack_registers(lw.b, regs[g * per:(g + 1) * per], 2), trans)

@@ -43,6 +43,7 @@ from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import F32 as LF32
 from ..llvm.types import I32
 from .convert import conversion_kind_of, smem_store
+from .ldmatrix_reads import ldmatrix_rows, write_stmatrix
 from .linear_layout import BitMap, LinearLayout, compose, dim_fields, log2, permute_view
 from .mma import MmaChoice
 from .mma_layouts import mma_v2_operand
@@ -92,17 +93,30 @@ def vector_run(where: LinearLayout, max_count: int) -> int:
 
 
 def store_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout, offsets: BitMap,
-                  elem: ScalarType, base: int, tf32: bool) -> None:
-    """Store an operand's registers (in layout `lay`) at shared byte offset `base` in the
-    layout `offsets` (element offsets), as wide vectors as the two layouts allow."""
+                  elem: ScalarType, base: "int | ir.Value", tf32: bool) -> None:
+    """Store an operand's registers (in layout `lay`) in the layout `offsets` (element
+    offsets) at `base`: a byte offset into the op's scratch (an int), or a slot's from
+    the start of shared memory (an ir value); as wide vectors as the two layouts allow —
+    or, on sm_90, with `stmatrix` (`.trans` where pairs run across the rows stored)
+    where `lay` holds 16-bit fragments (a dot result cast for the next dot: each thread
+    has two elements of a 16-byte row, so vectors are 4 bytes, and one stmatrix.x4
+    writes four such rows of 8 lanes; swizzling keeps 16-byte rows whole)."""
     b = lw.b
     where = offset_layout(lay, offsets)
     size = elem.bits // 8
+    start = ir.Constant(I32, lw.scratch_base + base) if isinstance(base, int) else base
+    if size == 2 and not tf32 and lw.capability >= 90:
+        for trans in (False, True):
+            fragments = ldmatrix_rows(where, trans=trans)
+            if fragments is not None:
+                rows, count = fragments
+                write_stmatrix(lw, rows, count, lambda g: lw.element_byte_offset(rows, g, size, start), regs, trans)
+                return
     run = vector_run(where, CHUNK_BYTES // size)
     for r in lay.distinct_register_groups(run):
         vals = [round_tf32(b, v) if tf32 else v for v in regs[r:r + run]]
-        off = lw.element_byte_offset(where, r, size, base)
-        smem_store(lw, off, vals, elem)
+        off = lw.element_byte_offset(where, r, size, start)
+        smem_store(lw, off, vals, elem, absolute=True)
 
 
 def _ldmatrix_rows(shape: tuple[int, int], row_dim: int, chunk: int, second: int,

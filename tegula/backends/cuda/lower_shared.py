@@ -22,7 +22,8 @@ row-major.
   orders every earlier read of the slot the next copies overwrite);
 - `local_copy` moves a slot into another slot of another layout through registers
   (16-byte reads, the transposed elements written four to a 32-bit store), then the
-  proxy fence and a CTA barrier;
+  proxy fence and a CTA barrier; `local_store` writes a register tile into a slot
+  (`stage_registers`), then the same;
 - `local_load` produces nothing when all its users are tensor-core dots reading the
   slot in place (`shared_operand`), wgmma ones possibly through a 2-D transpose, which
   then is a view of the slot (`slot_views`: the transposed offsets, the copy direction
@@ -42,9 +43,9 @@ from ...passes import contiguity_order
 from ..llvm.types import I32, llvm_type
 from .convert import smem_load, smem_store
 from .ldmatrix_reads import ldmatrix_rows, read_ldmatrix
-from .linear_layout import BitMap, LinearLayout, log2, permute_view
+from .linear_layout import BitMap, LinearLayout, dim_run, log2, permute_view
 from .lower_memory import access_width, emit_load
-from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, vector_run
+from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, store_operand, vector_run
 from .lower_wgmma import wgmma_operand_offsets
 from .registry import handles
 from .shared_buffers import SharedBuffer
@@ -130,6 +131,9 @@ def _copies_along_rows(lw: "KernelLowering", buf: Value) -> bool:
     from a column-major matrix, or transposed (attention's K^T), is then stored
     K-contiguous so that its copies stay 16-byte vectors."""
     for u in _users(lw, buf):
+        if u.op is Op.LOCAL_STORE:  # registers: along the dimension they run longer
+            lay = lw.plan.layouts[u.operands[2]]
+            return dim_run(lay, 0) > dim_run(lay, 1)
         if u.op is Op.TMA_LOAD and u.operands[0] is buf:
             # a descriptor's blocks run along their last dimension: the slot's second,
             # or its first when it holds the transpose
@@ -288,6 +292,20 @@ def lower_local_copy(lw: "KernelLowering", ins: Instr) -> None:
     copy_slot(lw, tuple(ins.operands[0].type.shape[1:]), src.element,
               src.offsets, slot_base(lw, src, lw.scalar(ins.operands[1])),
               dst.offsets, slot_base(lw, dst, lw.scalar(ins.operands[3])))
+    if lw.capability >= 90:
+        lw.dev.fence_proxy_async(lw.b)
+    lw.barrier()
+
+
+@handles(Op.LOCAL_STORE)
+def lower_local_store(lw: "KernelLowering", ins: Instr) -> None:
+    """Registers into a slot (`lower_mma.store_operand`: stmatrix where the layout holds
+    16-bit fragments, else vectors), then every thread's writes made visible: the proxy
+    fence (wgmma reads through the async proxy) and a CTA barrier."""
+    buf = lw.buffer_of[ins.operands[0]]
+    value = ins.operands[2]
+    store_operand(lw, lw.operand(ins, 2), lw.plan.required(ins, 2), buf.offsets, element_of(value.type),
+                  slot_base(lw, buf, lw.scalar(ins.operands[1])), False)
     if lw.capability >= 90:
         lw.dev.fence_proxy_async(lw.b)
     lw.barrier()

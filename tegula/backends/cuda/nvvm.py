@@ -170,15 +170,16 @@ class NVPTXDevice(TmaInstructions):
         out = inline_asm(b, ret, [addr], asm, ",".join(["=r"] * count + ["r"]), side_effect=True)
         return [b.extract_value(out, i) for i in range(count)] if count > 1 else [out]
 
-    def stmatrix(self, b: ir.IRBuilder, byte_offset: ir.Value, words: list[ir.Value]) -> None:
-        """`stmatrix.sync.aligned.m8n8.x{len(words)}.shared.b16` (sm_90): this thread's
-        row address (a shared byte offset) of matrix `lane // 8`; `words[i]` is its
-        register of matrix i (row `lane // 4`, elements `2 (lane % 4)` and the next).
+    def stmatrix(self, b: ir.IRBuilder, byte_offset: ir.Value, words: list[ir.Value], trans: bool = False) -> None:
+        """`stmatrix.sync.aligned.m8n8.x{len(words)}[.trans].shared.b16` (sm_90): this
+        thread's row address (a shared byte offset) of matrix `lane // 8`; `words[i]` is
+        its register of matrix i (row `lane // 4`, elements `2 (lane % 4)` and the next;
+        with `trans`, rows `2 (lane % 4)` and the next of column `lane // 4`).
         Volatile: it stays before the barrier that publishes it."""
         addr = b.ptrtoint(self.shared_ptr(b, byte_offset), I32)
         count = len(words)
         ins = ",".join(f"${i + 1}" for i in range(count))
-        asm = f"stmatrix.sync.aligned.m8n8.x{count}.shared.b16 [$0], {{{ins}}};"
+        asm = f"stmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 [$0], {{{ins}}};"
         inline_asm(b, ir.VoidType(), [addr] + list(words), asm, ",".join(["r"] * (count + 1)), side_effect=True)
 
     def mma(self, b: ir.IRBuilder, choice: "MmaChoice", a: list[ir.Value], bb: list[ir.Value],

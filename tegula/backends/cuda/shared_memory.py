@@ -39,7 +39,11 @@ thread's access (read-after-write / write-after-read across ops):
   before every `local_dealloc` (their bytes become someone else's);
 - after every `async_wait` (other threads' copies become visible; earlier reads of
   the slots the next copies overwrite are done); the scratch use after it then needs
-  none.
+  none;
+- before a `local_store` (`stage_registers`: a register tile written into a slot,
+  then a barrier inside) as before a scratch use of the buffer's bytes, and also where
+  a read of those bytes since the last barrier may still be running (a `local_load`
+  of the slot, a dot reading it in place — the previous iteration's).
 Named barriers and async-proxy fences will be placed here too.
 
 Both passes walk the kernel in the order the lowering emits it with one state
@@ -94,6 +98,7 @@ class _View:
     kernel: Kernel
     plan: LayoutPlan
     num_warps: int
+    capability: int = 0  # the target's: a conversion's scratch depends on it (convert.through_smem_bytes)
 
 
 def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
@@ -104,7 +109,7 @@ def scratch_need(view: _View, ins: Instr) -> Optional[ScratchNeed]:
         src, dst = layouts[ins.operands[0]], layouts[ins.results[0]]
         if conversion_kind_of(src, dst, ins.operands[0]) != "smem":
             return None
-        return ScratchNeed(through_smem_bytes(src, dst, element_of(ins.operands[0].type)))
+        return ScratchNeed(through_smem_bytes(src, dst, element_of(ins.operands[0].type), view.capability))
     if op in (Op.REDUCE, Op.SCAN):
         lay = layouts.get(ins.operands[0])
         if lay is None:
@@ -153,31 +158,44 @@ def _in_place(view: _View, operand, maps) -> bool:
 
 
 class _Latest:
-    """The latest scratch use, as the lowering sees it at each point of the walk."""
+    """The latest scratch use, as the lowering sees it at each point of the walk, and
+    the buffer bytes read since it that threads may still be reading (a `local_store`d
+    slot's reads: its next store must wait for them)."""
 
     def __init__(self) -> None:
         self.recent: Optional[tuple[int, int]] = None   # None: no use on any path yet
+        self.reads: list[tuple[int, int]] = []
         self.uses = 0
         self.loop_depth = 0
-        self.saved: list[tuple[Optional[tuple[int, int]], int]] = []
+        self.saved: list[tuple[Optional[tuple[int, int]], int, list[tuple[int, int]]]] = []
 
     def enter(self) -> None:
-        self.saved.append((self.recent, self.uses))
-        self.recent = ANY
+        self.saved.append((self.recent, self.uses, self.reads))
+        self.recent, self.reads = ANY, []
 
     def leave(self) -> None:
-        recent, uses = self.saved.pop()
-        self.recent = recent if self.uses == uses else ANY
+        recent, uses, reads = self.saved.pop()
+        self.recent, self.reads = (recent, reads) if self.uses == uses else (ANY, [])
 
     def current(self) -> Optional[tuple[int, int]]:
         return ANY if self.loop_depth and self.recent is None else self.recent
 
-    def use(self, lo: int, hi: int) -> bool:
-        """Record a scratch use of [lo, hi); returns whether a barrier must precede it."""
-        recent = self.current()
-        self.recent = (lo, hi)
+    def cleared(self, recent: Optional[tuple[int, int]]) -> None:
+        """A barrier: every earlier access is done."""
+        self.recent, self.reads = recent, []
+
+    def read(self, lo: int, hi: int) -> None:
+        self.reads.append((lo, hi))
         self.uses += 1
-        return recent is not None and recent[0] < hi and lo < recent[1]
+
+    def use(self, lo: int, hi: int) -> bool:
+        """Record a scratch use of [lo, hi) (a write, a barrier, reads); returns whether
+        a barrier must precede it."""
+        recent = self.current()
+        need = any(r[0] < hi and lo < r[1] for r in ([recent] if recent is not None else []) + self.reads)
+        self.recent, self.reads = (lo, hi), []
+        self.uses += 1
+        return need
 
 
 class _Walk:
@@ -288,22 +306,41 @@ class _Allocate(_Walk):
 
 
 class _Barriers(_Walk):
+    def __init__(self, kernel: Kernel) -> None:
+        super().__init__()
+        # buffers the threads write (`local_store`): their reads are tracked
+        self.stored = {ins.operands[0] for ins in kernel.walk() if ins.op is Op.LOCAL_STORE}
+
+    def _bytes(self, buf) -> tuple[int, int]:
+        lo, size = buf.owner.smem
+        return lo, lo + size
+
+    def _reads(self, ins: Instr) -> list[tuple[int, int]]:
+        """The stored buffers `ins` reads: by `local_load`, or in place (a dot's operand)."""
+        loads = [ins] if ins.op is Op.LOCAL_LOAD else []
+        loads += [o.owner for o in ins.operands if isinstance(o.owner, Instr) and o.owner.op is Op.LOCAL_LOAD]
+        return [self._bytes(ld.operands[0]) for ld in loads if ld.operands[0] in self.stored]
+
     def instr(self, block: Block, ins: Instr) -> None:
         st = self.latest
         need = False
         if ins.op is Op.LOCAL_ALLOC:
             need = st.recent is not None or st.loop_depth > 0
-            st.recent = None
+            st.cleared(None)
         elif ins.op is Op.LOCAL_DEALLOC:
             need = True
-            st.recent = None
+            st.cleared(None)
+        elif ins.op is Op.LOCAL_STORE:  # a write, its barrier, then readers: as a scratch use
+            need = st.use(*self._bytes(ins.operands[0]))
         elif ins.smem is not None:
             need = st.use(ins.smem[0], ins.smem[0] + ins.smem[1])
         if need:
             _insert(block, ins, before=True)
+        for lo, hi in self._reads(ins):
+            st.read(lo, hi)
         if ins.op is Op.ASYNC_WAIT:
             _insert(block, ins, before=False)
-            st.recent = CLEAR  # the next scratch use needs no barrier of its own
+            st.cleared(CLEAR)  # the next scratch use needs no barrier of its own
         self.regions(ins)
 
 
@@ -316,7 +353,7 @@ def allocate_shared_memory(kernel: Kernel, num_warps: int, capability: int = 0) 
     """Write every buffer's and every scratch use's byte range on its op (in place).
     With the target's `capability`, a loop's consecutive scratch uses alternate within
     the headroom (placed again once the first placement's total is known)."""
-    view = _View(kernel, plan_from_types(kernel, num_warps), num_warps)
+    view = _View(kernel, plan_from_types(kernel, num_warps), num_warps, capability)
     _Allocate(view).block(kernel.body)
     if capability:
         total = shared_bytes(kernel)
@@ -328,7 +365,7 @@ def allocate_shared_memory(kernel: Kernel, num_warps: int, capability: int = 0) 
 
 def insert_barriers(kernel: Kernel) -> Kernel:
     """Put the CTA barriers shared memory needs between ops (in place)."""
-    _Barriers().block(kernel.body)
+    _Barriers(kernel).block(kernel.body)
     return kernel
 
 

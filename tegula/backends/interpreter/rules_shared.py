@@ -9,8 +9,9 @@ backend's passes that introduce them can be translation-validated on the interpr
 - `async_commit` / `async_wait` order nothing here, copies having already landed,
   `local_dealloc` leaves the buffer to the garbage collector, and `barrier` has
   nothing to wait for (one program runs at a time);
-- `local_load buf, slot` returns a copy of `buf[slot]`, and `local_copy src, i, dst, j`
-  writes a copy of `src[i]` into `dst[j]`; `dot_wait` is its operand (dots
+- `local_load buf, slot` returns a copy of `buf[slot]`, `local_copy src, i, dst, j`
+  writes a copy of `src[i]` into `dst[j]` and `local_store buf, slot, x` a copy of `x`
+  into `buf[slot]`; `dot_wait` is its operand (dots
   complete at issue), and so is `convert_layout` (an encoding says where values live,
   not what they are).
 """
@@ -96,4 +97,13 @@ def local_copy(ins: Instr, c: Compiler) -> Step:
 
     def step(env):
         env[dst][int(env[j])] = env[src][int(env[i])]
+    return step
+
+
+@rule(Op.LOCAL_STORE)
+def local_store(ins: Instr, c: Compiler) -> Step:
+    buf, i, x = (c.slot(v) for v in ins.operands)
+
+    def step(env):
+        env[buf][int(env[i])] = env[x]
     return step

@@ -1,5 +1,6 @@
 """wgmma with B computed in registers (sm_90a): the lowering stores B into the dot's
-scratch in the NVMMA layout (fence.proxy.async, barrier) and runs wgmma on it, as
+scratch in the NVMMA layout (by stmatrix where B is in an accumulator's layout;
+fence.proxy.async, barrier) and runs wgmma on it, as
 Triton does, where B used to keep the dot on mma.sync. The shapes are
 flash-linear-attention's: a loaded tile scaled before the dot (`dot(k, v * exp(g))`),
 and a loop-carried state read as B (`dot(q, h)`, `h += dot(k^T, v)`). Checked on the
@@ -120,6 +121,10 @@ def test_register_b_ptx(monkeypatch):
     ptx = ck.asm["ptx"]
     assert ptx.count("wgmma.mma_async") > 0 and "mma.sync" not in ptx
     assert ptx.count("fence.proxy.async.shared::cta") >= 2
+    # h's B, cast where its accumulator left it, written by stmatrix (four 16-byte rows
+    # of 8 lanes an instruction, where a thread has two elements of a row); v's, scaled
+    # in the layout its copies wrote, by 16-byte stores
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
     if find_ptxas() is not None:
         assert ck.asm.get("cubin")
     monkeypatch.setattr(knobs, "wgmma_register_b", False)

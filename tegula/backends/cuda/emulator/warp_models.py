@@ -63,10 +63,13 @@ class WarpModels:
 
         return self.collective(b, "warp", [byte_offset], read)
 
-    def stmatrix(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, words: list[ir.Value]) -> None:
-        """`stmatrix.sync.aligned.m8n8.x{count}.shared.b16`: lanes publish their row
-        address and their register of each matrix; lane 8i + r writes row r of matrix
-        i, 16 bytes: the registers i of threads 4r .. 4r + 3, in that order."""
+    def stmatrix(self: "HostDevice", b: ir.IRBuilder, byte_offset: ir.Value, words: list[ir.Value],
+                 trans: bool = False) -> None:
+        """`stmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: lanes publish their
+        row address and their register of each matrix; lane 8i + r writes row r of
+        matrix i, 16 bytes: the registers i of threads 4r .. 4r + 3, in that order (with
+        `trans`, element c of the row is the 16-bit half r % 2 of thread 4c + r // 2's
+        register i: the mirror of ldmatrix.trans)."""
         count = len(words)
         row, matrix = b.and_(self.lane, _c(7)), b.lshr(self.lane, _c(3))
 
@@ -74,9 +77,16 @@ class WarpModels:
             own = self.peek(b, b.add(self.warp_base, self.lane))
             for i in range(count):
                 with b.if_then(b.icmp_unsigned("==", matrix, _c(i))):
-                    for q in range(4):
-                        w = self.peek(b, b.add(self.warp_base, b.add(b.shl(row, _c(2)), _c(q))), 1 + i)
-                        b.store(w, self.shared_ptr(b, b.add(own, _c(4 * q)), 4))
+                    if not trans:
+                        for q in range(4):
+                            w = self.peek(b, b.add(self.warp_base, b.add(b.shl(row, _c(2)), _c(q))), 1 + i)
+                            b.store(w, self.shared_ptr(b, b.add(own, _c(4 * q)), 4))
+                        continue
+                    half = b.shl(b.and_(row, _c(1)), _c(4))  # bit offset of this row's half
+                    for c in range(8):
+                        w = self.peek(b, b.add(self.warp_base, b.add(_c(4 * c), b.lshr(row, _c(1)))), 1 + i)
+                        x = b.trunc(b.lshr(w, half), I16)
+                        b.store(x, self.shared_ptr(b, b.add(own, _c(2 * c)), 2))
             return []
 
         self.collective(b, "warp", [byte_offset] + list(words), write)
