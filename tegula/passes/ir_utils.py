@@ -30,6 +30,15 @@ def constant_of(v: Value) -> Optional[Any]:
     return None
 
 
+def static_trip_count(loop: Instr) -> Optional[int]:
+    """How many iterations a `for` runs when its bounds and step are constants (a loop
+    over `tl.cdiv(V, BV)` blocks with both constexpr), else None."""
+    lb, ub, step = (constant_of(v) for v in loop.operands[:3])
+    if not all(isinstance(c, int) and not isinstance(c, bool) for c in (lb, ub, step)) or step == 0:
+        return None
+    return max(0, -(-(ub - lb) // step)) if step > 0 else max(0, -(-(lb - ub) // -step))
+
+
 def uniform_constant_of(v: Value) -> Optional[Any]:
     """The literal of a value that is a constant, or a splat of one, or either moved to
     another layout (a layout change of a uniform tile is the same tile: the GPU stage's

@@ -87,6 +87,8 @@ class TgirOptions:
     prefetch_tiles: bool = True
     # a loop's TMA stores through buffers of their own (`store_buffers`)
     buffer_stores: bool = True
+    # register tiles read by several ops staged in buffers of their own (`stage_registers`)
+    stage_registers: bool = True
 
 
 def _lower_block_pointers(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -162,6 +164,8 @@ def _stage_registers(kernel: Kernel, ctx: PassContext) -> Kernel:
     moves through shared memory, written once into a buffer of their own (sm_90a): see
     `stage_registers`."""
     o: TgirOptions = ctx.options
+    if not o.stage_registers:
+        return kernel
     return stage_register_operands(kernel, o.num_warps, o.capability)
 
 
@@ -200,12 +204,14 @@ register_pipeline("cuda_tgir", ["cuda.split_tf32x3", "flatten_loops", "cuda.lowe
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,
             checked: bool, timings: Optional[dict[str, float]] = None,
-            prefetch_tiles: bool = True, buffer_stores: bool = True) -> tuple[Kernel, LayoutPlan]:
+            prefetch_tiles: bool = True, buffer_stores: bool = True,
+            stage_registers: bool = True) -> tuple[Kernel, LayoutPlan]:
     """The GPU stage of `kernel` (a copy: the caller's kernel is left as it is) and the
     lowering's view of it. `checked`: checked mode, whose bounds-checked accesses are
     plain loads, so nothing is pipelined. `prefetch_tiles`: see `tile_prefetch`;
-    `buffer_stores`: see `store_buffers`."""
-    options = TgirOptions(num_warps, num_stages, capability, checked, prefetch_tiles, buffer_stores)
+    `buffer_stores`: see `store_buffers`; `stage_registers`: see `stage_registers`."""
+    options = TgirOptions(num_warps, num_stages, capability, checked, prefetch_tiles, buffer_stores,
+                          stage_registers)
     ctx = PassContext(options=options, stage="tgir", verify=bool(knobs.verify_ir) or checked)
     staged = run_pipeline(clone_kernel(kernel), "cuda_tgir", ctx)
     if timings is not None:
@@ -243,7 +249,8 @@ def compile_kernel(kernel: Kernel, options: Any = None, target: Any = None,
     fp_fusion = bool(option(options, "enable_fp_fusion", True))
     stages = num_stages
     # buffers that share their bytes with nothing, given up in this order before stages
-    extras = {"buffer_stores": True, "prefetch_tiles": True}
+    # (registers staged for several readers go back to each dot's passing scratch)
+    extras = {"buffer_stores": True, "prefetch_tiles": True, "stage_registers": True}
     pass_timings: dict[str, float] = {}
     while True:
         kernel_tgir, plan = to_tgir(kernel, num_warps, stages, arch_cap, checked, pass_timings, **extras)

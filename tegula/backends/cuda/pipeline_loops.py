@@ -93,7 +93,7 @@ from ...ir.clone import clone_instr
 from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import I32, I64, SmemType, shape_of
-from ...passes.ir_utils import users_of
+from ...passes.ir_utils import static_trip_count, users_of
 from .async_dots import wait_inside
 from .copy_bounds import bounded_mask
 from .index_loads import load_if_live
@@ -122,6 +122,16 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
         has_dot = any(i.op is Op.DOT for i in loop.regions[0].walk())
         if not has_dot and not explicit:
             continue  # nothing feeds a dot, and no num_stages asks for prefetching
+        # a loop of a known trip count needs no more slots than it has iterations (all of
+        # its loads are in flight from the prologue on either way), and one of a single
+        # iteration has nothing to overlap: fla's loops over `tl.cdiv(V, BV)` value blocks
+        # with BV = V (chunk_bwd_kernel_dqkwg: five tiles, 224 KB of rings at 2 stages
+        # for one iteration, one CTA an SM where Triton, not pipelining it, fits two)
+        trips = static_trip_count(loop)
+        if trips is not None:
+            if trips <= 1:
+                continue
+            stages = min(stages, trips)
         # a load read both directly and transposed by dots gets a copy for the transpose
         # (unless wgmma reads one slot both ways)
         splits = [] if not has_dot else split_transposed_uses(loop.regions[0], users_of(kernel.body), num_warps,
