@@ -5,7 +5,9 @@ iteration — the shape of fla's `prepare_wy_repr_bwd`, whose 64x64 `A` (loaded
 column-major) is a dot's A in three loops. The conversion of a column-major tile goes
 through a column-major scratch: 16-byte stores and `ldmatrix.trans` reads
 (`convert._scratch`). An accumulator converted to the next dot's A fragment pads its
-scratch rows by 16 bytes so that `ldmatrix` reads it. Checked on the emulator at
+scratch rows by 16 bytes so that `ldmatrix` reads it; an f16 accumulator stored
+column-major is written into a column-major scratch by `stmatrix.trans` (sm_90) and
+read back 16 bytes at a time. Checked on the emulator at
 capability 80 and 90 against float64 products with fresh inputs, on the tgir (no
 conversion and no dot scratch in the loop) and the PTX (ptxas assembles it)."""
 from __future__ import annotations
@@ -123,3 +125,34 @@ def test_accumulator_into_a_fragment(capability):
     EmulatedKernel(kernel, 2, capability=capability, num_stages=1).run((1, 1, 1), [a, b, e, out])
     c = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16).astype(np.float64)
     np.testing.assert_allclose(out, c @ e.astype(np.float64), rtol=2e-3, atol=2e-2)
+
+
+@tegula.jit
+def transposed_product(a_ptr, b_ptr, ct_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """C = A @ B stored transposed (C^T row-major: C column-major) in f16."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b).to(tl.float16)
+    tl.store(ct_ptr + rm[:, None] + rn[None, :] * M, c)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_an_accumulator_stored_column_major(capability):
+    """The f16 accumulator converted to the column-major store's layout goes through a
+    column-major scratch: on sm_90 written by stmatrix.trans (the pairs of the
+    accumulator run across the scratch's rows) and read 16 bytes at a time."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "ct_ptr": "*fp16", "M": "constexpr", "N": "constexpr",
+           "K": "constexpr"}
+    kernel = tir_opt(transposed_product, sig, {"M": 64, "N": 64, "K": 32}, num_stages=1,
+                     attrs={"a_ptr": 16, "b_ptr": 16, "ct_ptr": 16})
+    ptx = compile_kernel(kernel, {"num_warps": 4, "num_stages": 1}, capability)[0]["ptx"]
+    if capability == 90:
+        assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
+    assert "ld.shared.v4.b32" in ptx and "ld.shared.b16" not in ptx
+    rng = np.random.default_rng(capability + 5)
+    a = rng.integers(-3, 4, (64, 32)).astype(np.float16)
+    b = rng.integers(-3, 4, (32, 64)).astype(np.float16)
+    ct = np.full((64, 64), np.nan, np.float16)
+    EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((1, 1, 1), [a, b, ct])
+    np.testing.assert_array_equal(ct, (a.astype(np.float64) @ b.astype(np.float64)).T.astype(np.float16))
