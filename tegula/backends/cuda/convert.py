@@ -9,7 +9,11 @@
    no shared memory and no barrier (fp8 attention's P into wgmma's register A);
 4. *smem*: the tile goes through the shared-memory scratch: each thread writes its
    registers at their flat indices (vectorised over registers that hold consecutive
-   elements), a barrier, and each thread reads what the new layout gives it.
+   elements), a barrier, and each thread reads what the new layout gives it. The
+   scratch is row- or column-major (the flat indices of the transposed tile), its rows
+   padded by a vector or a 16-byte row, whichever takes the fewest accesses
+   (`_scratch`); 16-bit layouts holding ld/stmatrix fragments move by those
+   (`ldmatrix_reads`, `.trans` where their pairs run across the rows stored).
 
 Also home of the scratch helpers other lowerings use (`smem_store`, `smem_load`).
 """
