@@ -36,7 +36,7 @@ def static_trip_count(loop: Instr) -> Optional[int]:
     lb, ub, step = (constant_of(v) for v in loop.operands[:3])
     if not all(isinstance(c, int) and not isinstance(c, bool) for c in (lb, ub, step)) or step == 0:
         return None
-    return max(0, -(-(ub - lb) // step)) if step > 0 else max(0, -(-(lb - ub) // -step))
+    return max(0, -((lb - ub) // step))  # ceil((ub - lb) / step), either sign of step
 
 
 def uniform_constant_of(v: Value) -> Optional[Any]:

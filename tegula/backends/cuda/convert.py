@@ -29,7 +29,7 @@ from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import I8, I32, byte_size, llvm_type, memory_type
 from . import layouts as LY
 from .layout_plan import is_rematerializable
-from .ldmatrix_reads import ROW_ELEMENTS, ldmatrix_rows, read_ldmatrix, write_stmatrix
+from .ldmatrix_reads import ROW_ELEMENTS, matrix_rows, read_ldmatrix, write_stmatrix
 from .linear_layout import LinearLayout, broadcast_view, local_register_map
 from .lower_elementwise import arange_regs, constant_groups, elementwise_regs
 from .warp_exchange import Exchange, exchange, plan_exchange
@@ -205,11 +205,7 @@ class _Scratch:
     def _matrix_rows(self, lay: LinearLayout, since: int) -> Optional[tuple[LinearLayout, int, bool]]:
         if not self.matrices or self.capability < since:
             return None
-        for trans in (False, True):
-            found = ldmatrix_rows(lay, self.low, trans)
-            if found is not None:
-                return found[0], found[1], trans
-        return None
+        return matrix_rows(lay, self.low)
 
     def writes(self) -> Optional[tuple[LinearLayout, int, bool]]:
         """(row addresses, matrices an instruction, transposed?) of `stmatrix` writes of
@@ -297,9 +293,7 @@ class _Addresses:
 
     def __init__(self, lw: "KernelLowering", sc: _Scratch, lay: LinearLayout, esize: int) -> None:
         self.lw, self.sc, self.lay, self.esize = lw, sc, lay, esize
-        self.thread_mask = 0
-        for b in lay.thread_bases():
-            self.thread_mask |= b
+        self.thread_mask = lay.thread_bits()
         self.base: Optional[ir.Value] = None
 
     def _padded(self, flat: ir.Value) -> ir.Value:

@@ -18,7 +18,8 @@ reads of one matrix's 8 rows hit distinct banks wherever rows are padded or swiz
 the rows stored (a column-major tile's A fragment) is read so (`trans=True`).
 
 `ldmatrix_rows(lay)` says whether (and with how many matrices) a layout is read so, as
-the layout of the row addresses; `read_ldmatrix` emits the reads.
+the layout of the row addresses (`matrix_rows`: either way); `read_ldmatrix` emits the
+reads, `write_stmatrix` the writes.
 """
 from __future__ import annotations
 
@@ -53,24 +54,30 @@ def ldmatrix_rows(lay: LinearLayout, low: Callable[[int], int] = lambda b: b,
     stored K-major's transpose, a B fragment from a row-major [K, N] tile)."""
     if len(lay.reg) < 1 or len(lay.lane) < 5:
         return None
-    if trans:
-        row_bases = (lay.reg[0], lay.lane[0], lay.lane[1])
-        if tuple(low(b) for b in lay.lane[2:5]) != (1, 2, 4):
-            return None
-        if any(b == 0 or low(b) % ROW_ELEMENTS for b in row_bases):
-            return None
-    else:
-        row_bases = tuple(lay.lane[2:5])
-        if (low(lay.reg[0]), low(lay.lane[0]), low(lay.lane[1])) != (1, 2, 4):
-            return None
-        if any(b == 0 or low(b) % ROW_ELEMENTS for b in row_bases):
-            return None
+    # a lane's pair and its quad's 8 elements; the 8 lane groups: rows of a matrix
+    pairs, groups = (lay.reg[0], lay.lane[0], lay.lane[1]), tuple(lay.lane[2:5])
+    along, row_bases = (groups, pairs) if trans else (pairs, groups)
+    if tuple(low(b) for b in along) != (1, 2, 4):
+        return None
+    if any(b == 0 or low(b) % ROW_ELEMENTS for b in row_bases):
+        return None
     if any(low(b) % ROW_ELEMENTS for b in lay.reg[1:] + lay.warp):
         return None
     mbits = min(2, len(lay.reg) - 1)
     picks = tuple(lay.reg[1:1 + mbits]) + (0,) * (2 - mbits)
     rows = LinearLayout(lay.shape, tuple(lay.reg[1 + mbits:]), row_bases + picks, lay.warp)
     return rows, 1 << mbits
+
+
+def matrix_rows(lay: LinearLayout, low: Callable[[int], int] = lambda b: b
+                ) -> Optional[tuple[LinearLayout, int, bool]]:
+    """`ldmatrix_rows` of `lay` as stored, else transposed: (row addresses, matrices an
+    instruction, `.trans`?), or None."""
+    for trans in (False, True):
+        found = ldmatrix_rows(lay, low, trans)
+        if found is not None:
+            return found[0], found[1], trans
+    return None
 
 
 def read_ldmatrix(lw: "KernelLowering", rows: LinearLayout, count: int, address: Callable[[int], ir.Value],

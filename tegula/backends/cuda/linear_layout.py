@@ -138,6 +138,13 @@ class LinearLayout:
     def thread_bases(self) -> tuple[int, ...]:
         return self.lane + self.warp
 
+    def thread_bits(self) -> int:
+        """The flat-index bits some lane or warp sets."""
+        bits = 0
+        for image in self.lane + self.warp:
+            bits |= image
+        return bits
+
     def is_disjoint(self) -> bool:
         """True when all non-zero bases use pairwise disjoint bits, so XOR == OR == ADD
         when register and thread parts are combined (every blocked layout)."""

@@ -58,14 +58,6 @@ class Tile:
     layout: Optional[LinearLayout]
 
 
-def _thread_bits(lay: LinearLayout) -> int:
-    """The flat-index bits some lane or warp of `lay` sets."""
-    bits = 0
-    for image in lay.lane + lay.warp:
-        bits |= image
-    return bits
-
-
 class KernelLowering:
     def __init__(self, kernel: Kernel, plan: LayoutPlan, capability: int, *,
                  debug: bool = False, checked: bool = False, device: Optional[NVPTXDevice] = None,
@@ -293,7 +285,7 @@ class KernelLowering:
         column chunk, which a thread's copies, 8+ rows apart, leave alone)."""
         reg = lay.reg_element(r)
         tp = self.thread_part(lay)
-        if reg & _thread_bits(lay) == 0:
+        if reg & lay.thread_bits() == 0:
             return self.b.add(tp, ir.Constant(I32, reg)) if reg else tp
         return self.b.xor(tp, ir.Constant(I32, reg))
 
@@ -308,7 +300,7 @@ class KernelLowering:
         b = self.b
         base = ir.Constant(I32, base) if isinstance(base, int) else base
         reg = lay.reg_element(r)
-        if reg and reg & _thread_bits(lay) == 0:
+        if reg and reg & lay.thread_bits() == 0:
             start = b.add(b.mul(self.thread_part(lay), ir.Constant(I32, size)), base)
             return b.add(start, ir.Constant(I32, reg * size))
         return b.add(b.mul(self.element_flat(lay, r), ir.Constant(I32, size)), base)

@@ -43,7 +43,7 @@ from ...ir.types import ScalarType, element_of, shape_of
 from ..llvm.types import F32 as LF32
 from ..llvm.types import I32
 from .convert import conversion_kind_of, smem_store
-from .ldmatrix_reads import ldmatrix_rows, write_stmatrix
+from .ldmatrix_reads import matrix_rows, write_stmatrix
 from .linear_layout import BitMap, LinearLayout, compose, dim_fields, log2, permute_view
 from .mma import MmaChoice
 from .mma_layouts import mma_v2_operand
@@ -105,13 +105,11 @@ def store_operand(lw: "KernelLowering", regs: list[ir.Value], lay: LinearLayout,
     where = offset_layout(lay, offsets)
     size = elem.bits // 8
     start = ir.Constant(I32, lw.scratch_base + base) if isinstance(base, int) else base
-    if size == 2 and not tf32 and lw.capability >= 90:
-        for trans in (False, True):
-            fragments = ldmatrix_rows(where, trans=trans)
-            if fragments is not None:
-                rows, count = fragments
-                write_stmatrix(lw, rows, count, lambda g: lw.element_byte_offset(rows, g, size, start), regs, trans)
-                return
+    fragments = matrix_rows(where) if size == 2 and not tf32 and lw.capability >= 90 else None
+    if fragments is not None:
+        rows, count, trans = fragments
+        write_stmatrix(lw, rows, count, lambda g: lw.element_byte_offset(rows, g, size, start), regs, trans)
+        return
     run = vector_run(where, CHUNK_BYTES // size)
     for r in lay.distinct_register_groups(run):
         vals = [round_tf32(b, v) if tf32 else v for v in regs[r:r + run]]

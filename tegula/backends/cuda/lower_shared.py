@@ -42,7 +42,7 @@ from ...ir.types import SmemType, element_of
 from ...passes import contiguity_order
 from ..llvm.types import I32, llvm_type
 from .convert import smem_load, smem_store
-from .ldmatrix_reads import ldmatrix_rows, read_ldmatrix
+from .ldmatrix_reads import matrix_rows, read_ldmatrix
 from .linear_layout import BitMap, LinearLayout, dim_run, log2, permute_view
 from .lower_memory import access_width, emit_load
 from .lower_mma import CHUNK_BYTES, offset_layout, operand_offsets, store_operand, vector_run
@@ -375,11 +375,11 @@ def lower_local_load(lw: "KernelLowering", ins: Instr) -> None:
     elem = element_of(res.type)
     size = elem.bytes
     where = offset_layout(lay, buf.offsets)
-    fragments = ldmatrix_rows(where) if size == 2 and lw.capability >= 75 else None
+    fragments = matrix_rows(where) if size == 2 and lw.capability >= 75 else None
     if fragments is not None:  # a 16-bit slot read into an accumulator's (or operand's) layout
-        rows, count = fragments
+        rows, count, trans = fragments
         lw.define(res, read_ldmatrix(lw, rows, count, lambda g: lw.element_byte_offset(rows, g, size, base),
-                                     llvm_type(elem)))
+                                     llvm_type(elem), trans))
         return
     run = vector_run(where, CHUNK_BYTES // size)
     out: list[ir.Value] = []

@@ -318,7 +318,8 @@ class _Barriers(_Walk):
     def _reads(self, ins: Instr) -> list[tuple[int, int]]:
         """The stored buffers `ins` reads: by `local_load`, or in place (a dot's operand)."""
         loads = [ins] if ins.op is Op.LOCAL_LOAD else []
-        loads += [o.owner for o in ins.operands if isinstance(o.owner, Instr) and o.owner.op is Op.LOCAL_LOAD]
+        if ins.op is Op.DOT:
+            loads += [o.owner for o in ins.operands if isinstance(o.owner, Instr) and o.owner.op is Op.LOCAL_LOAD]
         return [self._bytes(ld.operands[0]) for ld in loads if ld.operands[0] in self.stored]
 
     def instr(self, block: Block, ins: Instr) -> None:

@@ -22,7 +22,8 @@ written once into a buffer of its own:
                                              the swizzled rows, no writes, no barrier)
     local_dealloc buf                       (after that loop)
 
-A value is staged when at least two wgmma dots read it as B, or one does and it is also
+A value is staged (16-bit: the only B wgmma reads from registers, `mma.staged_register_b`)
+when at least two wgmma dots read it as B, or one does and it is also
 converted through shared memory, all in the value's own block (one dot alone keeps its
 scratch: the same writes, and no buffer held across the loop). The barrier pass orders
 the buffer's writes after the previous iteration's reads (`shared_memory`). Kernels
@@ -43,9 +44,6 @@ from .encodings import layout_of
 from .mma import staged_register_b
 from .slot_views import slot_read
 
-# the element widths wgmma reads a register-computed B in (`mma._REGISTER_B_TYPES`)
-_STAGED_BYTES = 2
-
 
 def stage_register_operands(kernel: Kernel, num_warps: int, capability: int) -> Kernel:
     """Stage (in place) every register tile that qualifies (see the module docstring)."""
@@ -56,7 +54,7 @@ def stage_register_operands(kernel: Kernel, num_warps: int, capability: int) -> 
     block_of, parent = _structure(kernel)
     for value, dots in _register_b_readers(kernel, plan).items():
         owner = value.owner
-        if not isinstance(owner, Instr) or element_of(value.type).bytes != _STAGED_BYTES:
+        if not isinstance(owner, Instr):  # a block argument: no op to store after
             continue
         home = block_of[owner]
         readers = uses.get(value, [])
