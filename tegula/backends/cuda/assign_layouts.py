@@ -54,6 +54,9 @@ from .slot_views import slot_read
 # sweeps of backward hint propagation (each sweep moves hints through a whole nest)
 _HINT_ROUNDS = 8
 
+# ops whose operand's layout is a view of their result's (hints pass through them)
+_VIEW_OPS = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
+
 # non-elementwise ops laid out like elementwise ones (result and operands share one
 # layout, element by element): hints, and atomics (which need no coalescing anchor)
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
@@ -285,7 +288,14 @@ class _Assigner(AnchorRules):
         # shared memory into the accumulator's)
         for ins in reversed(list(self.kernel.walk())):
             info = OP_INFO[ins.op]
-            if (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
+            if ins.op in _VIEW_OPS:
+                # a view passes its hint on in the same sweep: a gate broadcast into the
+                # accumulator's layout (`b_v * where(m, exp2(g_last - g), 0)[:, None]`)
+                # then reaches the elementwise ops computing it before they hand their
+                # first-walk layout to their operands (fla's gated state loop converted
+                # the gate's exp2 into the accumulator's row slice every iteration)
+                changed |= self.back(ins)
+            elif (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
                 lay = self.hints.get(ins.results[0]) or self.plan.layouts.get(ins.results[0])
                 if ins.results[0] in self.acc_chosen:
                     # computed in an accumulator's layout over a store's soft wish: so

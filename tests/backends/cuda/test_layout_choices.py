@@ -310,3 +310,56 @@ def test_loop_invariant_operands_are_converted_before_the_loop():
         np.testing.assert_array_equal(dv, (dvb * b64[:, None]).astype(np.float16))
         np.testing.assert_array_equal(da, du64 @ (v64 * b64[:, None]).T)
         np.testing.assert_array_equal(db, (dvb * v64).sum(1))
+
+
+@tegula.jit
+def gated_state_updates(w_ptr, k_ptr, v_ptr, g_ptr, vnew_ptr, h_ptr, T, BT: tl.constexpr, K: tl.constexpr,
+                        V: tl.constexpr):
+    """fla's gated state loop: the corrected values are scaled by a per-row gate
+    `where(m, exp2(g_last - g), 0)` broadcast along the row before kᵀ·v."""
+    rt, rk, rv = tl.arange(0, BT), tl.arange(0, K), tl.arange(0, V)
+    b_h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + rt
+        m_t = o_t < T
+        b_w = tl.load(w_ptr + o_t[:, None] * K + rk[None, :], mask=m_t[:, None], other=0.0)
+        b_v = tl.load(v_ptr + o_t[:, None] * V + rv[None, :], mask=m_t[:, None], other=0.0)
+        b_v = b_v.to(tl.float32) - tl.dot(b_w, b_h.to(tl.float16))
+        tl.store(vnew_ptr + o_t[:, None] * V + rv[None, :], b_v.to(tl.float16), mask=m_t[:, None])
+        g_last = tl.load(g_ptr + tl.minimum((i + 1) * BT, T) - 1)
+        b_g = tl.load(g_ptr + o_t, mask=m_t, other=0.0)
+        b_v = b_v * tl.where(m_t, tl.exp2(g_last - b_g), 0)[:, None]
+        b_k = tl.load(k_ptr + rk[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+        b_h = b_h * tl.exp2(g_last) + tl.dot(b_k, b_v.to(tl.float16))
+    tl.store(h_ptr + rk[:, None] * V + rv[None, :], b_h)
+
+
+def test_a_row_gate_is_computed_in_the_accumulators_row_layout():
+    """The gate's exp2 (its ring slot read back) is computed in the accumulator's row
+    slice, where the broadcast meets the accumulator: before, the refinement round gave
+    the exp2 its first-walk layout before the broadcast's wish reached it, and the gate
+    went through shared memory (a conversion and a barrier) every iteration."""
+    sig = {"w_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "g_ptr": "*fp32", "vnew_ptr": "*fp16",
+           "h_ptr": "*fp32", "T": "i32", "BT": "constexpr", "K": "constexpr", "V": "constexpr"}
+    BT, K, V = 16, 32, 32
+    kernel = tir_opt(gated_state_updates, sig, {"BT": BT, "K": K, "V": V},
+                     attrs={p: 16 for p in ("w_ptr", "k_ptr", "v_ptr", "g_ptr", "vnew_ptr", "h_ptr")})
+    for capability, num_warps in ((80, 4), (90, 4)):
+        tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 2}, capability)[0]["tgir"]
+        moved = [ln for ln in _loop_text(tgir).splitlines() if "convert_layout" in ln and "smem(" in ln]
+        assert not [ln for ln in moved if re.search(r"tile<\d+xf32", ln)], moved
+        rng = np.random.default_rng(capability + num_warps)
+        T = 2 * BT + 5
+        w, k, v = (rng.integers(-2, 3, (T, n)).astype(np.float16) for n in (K, K, V))
+        g = -np.cumsum(rng.uniform(0.0, 0.5, T)).astype(np.float32)
+        vnew, h = np.full((T, V), np.nan, np.float16), np.full((K, V), np.nan, np.float32)
+        EmulatedKernel(kernel, num_warps, capability=capability, num_stages=2).run((1, 1, 1), [w, k, v, g, vnew, h, T])
+        hh = np.zeros((K, V))
+        for i in range(-(-T // BT)):
+            rows = slice(i * BT, min(T, (i + 1) * BT))
+            vn = v[rows].astype(np.float64) - w[rows].astype(np.float64) @ hh.astype(np.float16).astype(np.float64)
+            np.testing.assert_allclose(vnew[rows], vn.astype(np.float16), rtol=2e-3, atol=2e-3)
+            g_last = float(g[rows][-1])
+            gated = (vn * np.exp2(g_last - g[rows].astype(np.float64))[:, None]).astype(np.float16)
+            hh = hh * np.exp2(g_last) + k[rows].T.astype(np.float64) @ gated.astype(np.float64)
+        np.testing.assert_allclose(h, hh, rtol=2e-2, atol=2e-2)
