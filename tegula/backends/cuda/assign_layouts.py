@@ -89,6 +89,7 @@ class _Assigner(AnchorRules):
         self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
         self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
         self.fragments: dict[tuple[Instr, int], LinearLayout] = {}  # by reader: see AnchorRules.shared_fragments
+        self._looped: Optional[set[Instr]] = None  # see AnchorRules.looped_instrs
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:
@@ -318,7 +319,7 @@ class _Assigner(AnchorRules):
         if op in ACCESS_OPS and ins in self.anchors:
             a = self.anchors[ins]
             if self.loaded_where_used(ins):
-                a = self.hints.get(ins.results[0], a)
+                a = self.small_load_layout(ins, a)
             elif self.stored_where_computed(ins):
                 a = own[1] or a
             self.require(ins, [a] * len(ops))

@@ -184,6 +184,30 @@ class AnchorRules:
         rematerialize)."""
         return ins.op is Op.LOAD and is_small_load(ins, self.nw)
 
+    def small_load_layout(self, ins: Instr, anchor: LinearLayout) -> LinearLayout:
+        """The layout a small load (`loaded_where_used`) is done in: its user's wish
+        where that holds no more registers a thread than the coalesced anchor, or where
+        the load sits in a loop and the wish would otherwise be met through shared
+        memory in every iteration (tutorial 06's row statistics). Elsewhere the anchor:
+        a load before or after the loops converts once, while a replicated one holds its
+        values and 64-bit addresses for the rest of the kernel — fla's
+        chunk_fwd_kernel_o loaded its gate in the accumulator's column slice, 16
+        registers a thread, and went from 122 to 144 registers (a CTA fewer per SM)."""
+        want = self.hints.get(ins.results[0])
+        if want is None or want.n_regs <= anchor.n_regs:
+            return want or anchor
+        if ins in self.looped_instrs and conversion_kind_of(anchor, want, ins.results[0]) == "smem":
+            return want
+        return anchor
+
+    @property
+    def looped_instrs(self) -> set[Instr]:
+        """The ops in the body of some loop (run more than once per kernel)."""
+        if self._looped is None:
+            self._looped = {inner for ins in self.kernel.walk() if ins.op in (Op.FOR, Op.WHILE)
+                            for region in ins.regions for inner in region.walk()}
+        return self._looped
+
     def stored_where_computed(self, ins: Instr) -> bool:
         """A small store (`is_small_store`) wishes nothing of the value it stores: the
         value keeps the layout its producers give it (a reduction's slice: attention's
