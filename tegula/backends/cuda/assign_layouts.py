@@ -57,6 +57,17 @@ _HINT_ROUNDS = 8
 # ops whose operand's layout is a view of their result's (hints pass through them)
 _VIEW_OPS = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 
+
+def view_source(ins: Instr, lay: Layout) -> Layout:
+    """The layout of a view's operand (`_VIEW_OPS`) that gives its result `lay`."""
+    shape = shape_of(ins.operands[0].type)
+    if ins.op is Op.PERMUTE:
+        return LY.permute_source(lay, ins.attrs.order)
+    if ins.op is Op.BROADCAST:
+        return LY.broadcast_source(lay, shape)
+    return lay.with_shape(shape)  # expand_dims, reshape
+
+
 # non-elementwise ops laid out like elementwise ones (result and operands share one
 # layout, element by element): hints, and atomics (which need no coalescing anchor)
 LANEWISE_OPS = frozenset({Op.HINT, Op.ATOMIC_RMW, Op.ATOMIC_CAS})
@@ -128,16 +139,11 @@ class _Assigner(AnchorRules):
             if res is not None and res in h:
                 for o in ins.operands:
                     changed |= self.hint(o, h[res], soft)
-        elif op in (Op.EXPAND_DIMS, Op.RESHAPE) and res in h and is_tile(ins.operands[0]):
-            changed |= self.hint(ins.operands[0], h[res].with_shape(shape_of(ins.operands[0].type)), soft)
-        elif op is Op.PERMUTE and res in h:
-            changed |= self.hint(ins.operands[0], LY.permute_source(h[res], ins.attrs.order), soft)
+        elif op in _VIEW_OPS and res in h and is_tile(ins.operands[0]):
+            changed |= self.hint(ins.operands[0], view_source(ins, h[res]), soft)
         elif op is Op.GATHER and res in h:
             # the result is read in the index's layout (the source may be in any)
             changed |= self.hint(ins.operands[1], h[res], soft)
-        elif op is Op.BROADCAST and res in h and is_tile(ins.operands[0]):
-            changed |= self.hint(ins.operands[0], LY.broadcast_source(h[res], shape_of(ins.operands[0].type)),
-                                 soft)
         elif op is Op.FOR:
             # a loop-carried value's layout is what its uses inside the loop want; the
             # wishes of code after the loop are not (a conversion there runs once)
@@ -287,24 +293,50 @@ class _Assigner(AnchorRules):
         # than each producer taking the layout its user had in the first walk (fla's
         # gate `tl.where(mask, exp2(...), 0)` took its mask's layout, converted through
         # shared memory into the accumulator's)
+        #
+        # A value several users wish different layouts of gets its earliest user's wish
+        # (the sweep meets that user last, and its wish replaces the ones this sweep
+        # gave): the conversion then sits before a later use, where the work in between
+        # hides it, not on the path into the first. fla's forward substitution
+        # `b_a += tl.sum(b_a[:, None] * b_Ai, 0)` computes b_a where the broadcast
+        # reads it; the add's wish had put a conversion before the product, on the
+        # serial chain of every step (chunk_kda_fwd_kernel_inter_solve_fused, 10% slower).
+        given: set[Value] = set()  # the values this sweep gave a wish
+
+        def wish(v: Value, lay: Layout, soft: bool = False) -> bool:
+            if v in given and is_tile(v) and tuple(lay.shape) == shape_of(v.type):
+                if self.hints[v] == lay:
+                    return False
+                self.hints[v] = lay
+                if soft:
+                    self.soft.add(v)
+                else:
+                    self.soft.discard(v)
+                return True
+            if self.hint(v, lay, soft):
+                given.add(v)
+                return True
+            return False
+
         for ins in reversed(list(self.kernel.walk())):
             info = OP_INFO[ins.op]
-            if ins.op in _VIEW_OPS:
+            res = ins.results[0] if len(ins.results) == 1 else None
+            if ins.op in _VIEW_OPS and res in self.hints and is_tile(ins.operands[0]):
                 # a view passes its hint on in the same sweep: a gate broadcast into the
                 # accumulator's layout (`b_v * where(m, exp2(g_last - g), 0)[:, None]`)
                 # then reaches the elementwise ops computing it before they hand their
                 # first-walk layout to their operands (fla's gated state loop converted
                 # the gate's exp2 into the accumulator's row slice every iteration)
-                changed |= self.back(ins)
-            elif (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and len(ins.results) == 1:
-                lay = self.hints.get(ins.results[0]) or self.plan.layouts.get(ins.results[0])
-                if ins.results[0] in self.acc_chosen:
+                changed |= wish(ins.operands[0], view_source(ins, self.hints[res]), res in self.soft)
+            elif (info.kind is Kind.ELEMENTWISE or ins.op in LANEWISE_OPS) and res is not None:
+                lay = self.hints.get(res) or self.plan.layouts.get(res)
+                if res in self.acc_chosen:
                     # computed in an accumulator's layout over a store's soft wish: so
                     # are its operands (a ring slot is then read in that layout)
-                    lay = self.plan.layouts[ins.results[0]]
+                    lay = self.plan.layouts[res]
                 if lay is not None:
                     for o in ins.operands:
-                        changed |= self.hint(o, lay)
+                        changed |= wish(o, lay)
         return changed
 
     def reset(self) -> None:

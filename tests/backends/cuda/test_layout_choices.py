@@ -204,6 +204,52 @@ def test_forward_substitution_keeps_the_carried_tile_in_place():
 
 
 @tegula.jit
+def forward_substitution_of_loaded_rows(a_ptr, d_ptr, out_ptr, T, BC: tl.constexpr):
+    """fla's KDA solve (chunk_kda_fwd_kernel_inter_solve_fused): each step loads a row,
+    weights the carried inverse's rows by it (`b_a[:, None] * b_Ai`), adds the column
+    sums to the row and writes it into the carried tile."""
+    o_i = tl.arange(0, BC)
+    b_Ai = tl.load(d_ptr + o_i[:, None] * BC + o_i[None, :])
+    b_Ai = -tl.where(o_i[:, None] > o_i[None, :], b_Ai, 0)
+    for i in range(2, min(BC, T)):
+        b_a = -tl.load(a_ptr + i * BC + o_i)
+        b_a = tl.where(o_i < i, b_a, 0.)
+        b_a += tl.sum(b_a[:, None] * b_Ai, 0)
+        b_Ai = tl.where((o_i == i)[:, None], b_a, b_Ai)
+    tl.store(out_ptr + o_i[:, None] * BC + o_i[None, :], b_Ai)
+
+
+def test_a_row_used_twice_is_computed_where_its_first_use_reads_it():
+    """The loaded row is computed where the broadcast against the carried tile reads it
+    (its first use) and converted for the add after the column sums (its second), off
+    the serial chain of the step: the add's wish had put the conversion, through shared
+    memory, before the product (fla's KDA solve 10% slower). One warp: no conversion
+    through shared memory in the loop at all."""
+    sig = {"a_ptr": "*fp32", "d_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32", "BC": "constexpr"}
+    BC = 16
+    kernel = tir_opt(forward_substitution_of_loaded_rows, sig, {"BC": BC},
+                     attrs={"a_ptr": 16, "d_ptr": 16, "out_ptr": 16})
+    for num_warps in (1, 4):
+        tgir = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 1}, 90)[0]["tgir"]
+        body = _loop_text(tgir)
+        product = body.index(" = mul ")
+        assert "smem(" not in body[:product], body
+        if num_warps == 1:
+            assert "smem(" not in body, body
+        rng = np.random.default_rng(num_warps)
+        a, d = (rng.uniform(-0.5, 0.5, (BC, BC)).astype(np.float32) for _ in range(2))
+        for T in (BC, 11):
+            out = np.full((BC, BC), np.nan, np.float32)
+            EmulatedKernel(kernel, num_warps, capability=90, num_stages=1).run((1, 1, 1), [a, d, out, T])
+            want = -np.tril(d.astype(np.float64), -1)
+            for i in range(2, min(BC, T)):
+                row = -a[i].astype(np.float64)
+                row[i:] = 0.0
+                want[i] = row + row @ want
+            np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
 def corrected_state_updates(w_ptr, k_ptr, v_ptr, vnew_ptr, hs_ptr, T, BT: tl.constexpr, K: tl.constexpr,
                             V: tl.constexpr):
     """fla's gated-delta-rule state loop (`chunk_gated_delta_rule_fwd_kernel_h`): each
