@@ -13,7 +13,8 @@ registers of state per thread) 64 registers and 24.7 KB of spills, on two warps 
 """
 from __future__ import annotations
 
-from ...ir.core import Block, Kernel, Value
+from ...ir.accessors import for_yields
+from ...ir.core import Block, Instr, Kernel, Value
 from ...ir.ops import Op
 from ...ir.types import PointerType, ScalarType, TileType, element_of
 from .encodings import layout_of
@@ -49,9 +50,37 @@ def _most_carried(block: Block, around: int) -> int:
     most = 0
     for ins in block.instrs:
         here = around
-        if ins.op in _LOOPS:
+        if ins.op is Op.FOR:
+            body = ins.regions[0]
+            here += sum(_carried_registers(body.args[k + 1], y) for k, y in enumerate(for_yields(ins)))
+            most = max(most, here)
+        elif ins.op in _LOOPS:
             here += sum(value_registers(v) for v in ins.results)
             most = max(most, here)
         for region in ins.regions:
             most = max(most, _most_carried(region, here))
     return most
+
+
+def _carried_registers(arg: Value, yielded: Value) -> int:
+    """What a `for`'s carried value `arg` must hold across the back edge. A pointer tile
+    the loop advances by one offset for all its elements (`a_ptrs += BLOCK_K *
+    stride_ak`) needs no more than one 64-bit base: its elements' distances from it do
+    not change, and what they cost is not carried (they are the same in every
+    iteration). Counted per element, the 128x256x64 matmul's two pointer tiles made
+    its loops carry 322 registers a thread, and every compile of it assembled first
+    under a cap meant for kernels that must spill."""
+    ins = yielded.owner
+    if (isinstance(arg.type, TileType) and isinstance(ins, Instr) and ins.op is Op.ADDPTR
+            and ins.operands[0] is arg and _uniform(ins.operands[1])):
+        return 2
+    return value_registers(arg)
+
+
+def _uniform(v: Value) -> bool:
+    """Whether `v` has one value for all its elements: a scalar, or a splat of one."""
+    if not isinstance(v.type, TileType):
+        return True
+    ins = v.owner
+    return isinstance(ins, Instr) and ins.op in (Op.SPLAT, Op.CONSTANT)
+

@@ -5,6 +5,9 @@ from __future__ import annotations
 import cuda_kernels as ck
 import pytest
 
+import tegula
+import tegula.language as tl
+
 from tegula.backends.cuda import compile_kernel, compiler, occupancy
 from tegula.backends.cuda.ptxas import find_ptxas, with_register_cap
 
@@ -181,6 +184,39 @@ def test_loop_carried_registers_count_each_threads_share_of_the_carried_tiles():
     assert loop_carried_registers(four_warps) == 64
     flat, _plan = compiler.to_tgir(ck.vector_add().kernel, 4, 3, 90, False)
     assert loop_carried_registers(flat) == 0
+
+
+@tegula.jit
+def advanced_pointer_tiles(a_ptr, s_ptr, out_ptr, K, stride, BM: tl.constexpr, BK: tl.constexpr):
+    """Two carried pointer tiles: `a_ptrs` advanced by one offset for all its elements
+    (a matmul's `a_ptrs += BLOCK_K * stride_ak`), `s_ptrs` by an offset per element."""
+    rm, rk = tl.arange(0, BM), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride + rk[None, :]
+    s_ptrs = s_ptr + rm[:, None] * stride + rk[None, :]
+    acc = tl.zeros((BM, BK), dtype=tl.float32)
+    for _k in range(0, K, BK):
+        acc += tl.load(a_ptrs) + tl.load(s_ptrs)
+        a_ptrs += BK
+        s_ptrs += rm[:, None] + rk[None, :]
+    tl.store(out_ptr + rm[:, None] * BK + rk[None, :], acc)
+
+
+def test_a_pointer_tile_advanced_by_one_offset_carries_only_its_base():
+    """Of the loop's carried tiles (64x64 on four warps: 32 elements a thread), the f32
+    accumulator holds 32 registers and the pointer tile advanced by a per-element offset
+    64 (32 addresses of 8 bytes); the one advanced by a single offset carries one 64-bit
+    base, its elements' distances from it being the same every iteration. Counted per
+    element, the 128x256x64 matmul's pointer tiles made it look bound to spill (322
+    registers a thread), and each compile assembled it twice."""
+    from test_pipeline_loops import tir_opt
+
+    from tegula.backends.cuda.register_pressure import loop_carried_registers
+
+    sig = {"a_ptr": "*fp32", "s_ptr": "*fp32", "out_ptr": "*fp32", "K": "i32", "stride": "i32",
+           "BM": "constexpr", "BK": "constexpr"}
+    kernel = tir_opt(advanced_pointer_tiles, sig, {"BM": 64, "BK": 64}, num_stages=1)
+    tgir, _plan = compiler.to_tgir(kernel, 4, 1, 90, False)
+    assert loop_carried_registers(tgir) == 32 + 64 + 2
 
 
 @pytest.mark.parametrize("warps, capped_spills, runs, kept",
