@@ -110,12 +110,16 @@ class _Assigner(AnchorRules):
             return False
         if v in self.hints and (soft or v not in self.soft):
             return False
+        self.record(v, lay, soft)
+        return True
+
+    def record(self, v: Value, lay: Layout, soft: bool) -> None:
+        """Set `v`'s wish to `lay` over any it had (see `hint` for which may)."""
         self.hints[v] = lay
         if soft:
             self.soft.add(v)
         else:
             self.soft.discard(v)
-        return True
 
     def propagate(self) -> None:
         instrs = list(self.kernel.walk())
@@ -307,11 +311,7 @@ class _Assigner(AnchorRules):
             if v in given and is_tile(v) and tuple(lay.shape) == shape_of(v.type):
                 if self.hints[v] == lay:
                     return False
-                self.hints[v] = lay
-                if soft:
-                    self.soft.add(v)
-                else:
-                    self.soft.discard(v)
+                self.record(v, lay, soft)
                 return True
             if self.hint(v, lay, soft):
                 given.add(v)

@@ -9,7 +9,9 @@ with a fixed way of touching memory or tensor cores impose, from which hints the
   widest access of the group; except an async copy into a slot stored across the
   copy's direction (`transposing_copy`), a wgmma register-A operand loaded outside its
   dot's loop (`register_a_loads`), and small loads and stores, which take the layout
-  their user or producer has (`loaded_where_used`, `stored_where_computed`);
+  their user or producer has (`loaded_where_used` — where that does not replicate the
+  load into more registers outside a loop, `small_load_layout` — and
+  `stored_where_computed`);
 - a tile several mma.sync dots read from registers: one fragment layout they share
   (`shared_fragments`).
 
