@@ -7,7 +7,6 @@ import pytest
 
 import tegula
 import tegula.language as tl
-
 from tegula.backends.cuda import compile_kernel, compiler, occupancy
 from tegula.backends.cuda.ptxas import find_ptxas, with_register_cap
 
