@@ -125,12 +125,13 @@ def _stage(value: Value, home: Block, dots: list[Instr], converts: list[Instr],
     for d in dots:
         d.operands[1] = staged
     # each conversion through shared memory: a read of the slot in its layout
+    reads = []
     for conv in converts:
         read = Instr(Op.LOCAL_LOAD, [buf, slot], conv.results, None, [], conv.loc)
         home.instrs[home.instrs.index(conv)] = read
+        reads.append(read)
     if loop is not None:
         last = outer.instrs.index(loop[0])
-    else:
-        readers = dots + converts
-        last = max(home.instrs.index(r) for r in readers)
+    else:  # after the last reader (the conversions are reads of the slot by now)
+        last = max(home.instrs.index(r) for r in dots + reads)
     outer.instrs.insert(last + 1, Instr(Op.LOCAL_DEALLOC, [buf], [], None, [], owner.loc))

@@ -146,3 +146,39 @@ def test_translation_validation():
     for got in outs[1:]:
         np.testing.assert_array_equal(got[0], outs[0][0])
         np.testing.assert_array_equal(got[1], outs[0][1])
+
+
+@tegula.jit
+def a_tile_two_dots_read_outside_loops(x_ptr, a_ptr, y_ptr, o1_ptr, o2_ptr, BT: tl.constexpr):
+    """x (loaded column-major) is a dot's A — converted through shared memory — and
+    another dot's B, with no loop around them (fla's prepare_wy_repr_bwd once its
+    one-iteration loops are gone)."""
+    rt = tl.arange(0, BT)
+    b_a = tl.load(a_ptr + rt[:, None] * BT + rt[None, :])
+    b_y = tl.load(y_ptr + rt[:, None] * BT + rt[None, :])
+    b_x = tl.load(x_ptr + rt[:, None] + rt[None, :] * BT)
+    tl.store(o1_ptr + rt[:, None] * BT + rt[None, :], tl.dot(b_x, tl.trans(b_y)))
+    tl.store(o2_ptr + rt[:, None] * BT + rt[None, :], tl.dot(b_a, b_x))
+
+
+def test_staged_outside_loops_freed_after_its_last_reader():
+    """Staged with no loop around: the buffer is freed after its last reader, which is
+    by then the conversion's read of the slot (the pass looked for the conversion it had
+    just replaced and failed: fla's prepare_wy_repr_bwd did not compile with 4 or 8
+    warps, and its autotuner dropped those configs). Exact on the emulator."""
+    sig = {"x_ptr": "*fp16", "a_ptr": "*fp16", "y_ptr": "*fp16", "o1_ptr": "*fp32", "o2_ptr": "*fp32",
+           "BT": "constexpr"}
+    BT = 64
+    kernel = tir_opt(a_tile_two_dots_read_outside_loops, sig, {"BT": BT}, num_stages=1,
+                     attrs={p: 16 for p in sig if p.endswith("_ptr")})
+    staged = to_tgir(kernel, 4, 1, 90, False)[0]
+    ops = [ins.op for ins in staged.walk()]
+    assert ops.count(Op.LOCAL_STORE) == 1 and ops.count(Op.LOCAL_DEALLOC) == 1
+    readers = [i for i, op in enumerate(ops) if op is Op.LOCAL_LOAD]  # the dot's and the conversion's
+    assert len(readers) == 2 and max(readers) < ops.index(Op.LOCAL_DEALLOC)
+    rng = np.random.default_rng(5)
+    x, a, y = (rng.integers(-3, 4, (BT, BT)).astype(np.float16) for _ in range(3))
+    o1, o2 = np.full((BT, BT), np.nan, np.float32), np.full((BT, BT), np.nan, np.float32)
+    EmulatedKernel(kernel, 4, capability=90, num_stages=1).run((1, 1, 1), [x.T.copy(), a, y, o1, o2])
+    np.testing.assert_array_equal(o1, x.astype(np.float64) @ y.T.astype(np.float64))
+    np.testing.assert_array_equal(o2, a.astype(np.float64) @ x.astype(np.float64))
