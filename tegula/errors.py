@@ -115,6 +115,13 @@ class DeviceAssertionError(KernelRuntimeError, AssertionError):
     """`tl.device_assert` / `assert` in a kernel failed (with debug on)."""
 
 
+class InternalCompilerError(TegulaError):
+    """A fault in tegula's compiler itself, not in the kernel (a pass failing on valid
+    IR). The autotuner skips a config that hits one, as any config that fails to
+    compile, but says so: it is a bug to report, and the config may have been the
+    fastest."""
+
+
 class AutotunerError(TegulaError):
     """No autotuning config survived; the message lists each config's reason."""
 

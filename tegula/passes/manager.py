@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Optional, Sequence, Union
 
-from ..errors import CompilationError, TegulaError
+from ..errors import CompilationError, InternalCompilerError
 from ..ir.core import Kernel
 
 PassFn = Callable[[Kernel, "PassContext"], Kernel]
@@ -61,7 +61,7 @@ class PassContext:
     stage: Optional[str] = None
 
 
-class PassError(TegulaError):
+class PassError(InternalCompilerError):
     """An internal error in a pass, or IR a pass left malformed. Names the pass."""
 
     def __init__(self, pass_name: str, message: str):

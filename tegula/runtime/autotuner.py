@@ -42,7 +42,14 @@ from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
 
 from tegula.config import knobs
-from tegula.errors import AutotunerError, CompilationError, KernelArgumentError, OutOfResources
+from tegula.errors import (
+    AutotunerError,
+    CompilationError,
+    InternalCompilerError,
+    KernelArgumentError,
+    OutOfResources,
+    TegulaError,
+)
 
 from . import autotuner_cache
 from .arg_snapshot import ArgSnapshot, is_array_like, zero_
@@ -135,6 +142,13 @@ def _reason(exc: BaseException) -> str:
 
 
 _SKIPPED_ERRORS = (CompilationError, OutOfResources)
+
+
+def _is_internal(exc: BaseException) -> bool:
+    """Whether a config's compile failed on a fault of the compiler's own (a pass's, or
+    an exception tegula did not raise on purpose) rather than on the config: fla's
+    prepare_wy_repr_bwd lost its 4- and 8-warp configs to one, silently."""
+    return isinstance(exc, InternalCompilerError) or not isinstance(exc, TegulaError)
 
 
 class Autotuner(KernelInterface):
@@ -403,6 +417,9 @@ class Autotuner(KernelInterface):
                 raise result  # the launch itself is wrong, whatever the config
             if isinstance(result, Exception):
                 failures[i] = _reason(result)
+                if _is_internal(result):
+                    warnings.warn(f"autotuning '{self.__name__}': config {configs[i]} skipped: the compiler "
+                                  f"failed on it (a tegula bug, please report it): {failures[i]}", stacklevel=4)
                 continue
             part = _written_args(result)
             written = None if (written is None or part is None) else written | part

@@ -669,3 +669,29 @@ def test_heuristics_over_autotune_feeds_the_tuner():
     clash = heuristics({"BLOCK": lambda a: 16})(tuned)
     with pytest.raises(ValueError, match="Conflicting meta-parameters: BLOCK"):
         clash[(1,)](*arrays(), 10)
+
+
+def test_a_config_the_compiler_fails_on_is_skipped_with_a_warning():
+    """A fault of the compiler's own (a pass failing on valid IR, or an exception tegula
+    does not raise on purpose) skips the config like any compile failure, but warns: it
+    is a bug, and the config lost may have been the fastest (fla's prepare_wy_repr_bwd
+    lost its 4- and 8-warp configs to one without a word). A config's own failure
+    (CompilationError, OutOfResources) stays quiet."""
+    from tegula.passes import PassError
+
+    def fail(meta):
+        if meta["BLOCK"] == 16:
+            return PassError("cuda.stage_registers", "ValueError: x is not in list")
+        if meta["BLOCK"] == 32:
+            return KeyError("slot")
+        return failing(meta)
+
+    jit = FakeJIT(add_inplace, ["x", "y", "n"], fail=fail)
+    kernel = autotune(CONFIGS, key=["n"], do_bench=make_bench(jit, lambda m: FAST[m["BLOCK"]]))(jit)
+    with pytest.warns(UserWarning) as record:
+        kernel[(1,)](*arrays(), 10)
+    texts = [str(w.message) for w in record]
+    assert len(texts) == 2 and all("a tegula bug" in t and "add_inplace" in t for t in texts)
+    assert any("cuda.stage_registers" in t and str(CONFIGS[0]) in t for t in texts)
+    assert any("KeyError" in t and str(CONFIGS[1]) in t for t in texts)
+    assert kernel.best_config == Config({"BLOCK": 64})
