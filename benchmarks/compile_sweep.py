@@ -1,0 +1,139 @@
+"""Compile faults the autotuner would hide: fla's ops run on the CPU through tegula (small
+shapes, bf16), every kernel specialization they compile is recorded, and each is then
+compiled for the GPU targets over num_warps × num_stages. No GPU needed (ptxas, when on
+the PATH, assembles each one too).
+
+    python benchmarks/compile_sweep.py [--ops gla,gdn,delta,kda,simple_gla] [--warps 1,2,4,8]
+                                       [--stages 2,3] [--capabilities 90,80]
+
+An autotuner skips a config that fails to compile (tegula's warns when the compiler
+itself failed, `errors.InternalCompilerError`), so a compiler fault on a config the
+benchmarks never pick shows nowhere else: fla's prepare_wy_repr_bwd did not compile with
+4 or 8 warps for a session, and its tuning silently had only 2. Prints one line per
+failure and a count; exits 1 when any compile failed. fla comes from `.libs/`
+(`prepare_libs.sh`) or an installed copy.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (ROOT / ".libs" / "fla", ROOT / ".libs" / "site"):
+    if p.is_dir() and str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+sys.path.insert(0, str(ROOT))
+
+B, T, H, D = 1, 128, 2, 64  # small: the CPU runs each op once, the shapes only select kernels
+
+
+def _inputs(torch: Any, gate_per_channel: bool) -> tuple:
+    import torch.nn.functional as F
+
+    def leaf(x: Any) -> Any:
+        return x.bfloat16().requires_grad_(True)
+
+    q, k = (F.normalize(torch.randn(B, T, H, D), dim=-1) for _ in range(2))
+    v = torch.randn(B, T, H, D)
+    beta = torch.rand(B, T, H).sigmoid()
+    shape = (B, T, H, D) if gate_per_channel else (B, T, H)
+    gate = F.logsigmoid(torch.randn(*shape)) / 16
+    return leaf(q), leaf(k), leaf(v), beta.requires_grad_(True), gate.requires_grad_(True)
+
+
+def _ops(torch: Any) -> dict[str, Callable[[], Any]]:
+    """Each op forward and backward (the backward's kernels are specializations too)."""
+    def gla():
+        from fla.ops.gla import chunk_gla
+        q, k, v, _b, g = _inputs(torch, True)
+        return chunk_gla(q, k, v, g)[0]
+
+    def gdn():
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        q, k, v, b, g = _inputs(torch, False)
+        return chunk_gated_delta_rule(q, k, v, g, b, output_final_state=True)[0]
+
+    def delta():
+        from fla.ops.delta_rule import chunk_delta_rule
+        q, k, v, b, _g = _inputs(torch, False)
+        return chunk_delta_rule(q, k, v, b)[0]
+
+    def kda():
+        from fla.ops.kda import chunk_kda
+        q, k, v, b, g = _inputs(torch, True)
+        return chunk_kda(q, k, v, g, b, output_final_state=True)[0]
+
+    def simple_gla():
+        from fla.ops.simple_gla import chunk_simple_gla
+        q, k, v, _b, g = _inputs(torch, False)
+        return chunk_simple_gla(q, k, v, g)[0]
+
+    return {"gla": gla, "gdn": gdn, "delta": delta, "kda": kda, "simple_gla": simple_gla}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ops", default="gla,gdn,delta,kda,simple_gla")
+    ap.add_argument("--warps", default="1,2,4,8")
+    ap.add_argument("--stages", default="2,3")
+    ap.add_argument("--capabilities", default="90,80")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")  # the libraries' autotune-key notes
+    # every specialization compiled, none loaded from the disk cache past the recording,
+    # and every autotuner config tried (no tuning results remembered from a last run)
+    os.environ["TEGULA_ALWAYS_COMPILE"] = "1"
+    os.environ["TEGULA_CACHE_DIR"] = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-sweep-")
+    import tegula.compat
+    tegula.compat.install()
+    import torch
+
+    import tegula.runtime.compiler as runtime_compiler
+    from tegula.backends.compiler import GPUTarget
+
+    compile_ = runtime_compiler.compile
+    sources: dict[tuple, Any] = {}
+
+    def record(src: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (src.fn.__name__, repr(sorted(src.signature.items())),
+               repr(sorted((k, repr(v)) for k, v in src.constexprs.items())))
+        sources.setdefault(key, src)
+        return compile_(src, *args, **kwargs)
+
+    runtime_compiler.compile = record  # the JIT's compile calls go through the module
+    torch.manual_seed(0)
+    ops = _ops(torch)
+    try:
+        for name in a.ops.split(","):
+            t0 = time.perf_counter()
+            ops[name]().float().sum().backward()
+            print(f"ran {name} on the CPU ({time.perf_counter() - t0:.0f} s): {len(sources)} specializations so far",
+                  flush=True)
+    finally:
+        runtime_compiler.compile = compile_
+    grid = list(itertools.product([int(c) for c in a.capabilities.split(",")], [int(w) for w in a.warps.split(",")],
+                                  [int(s) for s in a.stages.split(",")]))
+    failed = 0
+    t0 = time.perf_counter()
+    for (name, _sig, _cx), src in sorted(sources.items(), key=lambda kv: kv[0][0]):
+        for capability, warps, stages in grid:
+            try:
+                compile_(src, target=GPUTarget("cuda", capability, 32),
+                         options={"num_warps": warps, "num_stages": stages})
+            except Exception as e:  # every failure is reported; the count decides the exit code
+                failed += 1
+                print(f"FAIL {name} sm_{capability} num_warps={warps} num_stages={stages}: "
+                      f"{type(e).__name__}: {str(e)[:300]}", flush=True)
+    print(f"compile_sweep: {len(sources)} specializations × {len(grid)} targets/configs: "
+          f"{len(sources) * len(grid) - failed} compiled, {failed} failed ({time.perf_counter() - t0:.0f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
