@@ -16,6 +16,7 @@ failure and a count; exits 1 when any compile failed. fla comes from `.libs/`
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import os
 import sys
@@ -48,34 +49,21 @@ def _inputs(torch: Any, gate_per_channel: bool) -> tuple:
     return leaf(q), leaf(k), leaf(v), beta.requires_grad_(True), gate.requires_grad_(True)
 
 
-def _ops(torch: Any) -> dict[str, Callable[[], Any]]:
-    """Each op forward and backward (the backward's kernels are specializations too)."""
-    def gla():
-        from fla.ops.gla import chunk_gla
-        q, k, v, _b, g = _inputs(torch, True)
-        return chunk_gla(q, k, v, g)[0]
+# op: (module, function, gate per channel?, the call given the function and q, k, v, beta, gate)
+OPS: dict[str, tuple[str, str, bool, Callable[..., Any]]] = {
+    "gla": ("fla.ops.gla", "chunk_gla", True, lambda f, q, k, v, b, g: f(q, k, v, g)),
+    "gdn": ("fla.ops.gated_delta_rule", "chunk_gated_delta_rule", False,
+            lambda f, q, k, v, b, g: f(q, k, v, g, b, output_final_state=True)),
+    "delta": ("fla.ops.delta_rule", "chunk_delta_rule", False, lambda f, q, k, v, b, g: f(q, k, v, b)),
+    "kda": ("fla.ops.kda", "chunk_kda", True, lambda f, q, k, v, b, g: f(q, k, v, g, b, output_final_state=True)),
+    "simple_gla": ("fla.ops.simple_gla", "chunk_simple_gla", False, lambda f, q, k, v, b, g: f(q, k, v, g)),
+}
 
-    def gdn():
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-        q, k, v, b, g = _inputs(torch, False)
-        return chunk_gated_delta_rule(q, k, v, g, b, output_final_state=True)[0]
 
-    def delta():
-        from fla.ops.delta_rule import chunk_delta_rule
-        q, k, v, b, _g = _inputs(torch, False)
-        return chunk_delta_rule(q, k, v, b)[0]
-
-    def kda():
-        from fla.ops.kda import chunk_kda
-        q, k, v, b, g = _inputs(torch, True)
-        return chunk_kda(q, k, v, g, b, output_final_state=True)[0]
-
-    def simple_gla():
-        from fla.ops.simple_gla import chunk_simple_gla
-        q, k, v, _b, g = _inputs(torch, False)
-        return chunk_simple_gla(q, k, v, g)[0]
-
-    return {"gla": gla, "gdn": gdn, "delta": delta, "kda": kda, "simple_gla": simple_gla}
+def _run_op(torch: Any, name: str) -> Any:
+    """The op's output on fresh inputs (its backward's kernels are specializations too)."""
+    module, function, per_channel, call = OPS[name]
+    return call(getattr(importlib.import_module(module), function), *_inputs(torch, per_channel))[0]
 
 
 def main() -> int:
@@ -108,11 +96,10 @@ def main() -> int:
 
     runtime_compiler.compile = record  # the JIT's compile calls go through the module
     torch.manual_seed(0)
-    ops = _ops(torch)
     try:
         for name in a.ops.split(","):
             t0 = time.perf_counter()
-            ops[name]().float().sum().backward()
+            _run_op(torch, name).float().sum().backward()
             print(f"ran {name} on the CPU ({time.perf_counter() - t0:.0f} s): {len(sources)} specializations so far",
                   flush=True)
     finally:
