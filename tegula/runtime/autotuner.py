@@ -416,10 +416,7 @@ class Autotuner(KernelInterface):
                 progress.close()
                 raise result  # the launch itself is wrong, whatever the config
             if isinstance(result, Exception):
-                failures[i] = _reason(result)
-                if _is_internal(result):
-                    warnings.warn(f"autotuning '{self.__name__}': config {configs[i]} skipped: the compiler "
-                                  f"failed on it (a tegula bug, please report it): {failures[i]}", stacklevel=4)
+                self._record_failure(failures, i, configs[i], result)
                 continue
             part = _written_args(result)
             written = None if (written is None or part is None) else written | part
@@ -439,8 +436,8 @@ class Autotuner(KernelInterface):
                     continue
                 try:
                     timings.append(self._bench_config(args, config, kwargs, snapshot))
-                except _SKIPPED_ERRORS as e:  # compiled lazily by a wrapper without warmup
-                    failures[i] = _reason(e)
+                except (*_SKIPPED_ERRORS, InternalCompilerError) as e:  # compiled lazily: no warmup
+                    self._record_failure(failures, i, config, e)
                     timings.append(list(_INF3))
                 finally:
                     snapshot.restore()
@@ -480,6 +477,13 @@ class Autotuner(KernelInterface):
             print_table(self.__name__, key, configs, timings, failures, best_index, self.compile_time,
                         self.bench_time - self.compile_time)
         return best_index, timings, failures
+
+    def _record_failure(self, failures: dict[int, str], i: int, config: Config, exc: BaseException) -> None:
+        """Config `i` is skipped for `exc`; a fault of the compiler's own also warns."""
+        failures[i] = _reason(exc)
+        if _is_internal(exc):
+            warnings.warn(f"autotuning '{self.__name__}': config {config} skipped: the compiler failed on it "
+                          f"(a tegula bug, please report it): {failures[i]}", stacklevel=5)
 
     def _bench(self, *args: Any, config: Config, **meta: Any) -> Any:
         """Triton's signature: the [median, 20%, 80%] run times of `config` on these

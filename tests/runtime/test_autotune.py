@@ -695,3 +695,18 @@ def test_a_config_the_compiler_fails_on_is_skipped_with_a_warning():
     assert any("cuda.stage_registers" in t and str(CONFIGS[0]) in t for t in texts)
     assert any("KeyError" in t and str(CONFIGS[1]) in t for t in texts)
     assert kernel.best_config == Config({"BLOCK": 64})
+
+
+def test_a_config_compiled_when_first_timed_warns_of_a_compiler_fault_too():
+    """A config with a pre_hook compiles when first timed (after its hook ran), not
+    ahead: a compiler fault there is skipped with the same warning."""
+    from tegula.passes import PassError
+
+    hooked = [Config({"BLOCK": b}, pre_hook=lambda nargs: None) for b in (16, 32, 64)]
+    jit = FakeJIT(add_inplace, ["x", "y", "n"],
+                  fail=lambda m: PassError("cuda.lower", "KeyError: 'slot'") if m["BLOCK"] == 32 else None)
+    kernel = autotune(hooked, key=["n"], do_bench=make_bench(jit, lambda m: FAST[m["BLOCK"]]))(jit)
+    with pytest.warns(UserWarning, match="a tegula bug") as record:
+        kernel[(1,)](*arrays(), 10)
+    assert len(record) == 1 and str(hooked[1]) in str(record[0].message)
+    assert set(kernel.failed_configs) == {hooked[1]}

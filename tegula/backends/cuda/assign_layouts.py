@@ -100,7 +100,6 @@ class _Assigner(AnchorRules):
         self.acc_layouts: set[LinearLayout] = set()  # the dots' accumulator layouts
         self.acc_chosen: set[Value] = set()  # results laid out like their accumulator operand
         self.fragments: dict[tuple[Instr, int], LinearLayout] = {}  # by reader: see AnchorRules.shared_fragments
-        self._looped: Optional[set[Instr]] = None  # see AnchorRules.looped_instrs
 
     # ---------------------------------------------------------------- hints
     def hint(self, v: Value, lay: Layout, soft: bool = False) -> bool:

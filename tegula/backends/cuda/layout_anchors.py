@@ -22,6 +22,7 @@ slot's soft).
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Optional
 
 from ...config import knobs
@@ -202,13 +203,11 @@ class AnchorRules:
             return want
         return anchor
 
-    @property
+    @cached_property
     def looped_instrs(self) -> set[Instr]:
         """The ops in the body of some loop (run more than once per kernel)."""
-        if self._looped is None:
-            self._looped = {inner for ins in self.kernel.walk() if ins.op in (Op.FOR, Op.WHILE)
-                            for region in ins.regions for inner in region.walk()}
-        return self._looped
+        return {inner for ins in self.kernel.walk() if ins.op in (Op.FOR, Op.WHILE)
+                for region in ins.regions for inner in region.walk()}
 
     def stored_where_computed(self, ins: Instr) -> bool:
         """A small store (`is_small_store`) wishes nothing of the value it stores: the

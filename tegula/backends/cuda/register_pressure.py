@@ -50,16 +50,20 @@ def _most_carried(block: Block, around: int) -> int:
     most = 0
     for ins in block.instrs:
         here = around
-        if ins.op is Op.FOR:
-            body = ins.regions[0]
-            here += sum(_carried_registers(body.args[k + 1], y) for k, y in enumerate(for_yields(ins)))
-            most = max(most, here)
-        elif ins.op in _LOOPS:
-            here += sum(value_registers(v) for v in ins.results)
+        if ins.op in _LOOPS:
+            here += _loop_carried(ins)
             most = max(most, here)
         for region in ins.regions:
             most = max(most, _most_carried(region, here))
     return most
+
+
+def _loop_carried(loop: Instr) -> int:
+    """The registers a thread `loop` itself carries (a loop's results are what it carries)."""
+    if loop.op is Op.FOR:
+        body = loop.regions[0]
+        return sum(_carried_registers(body.args[k + 1], y) for k, y in enumerate(for_yields(loop)))
+    return sum(value_registers(v) for v in loop.results)
 
 
 def _carried_registers(arg: Value, yielded: Value) -> int:
@@ -83,4 +87,3 @@ def _uniform(v: Value) -> bool:
         return True
     ins = v.owner
     return isinstance(ins, Instr) and ins.op in (Op.SPLAT, Op.CONSTANT)
-
