@@ -31,6 +31,7 @@ from ...ir.ops import Op
 from ...ir.types import element_of, shape_of
 from . import layouts as LY
 from .convert import conversion_kind_of
+from .dot_chains import chained_dots
 from .layout_plan import is_rematerializable, is_tile
 from .linear_layout import LinearLayout
 from .lower_shared import slot_contiguous_dim
@@ -45,13 +46,14 @@ class AnchorRules:
 
     def seed(self) -> None:
         instrs = list(self.kernel.walk())
+        chained = chained_dots(self.kernel)
         for ins in instrs:
             if ins.op is Op.DOT and len(shape_of(ins.results[0].type)) == 2:
                 m, n = shape_of(ins.results[0].type)
                 # operands read in place from slots, directly or through a transposed view
                 b_slot, a_slot = slot_read(ins.operands[1]), slot_read(ins.operands[0])
                 in_shared, a_shared = b_slot is not None, a_slot is not None
-                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared)
+                choice = choose_mma(ins, self.nw, self.capability, in_shared, a_shared, ins in chained)
                 if choice is not None:
                     self.plan.mma[ins] = choice
                     if choice.version == 3:

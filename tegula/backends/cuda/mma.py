@@ -91,7 +91,17 @@ class MmaChoice:
         return bool(self.promote) or self.acc_type == "f16"
 
 
-def mma_warps(m: int, n: int, num_warps: int) -> tuple[int, int]:
+def mma_warps(m: int, n: int, num_warps: int, chained: bool = False) -> tuple[int, int]:
+    """mma.sync's warps over an [m, n] accumulator: along the dimension with more
+    instructions left to split, extra warps (a tile too small) holding copies. A dot
+    chained to another (`dot_chains`) puts them all along M, or along N when N > M, where
+    the tile gives each warp whole instructions: its accumulator is then the next dot's
+    A fragment without an exchange between warps (Triton's placement)."""
+    if chained:
+        if m >= n and m % (16 * num_warps) == 0:
+            return num_warps, 1
+        if n > m and n % (8 * num_warps) == 0:
+            return 1, num_warps
     wm, wn = 1, 1
     while wm * wn < num_warps:
         if m // (16 * wm) >= n // (8 * wn) and m > 16 * wm:
@@ -154,13 +164,14 @@ def tf32_on_tensor_cores(ins: Instr, capability: int) -> bool:
 
 
 def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = False,
-               a_in_shared: bool = False) -> Optional[MmaChoice]:
+               a_in_shared: bool = False, chained: bool = False) -> Optional[MmaChoice]:
     """The instruction computing `ins`; wgmma when `b_in_shared` (B is read from a
     shared-memory slot, see pipeline_loops; A comes from a slot or from registers), or
     for a 16-bit B in registers, which the lowering stores into scratch for it
     (`staged_register_b`). fp8 dots take wgmma with B in a slot (stored K-major, as
     every 8-bit wgmma slot), else mma.sync from sm_89; below sm_89 they stay on FMAs.
-    `a_in_shared` is informational: wgmma takes A from a slot or from registers."""
+    `a_in_shared` is informational: wgmma takes A from a slot or from registers.
+    `chained`: the dot shares data with another (`dot_chains`), see `mma_warps`."""
     if capability < 80 or not knobs.dot_tensor_cores:
         return None
     a, b, c = ins.operands[0], ins.operands[1], ins.results[0]
@@ -191,7 +202,7 @@ def choose_mma(ins: Instr, num_warps: int, capability: int, b_in_shared: bool = 
         warps = wgmma_warps(m, n, num_warps)
         if warps is not None:
             return mma_instruction(ins, 3, warps)
-    return mma_instruction(ins, 2, mma_warps(m, n, num_warps))
+    return mma_instruction(ins, 2, mma_warps(m, n, num_warps, chained))
 
 
 def _promotion_steps(ins: Instr, k: int) -> int:
