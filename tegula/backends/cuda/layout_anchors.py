@@ -40,6 +40,10 @@ from .mma import choose_mma
 from .mma_layouts import mma_v2_accumulator, mma_v2_operand, mma_v3_accumulator, wgmma_register_a
 from .slot_views import slot_read
 
+# values a thread may load replicated outside loops rather than convert a small load
+# once through shared memory (a 16-byte vector's worth of 32-bit values)
+_FEW_REPLICATED_REGISTERS = 4
+
 
 class AnchorRules:
     """Step 1 of layout assignment: `seed` sets `anchors` (see the module docstring)."""
@@ -191,7 +195,9 @@ class AnchorRules:
 
     def small_load_layout(self, ins: Instr, anchor: LinearLayout) -> LinearLayout:
         """The layout a small load (`loaded_where_used`) is done in: its user's wish
-        where that holds no more registers a thread than the coalesced anchor, or where
+        where that holds few registers a thread (no more than the coalesced anchor, or
+        `_FEW_REPLICATED_REGISTERS`: fla's recompute_w_u loads `beta` 4 a thread in
+        the rows' slice, where converting it took two barriers), or where
         the load sits in a loop and the wish would otherwise be met through shared
         memory in every iteration (tutorial 06's row statistics). Elsewhere the anchor:
         a load before or after the loops converts once, while a replicated one holds its
@@ -199,7 +205,7 @@ class AnchorRules:
         chunk_fwd_kernel_o loaded its gate in the accumulator's column slice, 16
         registers a thread, and went from 122 to 144 registers (a CTA fewer per SM)."""
         want = self.hints.get(ins.results[0])
-        if want is None or want.n_regs <= anchor.n_regs:
+        if want is None or want.n_regs <= max(anchor.n_regs, _FEW_REPLICATED_REGISTERS):
             return want or anchor
         if ins in self.looped_instrs and conversion_kind_of(anchor, want, ins.results[0]) == "smem":
             return want

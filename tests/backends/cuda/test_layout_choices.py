@@ -438,9 +438,9 @@ def gated_chunk_output(q_ptr, k_ptr, h_ptr, v_ptr, g_ptr, o_ptr, T, BT: tl.const
 
 
 def test_a_small_load_after_the_loop_is_not_replicated_into_a_slice():
-    """The gate loaded once after the loop is loaded coalesced (one element a thread)
-    and converted to the accumulator's row and column slices, not loaded replicated in
-    the column slice: that held 16 values and their 64-bit addresses a thread for the
+    """The gate loaded once after the loop is not loaded replicated in the wgmma
+    accumulator's column slice (it is loaded in the row slice, 2 values a thread, and
+    converted to the column slice): that held 16 values and their 64-bit addresses a thread for the
     rest of the kernel (fla's chunk_fwd_kernel_o, 122 → 144 registers on sm_90a, a CTA
     fewer per SM and 15% slower). Inside a loop the replicated load stays (see
     `row_sums_of_products`: no conversion through shared memory in the loop)."""
@@ -451,8 +451,10 @@ def test_a_small_load_after_the_loop_is_not_replicated_into_a_slice():
                      attrs={p: 16 for p in ("q_ptr", "k_ptr", "h_ptr", "v_ptr", "g_ptr", "o_ptr")})
     for capability in (80, 90):
         asm = compile_kernel(kernel, {"num_warps": 4, "num_stages": 2}, capability)[0]
+        # the column slice holds 16 values a thread on sm_90 (wgmma), 4 on sm_80: a few
+        # replicated values (`_FEW_REPLICATED_REGISTERS`) are loaded where they are used
         scalar_f32_loads = re.findall(r"ld\.global(?:\.nc)?\.(?:b32|f32)\s", asm["ptx"])
-        assert len(scalar_f32_loads) == 1, (capability, len(scalar_f32_loads))
+        assert len(scalar_f32_loads) <= 4, (capability, len(scalar_f32_loads))
         rng = np.random.default_rng(capability)
         T = BT - 7
         q, k = (rng.integers(-2, 3, (BT, K)).astype(np.float16) for _ in range(2))
