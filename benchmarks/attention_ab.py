@@ -12,7 +12,9 @@ prints the rounds and their medians.
 
 A case's config may be two, `128:128x128s2w8ws/128x128s2w8wsp`: the revision runs the
 first, the working tree the second (a new config against the old best); `tuned` is the
-autotuner's choice over the whole list (the chosen configs are printed). `--rev-env
+autotuner's choice over the whole list (the chosen configs are printed). `--backward` times
+the backward instead (the revision's kernels at the configs the working tree's
+autotuner chose). `--rev-env
 NAME=VALUE` compiles the revision's kernels with that environment (a compiler knob
 off: `--rev HEAD --rev-env TEGULA_LOOP_STORE_BUFFERS=0` is a compiler change's A/B).
 
@@ -103,6 +105,40 @@ def warm_up(runs, seconds: float) -> None:
         torch.cuda.synchronize()
 
 
+def backward_runs(old, new, q, k, v, causal, want, rev_env):
+    """The three backwards (revision, working tree, SDPA) as runs over kept graphs, their
+    dQ errors against SDPA's, and the configs the working tree's autotuner chose for its
+    dK/dV and dQ kernels (the revision's kernels are narrowed to the same)."""
+    import torch
+
+    from benchmarks.attention_bench import config_label
+    d_out = torch.randn_like(want)
+    outs = []
+    for lib in (new, old):
+        for kernel in (lib._dkdv, lib._dq):
+            if not hasattr(kernel, "all_configs"):
+                kernel.all_configs = list(kernel.configs)
+            kernel.configs = list(kernel.all_configs)
+    new_out = new.attention(q, k, v, causal=causal)
+    new_out.backward(d_out, retain_graph=True)  # tunes the working tree's kernels
+    same = lambda a, b: (a.kwargs, a.num_stages, a.num_warps) == (b.kwargs, b.num_stages, b.num_warps)  # noqa: E731
+    for mine, theirs in ((new._dkdv, old._dkdv), (new._dq, old._dq)):
+        theirs.configs = [c for c in theirs.all_configs if same(c, mine.best_config)]
+    with environment(rev_env):
+        old_out = old.attention(q, k, v, causal=causal)
+    sdpa_out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    grads = []
+    for out in (old_out, new_out, sdpa_out):
+        q.grad = None
+        out.backward(d_out, retain_graph=True)
+        grads.append(q.grad.clone())
+        outs.append(out)
+    errs = [(g - grads[2]).abs().max().item() for g in grads[:2]]
+    chosen = ",".join(config_label(kernel.best_config) for kernel in (new._dkdv, new._dq))
+    runs = [lambda out=out: out.backward(d_out, retain_graph=True) for out in outs]
+    return runs, errs, chosen
+
+
 def main() -> int:
     import torch
 
@@ -116,6 +152,9 @@ def main() -> int:
     ap.add_argument("--rev-env", action="append", default=[], metavar="NAME=VALUE",
                     help="environment the revision's kernels are compiled in (a knob's A/B)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--backward", action="store_true",
+                    help="time the backward (dQ, dK, dV; 2.5x the forward's flops) instead: the working "
+                         "tree's library autotunes its kernels, the revision's run the configs it chose")
     ap.add_argument("--warmup-s", type=float, default=2.0,
                     help="seconds of running the three in turn before timing (the GPU at its steady clocks)")
     args = ap.parse_args()
@@ -136,12 +175,16 @@ def main() -> int:
         only_config(old, old_spec)
         only_config(new, new_spec or old_spec)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        with environment(args.rev_env):  # (the first call compiles; later ones hit its cache)
-            errs = [(old.attention(q, k, v, causal=causal) - want).abs().max().item()]
-        errs.append((new.attention(q, k, v, causal=causal) - want).abs().max().item())
-        chosen = "/".join(config_label(getattr(m._fwd, "best_config", None)) for m in (old, new))
-        runs = [lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
-                lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)]
+        if args.backward:
+            runs, errs, chosen = backward_runs(old, new, q, k, v, causal, want, args.rev_env)
+            f *= 2.5
+        else:
+            with environment(args.rev_env):  # (the first call compiles; later ones hit its cache)
+                errs = [(old.attention(q, k, v, causal=causal) - want).abs().max().item()]
+            errs.append((new.attention(q, k, v, causal=causal) - want).abs().max().item())
+            chosen = "/".join(config_label(getattr(m._fwd, "best_config", None)) for m in (old, new))
+            runs = [lambda: old.attention(q, k, v, causal=causal), lambda: new.attention(q, k, v, causal=causal),
+                    lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)]
         warm_up(runs, args.warmup_s)
         cells = [[], [], []]  # TFLOP/s of the revision, the working tree, SDPA, one per round
         for r in range(args.rounds):

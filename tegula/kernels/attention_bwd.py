@@ -18,6 +18,7 @@ import tegula as triton
 import tegula.language as tl
 from tegula.kernels.attention_common import (
     allowed_of,
+    causal_tile,
     score_mod_grad,
     scores_base2,
     sparse_span_bounds,
@@ -106,11 +107,16 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dk_ptr, dv_ptr, lse_p
     """`sparse`: () or a BlockMask's spans per KV block (of Q blocks), laid out as the
     forward's (attention_fwd.py)."""
     batch_head = tl.program_id(1)
+    block_n = tl.program_id(0)
+    if CAUSAL and not SPARSE:
+        # a key block's cost falls with its position (later queries see it): the grid
+        # dealt costliest first a few heads at a time, as the forward's
+        block_n, batch_head = causal_tile(False)
     off_b = batch_head // H
     off_h = batch_head % H
     base = off_b.to(tl.int64) * stride_z + off_h.to(tl.int64) * stride_h
     row_base = batch_head.to(tl.int64) * N_CTX
-    start_n = tl.program_id(0) * BLOCK_N
+    start_n = block_n * BLOCK_N
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     in_kv = offs_n < N_CTX
@@ -209,13 +215,13 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, dq_ptr, lse_ptr, delta_
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """`sparse`: () or the forward's spans (per Q block, of KV blocks)."""
     batch_head = tl.program_id(1)
+    block_m = tl.program_id(0)
+    if CAUSAL and not SPARSE:
+        block_m, batch_head = causal_tile(True)  # costliest first, as in the forward
     off_b = batch_head // H
     off_h = batch_head % H
     base = off_b.to(tl.int64) * stride_z + off_h.to(tl.int64) * stride_h
     row_base = batch_head.to(tl.int64) * N_CTX
-    block_m = tl.program_id(0)
-    if CAUSAL and not SPARSE:
-        block_m = tl.num_programs(0) - 1 - block_m  # costliest first, as in the forward
     start_m = block_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)

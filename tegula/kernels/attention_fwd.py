@@ -23,7 +23,7 @@ Which KV blocks a program visits:
 """
 import tegula as triton
 import tegula.language as tl
-from tegula.kernels.attention_common import allowed_of, scores_base2, sparse_span_bounds, sparse_span_count
+from tegula.kernels.attention_common import allowed_of, causal_tile, scores_base2, sparse_span_bounds, sparse_span_count
 
 
 @triton.jit
@@ -221,12 +221,12 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr,
                       WARP_SPECIALIZE, ONE_SPAN, ONE_LOOP)
     else:
         block_m = tl.program_id(0)
+        batch_head = tl.program_id(1)
         if CAUSAL and not SPARSE:
-            # Causal Q blocks cost more the later they sit (they see more keys): start the
-            # costliest first, so the last programs to start are short ones (fewer idle SMs
-            # at the end of the grid).
-            block_m = tl.num_programs(0) - 1 - block_m
-        _fwd_tile(tl.program_id(1), block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride_z, stride_h, stride_n,
+            # Causal Q blocks cost more the later they sit (they see more keys): the
+            # costliest start first, a few heads at a time
+            block_m, batch_head = causal_tile(True)
+        _fwd_tile(batch_head, block_m, q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, stride_z, stride_h, stride_n,
                   stride_d, H, N_CTX, sparse, SCORE_MOD, score_args, MASK_MOD, mask_args, HEAD_DIM, SM_SCALE, CAUSAL,
                   SPARSE, SPARSE_Q, SPARSE_KV, PRECISION, IN_RANGE, DESC, BLOCK_M, BLOCK_N, WARP_SPECIALIZE, ONE_SPAN,
                   ONE_LOOP)
