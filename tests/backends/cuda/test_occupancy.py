@@ -27,6 +27,8 @@ def test_ctas_per_sm_takes_the_least_of_registers_shared_memory_and_threads():
 
 def test_register_target_only_when_registers_alone_cost_a_cta_and_the_cut_is_small():
     assert occupancy.register_target(130, 256, 49664, 90) == 128
+    assert occupancy.register_target(153, 256, 51224, 90) == 128   # the causal D64 forward: 1 -> 2 CTAs
+    assert occupancy.register_target(160, 256, 51224, 90) is None   # a cut of 32: over 1/6
     assert occupancy.register_target(128, 256, 49664, 90) is None   # already two
     assert occupancy.register_target(189, 256, 98816, 90) is None   # 128 would cut 61
     assert occupancy.register_target(130, 256, 150 * 1024, 90) is None  # shared memory allows one anyway
