@@ -27,7 +27,7 @@ from typing import Optional
 
 from ...config import knobs
 from ...ir.core import Instr, Value
-from ...ir.ops import Op
+from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of, shape_of
 from . import layouts as LY
 from .convert import conversion_kind_of
@@ -43,6 +43,8 @@ from .slot_views import slot_read
 # values a thread may load replicated outside loops rather than convert a small load
 # once through shared memory (a 16-byte vector's worth of 32-bit values)
 _FEW_REPLICATED_REGISTERS = 4
+# a warp access at least this many contiguous bytes wide uses whole sectors
+_SECTOR_BYTES = 32
 
 
 class AnchorRules:
@@ -92,6 +94,7 @@ class AnchorRules:
             lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
             for ins, _vec in members:
                 self.anchors[ins] = lay
+        self.scan_accesses(instrs)
         self.register_a_loads(instrs)
         self.shared_fragments(instrs)
         self.slots_read_back(instrs)
@@ -184,6 +187,54 @@ class AnchorRules:
         if slot_fast is None or slot_fast == order[0]:
             return None
         return LY.transposing_copy_layout(shape, self.nw, vec, order[0], slot_fast, 4 // elem_bytes, lanes_fast=4)
+
+    def scan_accesses(self, instrs: list[Instr]) -> None:
+        """The loads a scan reads (through elementwise ops: fla's `.to(tl.float32)`) and
+        the stores of what it computed are done in the scan's own layout
+        (`layouts.scan_layout`, each thread holding a run of the axis and the lanes along
+        the other dimensions) where that keeps every warp's access whole sectors: the
+        tile then goes through shared memory neither before nor after the scan. fla's
+        chunk_local_cumsum_vector scans [64, 64] fp32 chunks down their columns: loaded
+        16 bytes a thread four rows to a warp, the scan ran across lanes (384 shuffles)
+        and warps; now each thread scans one column in registers, loaded and stored 4
+        bytes a lane along rows (Triton's layout for it)."""
+        defined = {r: ins for ins in instrs for r in ins.results}
+        users: dict[Value, list[Instr]] = {}
+        for ins in instrs:
+            for v in ins.operands:
+                users.setdefault(v, []).append(ins)
+
+        def elementwise(ins: Instr) -> bool:
+            return OP_INFO[ins.op].kind is Kind.ELEMENTWISE and len(ins.results) == 1
+
+        for scan in instrs:
+            if scan.op is not Op.SCAN or len(shape_of(scan.operands[0].type)) < 2:
+                continue
+            shape, axis = shape_of(scan.operands[0].type), scan.attrs.axis
+            accesses = []
+            for v in scan.operands:  # back through elementwise producers to loads
+                ins = defined.get(v)
+                while ins is not None and elementwise(ins) and sum(is_tile(o) for o in ins.operands) == 1:
+                    ins = defined.get(next(o for o in ins.operands if is_tile(o)))
+                if ins is not None and ins.op is Op.LOAD:
+                    accesses.append(ins)
+            todo = list(scan.results)  # on through elementwise users to stores
+            while todo:
+                for ins in users.get(todo.pop(), []):
+                    if ins.op is Op.STORE:
+                        accesses.append(ins)
+                    elif elementwise(ins):
+                        todo.extend(ins.results)
+            for ins in accesses:
+                fast = self.plan.vec_dim.get(ins)
+                if ins not in self.anchors or fast is None or fast == axis:
+                    continue
+                lay = LY.scan_layout(shape, axis, self.nw, fast)
+                value = ins.results[0] if ins.op is Op.LOAD else ins.operands[1]
+                vec, run = LY.warp_run(lay, fast, self.plan.vec[ins])
+                if run * element_of(value.type).bytes >= _SECTOR_BYTES:
+                    self.anchors[ins] = lay
+                    self.plan.vec[ins] = vec
 
     def loaded_where_used(self, ins: Instr) -> bool:
         """A small load (`is_small_load`) is done in the layout its user wants when it

@@ -208,27 +208,54 @@ def contiguous_regs(layout: LinearLayout, dim: int) -> int:
 
 # ---------------------------------------------------------------- special purposes
 
-def scan_layout(shape: Sequence[int], axis: int, num_warps: int) -> LinearLayout:
-    """A blocked layout for a scan along `axis`: each thread holds one contiguous chunk
-    of the axis, lanes and then warps hold consecutive chunks (no repetition along the
-    axis), the other dimensions take what is left."""
+def scan_layout(shape: Sequence[int], axis: int, num_warps: int, fast: Optional[int] = None) -> LinearLayout:
+    """A blocked layout for a scan along `axis`: lanes, then warps, go to the other
+    dimensions first (the fastest first) and only what they cannot use to the axis;
+    each thread holds one contiguous chunk of the axis, the lanes and then the warps
+    left to it consecutive chunks (no repetition along the axis). A tile of many
+    independent scans (fla's cumsum over [64, 64] chunks) then scans each column in
+    registers, with no shuffles and no exchange between warps, as Triton's layout
+    does; a 1-D scan spreads over lanes and warps (Hillis-Steele across them). `fast`:
+    the dimension memory runs along (the last by default), given lanes first."""
     rank = len(shape)
     n = shape[axis]
     tpw, wpc, spt = [1] * rank, [1] * rank, [1] * rank
-    tpw[axis] = min(WARP_SIZE, n)
-    wpc[axis] = min(num_warps, max(1, n // tpw[axis]))
-    spt[axis] = max(1, n // (tpw[axis] * wpc[axis]))
-    lanes, warps = WARP_SIZE // tpw[axis], num_warps // wpc[axis]
+    lanes, warps = WARP_SIZE, num_warps
     others = [d for d in reversed(range(rank)) if d != axis]
+    if fast is not None and fast != axis:
+        others = [fast] + [d for d in others if d != fast]
     for d in others:
         tpw[d] = min(lanes, shape[d])
         lanes //= tpw[d]
+    for d in others:
         wpc[d] = min(warps, max(1, shape[d] // tpw[d]))
         warps //= wpc[d]
+    for d in others:
+        spt[d] = max(1, shape[d] // (tpw[d] * wpc[d]))
+    tpw[axis] = min(lanes, n)
+    wpc[axis] = min(warps, max(1, n // tpw[axis]))
+    spt[axis] = max(1, n // (tpw[axis] * wpc[axis]))
+    # lanes or warps the shape cannot use repeat along the last dimension
     last = others[-1] if others else axis
-    tpw[last] *= lanes
-    wpc[last] *= warps
+    tpw[last] *= lanes // tpw[axis]
+    wpc[last] *= warps // wpc[axis]
     return blocked(shape, spt, tpw, wpc, [axis] + others)
+
+
+def warp_run(layout: LinearLayout, dim: int, vec: int) -> tuple[int, int]:
+    """(elements a thread moves per access, elements a warp's access covers
+    contiguously) along `dim`: the thread's lowest register bits along it, up to `vec`
+    elements, then the lanes that continue the run."""
+    s, n = dim_fields(layout.shape)[dim]
+    k = 0
+    while k < n and (1 << k) < vec and k < len(layout.reg) and layout.reg[k] == 1 << (s + k):
+        k += 1
+    per_thread = 1 << k
+    for b in layout.lane:
+        if k >= n or b != 1 << (s + k):
+            break
+        k += 1
+    return per_thread, 1 << k
 
 
 def scan_ready(layout: LinearLayout, axis: int) -> bool:

@@ -468,3 +468,42 @@ def test_a_small_load_after_the_loop_is_not_replicated_into_a_slice():
         want += a.astype(np.float16).astype(np.float64) @ v[:T].astype(np.float64)
         np.testing.assert_allclose(o[:T], want.astype(np.float16), rtol=2e-3, atol=2e-2)
         assert np.isnan(o[T:]).all()
+
+
+@tegula.jit
+def chunk_column_cumsum(s_ptr, o_ptr, T, H: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr):
+    """fla's chunk_local_cumsum_vector: each program scans a [BT, BS] chunk of a
+    [T, H, S] tensor down its columns (rows T and beyond masked)."""
+    i_s, i_t, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    o_t = i_t * BT + tl.arange(0, BT)
+    o_s = i_s * BS + tl.arange(0, BS)
+    m_s = (o_t[:, None] < T) & (o_s[None, :] < S)
+    offs = i_h * S + o_t[:, None] * (H * S) + o_s[None, :]
+    b_s = tl.load(s_ptr + offs, mask=m_s, other=0.0).to(tl.float32)
+    b_o = tl.cumsum(b_s, axis=0)
+    tl.store(o_ptr + offs, b_o.to(o_ptr.dtype.element_ty), mask=m_s)
+
+
+def test_a_tile_of_column_scans_is_loaded_scanned_and_stored_in_one_layout():
+    """A [64, 64] tile scanned down its columns: each thread scans one column in its
+    registers, the load and the store are done in that layout (a warp's access 32
+    consecutive values of a row: whole sectors), so no shuffle and no conversion
+    through shared memory (the scan had lanes along the axis: 384 shuffles, and the
+    tile went through shared memory before and after it). With more warps than a row
+    has 32-lane groups the warps split the axis: one exchange of column totals."""
+    sig = {"s_ptr": "*fp32", "o_ptr": "*fp32", "T": "i32", "H": "constexpr", "S": "constexpr", "BT": "constexpr",
+           "BS": "constexpr"}
+    H, S, BT, BS = 2, 128, 64, 64
+    kernel = tir_opt(chunk_column_cumsum, sig, {"H": H, "S": S, "BT": BT, "BS": BS},
+                     attrs={"s_ptr": 16, "o_ptr": 16})
+    T = 2 * BT - 5
+    for num_warps, barriers in ((2, 0), (4, 1)):
+        asm = compile_kernel(kernel, {"num_warps": num_warps, "num_stages": 1}, 90)[0]
+        assert "shfl.sync.up" not in asm["ptx"]
+        assert len(re.findall(r"\bbar\.sync\b", asm["ptx"])) == barriers, num_warps
+        rng = np.random.default_rng(num_warps)
+        s = rng.integers(-4, 5, (T, H, S)).astype(np.float32)
+        o = np.full((T, H, S), np.nan, np.float32)
+        EmulatedKernel(kernel, num_warps, capability=90).run((S // BS, 2, H), [s, o, T])
+        want = np.concatenate([np.cumsum(s[:BT], axis=0), np.cumsum(s[BT:], axis=0)])
+        np.testing.assert_array_equal(o, want)
