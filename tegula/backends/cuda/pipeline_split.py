@@ -14,7 +14,8 @@ transposed, as for a load whose only user is a transpose). The cost is a second 
 of the tile from L2 and a second ring in shared memory; a loop the pipeliner then
 leaves alone gets its original load back (`undo`), so it never loads twice. Where
 every such dot runs on wgmma (16-bit operands, sm_90a) nothing is split: one ring is
-read directly and through a transposed view (`slot_views`).
+read directly and through a transposed view (`slot_views`), also by one dot reading
+both (`dot(k, tl.trans(k))`).
 """
 from __future__ import annotations
 

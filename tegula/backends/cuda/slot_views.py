@@ -69,7 +69,9 @@ def viewed_both_ways(res: Value, body: Block, uses: dict[Value, list[Instr]], nu
     """The 2-D transpose of the loaded tile `res` when its users are dots of `body`
     and that one transpose, whose users are dots of `body` too, and every one of these
     dots runs on wgmma with its operand in a slot (16-bit operands: wgmma transposes
-    only those); else None."""
+    only those); else None. One dot may read both (fla's `dot(k, tl.trans(k))`, a Gram
+    matrix): its A and B descriptors then point into the same slot, each read in
+    place as its view says."""
     if capability < 90 or len(shape_of(res.type)) != 2 or element_of(res.type).bytes != 2:
         return None
     users = uses.get(res, [])
@@ -79,8 +81,8 @@ def viewed_both_ways(res: Value, body: Block, uses: dict[Value, list[Instr]], nu
     direct = [u for u in users if u is not perms[0]]
     readers = (_dot_readers(res, body, {res: direct}) if direct else None,
                _dot_readers(perms[0].results[0], body, uses))
-    if readers[0] is None or readers[1] is None or set(readers[0]) & set(readers[1]):
-        return None  # (a dot reading the tile and its transpose would want two layouts)
+    if readers[0] is None or readers[1] is None:
+        return None
     for dot in readers[0] + readers[1]:
         choice = choose_mma(dot, num_warps, capability, b_in_shared=True, a_in_shared=True)
         if choice is None or choice.version != 3:

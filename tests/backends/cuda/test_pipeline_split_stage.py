@@ -211,8 +211,9 @@ def test_a_slot_read_as_a_transposed_a_and_as_b(capability):
     kernel = tir_opt(both_ways, sig, {"BM": BM, "BK": BK}, attrs={n: 16 for n in sig if sig[n] != "constexpr"})
     ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
     rings = [i for i in ek.lowering.kernel.walk() if i.op is Op.LOCAL_ALLOC and i.results[0].type.shape[0] == 3]
-    # sm_90a: x one ring (read both ways); y, read both ways by one dot, split in two
-    assert len(rings) == (3 if capability == 90 else 4)
+    # sm_90a: x one ring and y one ring, each read both ways (y by one dot, as A
+    # through its transpose and as B); sm_80 splits both
+    assert len(rings) == (2 if capability == 90 else 4)
     rng = np.random.default_rng(3)
     x = rng.integers(-2, 3, (N, BM)).astype(np.float16)
     y = rng.integers(-2, 3, (N, BM)).astype(np.float16)
@@ -234,3 +235,33 @@ def test_transposed_views_assemble():
     kernel = tir_opt(both_ways, sig, {"BM": 64, "BK": 32}, attrs={n: 16 for n in sig if sig[n] != "constexpr"})
     asm, _md = compile_kernel(kernel, {"num_warps": 4, "num_stages": 3}, 90)
     assert "cubin" in asm and "mma.sync" not in asm["ptx"] and asm["ptx"].count("wgmma.mma_async") >= 3
+
+
+@tegula.jit
+def gram_of_rows(x_ptr, o_ptr, T, K, BT: tl.constexpr, BK: tl.constexpr):
+    """fla's chunk_scaled_dot_kkt: x x^T of a [BT, K] row block, K in BK chunks (rows
+    T and beyond masked), one dot reading the tile as A and through its transpose as B."""
+    rt, rk = tl.arange(0, BT), tl.arange(0, BK)
+    acc = tl.zeros((BT, BT), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(x_ptr + rt[:, None] * K + (k + rk)[None, :], mask=(rt < T)[:, None], other=0.0)
+        acc += tl.dot(x, tl.trans(x))
+    tl.store(o_ptr + rt[:, None] * BT + rt[None, :], acc)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_a_tile_times_its_own_transpose_reads_one_ring(capability):
+    """On wgmma the tile is one ring read twice in place, as A and as the transposed
+    view's B (both K-major: fla's kkt had two rings of the same copies, twice the
+    shared memory and copies); sm_80 splits it."""
+    BT, BK, K, T = 64, 32, 96, 57
+    sig = {"x_ptr": "*fp16", "o_ptr": "*fp32", "T": "i32", "K": "i32", "BT": "constexpr", "BK": "constexpr"}
+    kernel = tir_opt(gram_of_rows, sig, {"BT": BT, "BK": BK}, attrs={"x_ptr": 16, "o_ptr": 16, "K": 16})
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
+    rings = [i for i in ek.lowering.kernel.walk() if i.op is Op.LOCAL_ALLOC and i.results[0].type.shape[0] == 3]
+    assert len(rings) == (1 if capability == 90 else 2)
+    x = np.random.default_rng(capability).integers(-2, 3, (BT, K)).astype(np.float16)
+    out = np.full((BT, BT), np.nan, np.float32)
+    ek.run((1, 1, 1), [x, out, T, K])
+    rows = x.astype(np.float64) * (np.arange(BT) < T)[:, None]
+    np.testing.assert_array_equal(out, rows @ rows.T)
