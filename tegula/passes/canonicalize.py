@@ -8,7 +8,8 @@ algebraic identities listed there). Structurally it
 - inlines the taken region of an `if` whose condition is a constant;
 - replaces an `if` whose regions hold only a `yield` of the same values by those values;
 - removes a `for` whose bounds and step are constants giving zero iterations (its
-  results are its initial values);
+  results are its initial values), and inlines one giving a single iteration (its
+  induction variable the lower bound, its carried values the initial ones);
 - drops a loop-carried value that the body yields back unchanged, or that it yields
   its initial value (fla's `o_k1 = tl.arange(0, 64)` re-assigned in the loop that
   reads it, once LICM has hoisted it onto the first): its uses become the initial
@@ -105,6 +106,16 @@ class _Round:
                 self.replace(old, new)
             self.changed = True
             return []
+        elif ins.op is Op.FOR and _one_trip(ins):
+            body = ins.regions[0]
+            self.replace(body.args[0], ins.operands[0])
+            for arg, init in zip(body.args[1:], for_inits(ins)):
+                self.replace(arg, init)
+            instrs, results = taken_region(ins, 0)
+            for old, new in results.items():
+                self.replace(old, new)
+            self.changed = True
+            return instrs
         return None
 
     def drop_invariant_iters(self, loop: Instr) -> None:
@@ -122,6 +133,23 @@ class _Round:
             self.replace(arg, init)
             self.replace(loop.results[i], init)
             del loop.results[i], loop.operands[FOR_INITS + i], body.args[1 + i], term.operands[i]
+
+
+def _one_trip(loop: Instr) -> bool:
+    """A `for` with constant bounds and step that runs exactly once (fla's loops over
+    `tl.cdiv(K, BK)` blocks with BK = K): its body takes its place, the induction
+    variable its lower bound, the carried values their initial ones, as MLIR's
+    canonicalization does for Triton (the loop's dots are then a kernel body's dots:
+    a lone dot's operands are staged beside each other in shared memory, not read
+    through registers as a loop's unpipelined dot)."""
+    lits = [constant_of(v) for v in for_bounds(loop)]
+    if any(lit is None for lit in lits) or not loop.regions[0].args:
+        return False
+    t = loop.operands[0].type
+    lb, ub, step = (canonical_literal(lit, t) for lit in lits)
+    if step > 0:
+        return lb < ub <= lb + step
+    return step < 0 and lb + step <= ub < lb
 
 
 def _zero_trip(loop: Instr) -> bool:

@@ -230,6 +230,42 @@ def test_for_with_iterations_is_kept():
     assert [i.op.value for i in k.body.instrs].count("for") == 1
 
 
+def test_for_with_one_iteration_is_inlined():
+    """The body runs once in place of the loop: its carried value is the initial one,
+    the loop's result what it yields (fla's loops over cdiv(K, BK) with BK = K)."""
+    check(LOOP.format(lb=3, ub=4), ["canonicalize", "dce"], """
+        kernel @k(%n: i32, %x: f32, %out: ptr<f32>) {
+          %a = add %x, %x : f32
+          store %out, %a {}
+          store %out, %a {}
+          return
+        }""")
+
+
+@pytest.mark.parametrize("lb, ub, step, inlined", [(0, 64, 64, True), (0, 65, 64, False), (5, 4, -1, True),
+                                                   (5, 3, -1, False), (0, 1, 2, True)])
+def test_one_trip_of_any_step_is_inlined_and_uses_the_lower_bound(lb, ub, step, inlined):
+    k = parse(f"""
+        kernel @k(%out: ptr<i32>) {{
+          %lb = constant {{value = {lb}}} : i32
+          %ub = constant {{value = {ub}}} : i32
+          %st = constant {{value = {step}}} : i32
+          for %lb, %ub, %st : i32, i32, i32 {{
+          ^(%i: i32):
+            store %out, %i {{}}
+            yield
+          }}
+          return
+        }}""")
+    canonicalize(k)
+    verify(k)
+    loops = [i for i in k.body.instrs if i.op.value == "for"]
+    assert len(loops) == (0 if inlined else 1)
+    if inlined:
+        store = next(i for i in k.body.instrs if i.op.value == "store")
+        assert constant_of(store.operands[1]) == lb
+
+
 @pytest.mark.parametrize("yielded", ["%inv", "%x"], ids=["unchanged", "its_initial_value"])
 def test_loop_carried_value_yielded_unchanged_or_its_init_is_dropped(yielded):
     """The body yields the carried value back, or the value the loop started with
