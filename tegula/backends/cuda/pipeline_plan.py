@@ -103,12 +103,14 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     uses = users_of(kernel.body)
     cache = {"kernel": kernel} if without_dot else None
     loads = [ins for ins in body.instrs if is_candidate(ins, body, uses, num_warps, capability, cache)]
+    if vectors:
+        # (also where no dot reads a load as it is: fla's recompute_w_u scales each
+        # loaded block of v before it is B, a loop Triton pipelines all the same)
+        loads = _with_vector_loads(kernel, body, loads)
     if not loads:
         return None
     if without_dot and writes_what_it_prefetches(kernel, body, loads):
         return None
-    if vectors:
-        loads = _with_vector_loads(kernel, body, loads)
     transposes = {} if without_dot else {
         ld: t for ld in loads if (t := transposed_by(ld.results[0], body, uses)) is not None}
     slot_bytes = sum(ld.results[0].type.numel * element_of(ld.results[0].type).bytes for ld in loads)

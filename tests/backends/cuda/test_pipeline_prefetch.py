@@ -118,3 +118,42 @@ def test_prefetch_ptx_assembles_with_16_byte_copies(capability):
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx
     assert "ld.global" not in ptx and "fence.proxy.async" not in ptx
     assert md["shared"] >= 3 * 1024 * 4 and "cubin" in asm
+
+
+@tegula.jit
+def scaled_blocks(a_ptr, v_ptr, beta_ptr, u_ptr, T, BT: tl.constexpr, V: tl.constexpr, BV: tl.constexpr):
+    """fla's recompute_w_u: u = A @ (v * beta) in blocks of BV columns, where no dot reads
+    a load as it is (A loaded before the loop, each block of v scaled before it is B)."""
+    rt, rv = tl.arange(0, BT), tl.arange(0, BV)
+    m_t = rt < T
+    a = tl.load(a_ptr + rt[:, None] * BT + rt[None, :])
+    beta = tl.load(beta_ptr + rt, mask=m_t, other=0.0)
+    for i in range(tl.cdiv(V, BV)):
+        o_v = i * BV + rv
+        v = tl.load(v_ptr + rt[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)
+        u = tl.dot(a, (v * beta[:, None]).to(tl.float16))
+        tl.store(u_ptr + rt[:, None] * V + o_v[None, :], u, mask=m_t[:, None])
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+def test_a_dot_loop_whose_loads_are_scaled_first_is_pipelined(capability):
+    """Its loads come through a ring S-1 iterations ahead and are read back into
+    registers (Triton pipelines this loop; unpipelined, each block's load latency was
+    exposed before its scale and its dot)."""
+    BT, V, BV, T = 64, 192, 64, 53
+    sig = {"a_ptr": "*fp16", "v_ptr": "*fp16", "beta_ptr": "*fp32", "u_ptr": "*fp32", "T": "i32",
+           "BT": "constexpr", "V": "constexpr", "BV": "constexpr"}
+    kernel = tir_opt(scaled_blocks, sig, {"BT": BT, "V": V, "BV": BV},
+                     attrs={"a_ptr": 16, "v_ptr": 16, "beta_ptr": 16, "u_ptr": 16})
+    ek = EmulatedKernel(kernel, 4, capability=capability, num_stages=3)
+    loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
+    assert Op.ASYNC_COPY in ops(loop)
+    rng = np.random.default_rng(capability)
+    a = rng.integers(-2, 3, (BT, BT)).astype(np.float16)
+    v = rng.integers(-2, 3, (BT, V)).astype(np.float16)
+    beta = rng.integers(-2, 3, BT).astype(np.float32)
+    u = np.full((BT, V), np.nan, np.float32)
+    ek.run((1, 1, 1), [a, v, beta, u, T])
+    want = a.astype(np.float64)[:T, :T] @ (v[:T].astype(np.float64) * beta[:T, None])
+    np.testing.assert_array_equal(u[:T], want)
+    assert np.isnan(u[T:]).all()
