@@ -10,6 +10,8 @@ algebraic identities listed there). Structurally it
 - removes a `for` whose bounds and step are constants giving zero iterations (its
   results are its initial values), and inlines one giving a single iteration (its
   induction variable the lower bound, its carried values the initial ones);
+- decides comparisons of a loop's induction variable with a constant from the range
+  its constant bounds and step give it (fla's `if i_k >= 0:` in a loop from 0);
 - drops a loop-carried value that the body yields back unchanged, or that it yields
   its initial value (fla's `o_k1 = tl.arange(0, 64)` re-assigned in the loop that
   reads it, once LICM has hoisted it onto the first): its uses become the initial
@@ -25,9 +27,10 @@ from typing import Any, Optional
 from ..ir.accessors import FOR_INITS, for_bounds, for_inits
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
+from ..ir.types import ScalarType
 from .const_fold import canonical_literal
 from .ir_utils import constant_of, resolve, taken_region
-from .rewrite_rules import simplify
+from .rewrite_rules import constant_instr, simplify
 
 # Each round is linear in the IR; rules only shrink or simplify it, so a handful of
 # rounds reaches the fixed point in practice. The cap guards against a rule pair that
@@ -50,6 +53,8 @@ class _Round:
     def __init__(self) -> None:
         self.mapping: dict[Value, Value] = {}
         self.changed = False
+        # a loop's induction variable -> (least, greatest) value it takes (None: unknown)
+        self.iv_ranges: dict[Value, tuple[Optional[int], Optional[int]]] = {}
 
     def replace(self, old: Value, new: Value) -> None:
         self.mapping[old] = new
@@ -65,10 +70,11 @@ class _Round:
             if inlined is not None:
                 work.extendleft(reversed(inlined))
                 continue
-            rewrite = simplify(ins)
+            rewrite = self.induction_compare(ins) or simplify(ins)
             if rewrite is None:
                 if ins.op is Op.FOR:
                     self.drop_invariant_iters(ins)
+                    self.note_induction_range(ins)
                 for region in ins.regions:
                     self.block(region)
                 out.append(ins)
@@ -118,6 +124,46 @@ class _Round:
             return instrs
         return None
 
+    def note_induction_range(self, loop: Instr) -> None:
+        """The least and greatest values a signed-integer induction variable takes, from
+        constant bounds and step (either bound alone where the step is constant)."""
+        iv = loop.regions[0].args[0] if loop.regions[0].args else None
+        t = loop.operands[0].type
+        if iv is None or not isinstance(t, ScalarType) or not t.is_signed:
+            return
+        lb, ub, step = (constant_of(v) for v in for_bounds(loop))
+        if not isinstance(step, int) or step == 0:
+            return
+        lb = lb if isinstance(lb, int) else None
+        ub = ub if isinstance(ub, int) else None
+        last = None
+        if lb is not None and ub is not None:
+            trips = max(0, -((lb - ub) // step))
+            if trips == 0:
+                return
+            last = lb + (trips - 1) * step
+        elif ub is not None:
+            last = ub - 1 if step > 0 else ub + 1  # a bound of the values, not the last one
+        self.iv_ranges[iv] = (lb, last) if step > 0 else (last, lb)
+
+    def induction_compare(self, ins: Instr) -> Optional[Instr]:
+        """A comparison of an induction variable with a constant that its range decides
+        (fla's `if i_k >= 0:` around the dot of a loop from 0): the constant result."""
+        if ins.op not in _DECIDE or len(ins.operands) != 2:
+            return None
+        a, b = ins.operands
+        op = ins.op
+        if b in self.iv_ranges and a not in self.iv_ranges:
+            a, b, op = b, a, _MIRROR[op]
+        c = constant_of(b)
+        if a not in self.iv_ranges or not isinstance(c, int) or isinstance(c, bool):
+            return None
+        lo, hi = self.iv_ranges[a]
+        result = _DECIDE[op](lo, hi, c)
+        if result is None:
+            return None
+        return constant_instr(ins, result)
+
     def drop_invariant_iters(self, loop: Instr) -> None:
         """Remove loop-carried values the body yields back unchanged, or yields their
         initial value (every iteration then sees the initial value)."""
@@ -133,6 +179,32 @@ class _Round:
             self.replace(arg, init)
             self.replace(loop.results[i], init)
             del loop.results[i], loop.operands[FOR_INITS + i], body.args[1 + i], term.operands[i]
+
+
+def _lt(lo, hi, c):
+    if hi is not None and hi < c:
+        return True
+    return False if lo is not None and lo >= c else None
+
+
+def _ge(lo, hi, c):
+    decided = _lt(lo, hi, c)
+    return None if decided is None else not decided
+
+
+def _eq(lo, hi, c):
+    return False if (lo is not None and c < lo) or (hi is not None and c > hi) else None
+
+
+def _ne(lo, hi, c):
+    decided = _eq(lo, hi, c)
+    return None if decided is None else not decided
+
+
+# iv OP c decided from iv's range [lo, hi] (None: not decided); c OP iv is iv MIRROR c
+_DECIDE = {Op.LT: _lt, Op.GE: _ge, Op.LE: lambda lo, hi, c: _lt(lo, hi, c + 1),
+           Op.GT: lambda lo, hi, c: _ge(lo, hi, c + 1), Op.EQ: _eq, Op.NE: _ne}
+_MIRROR = {Op.LT: Op.GT, Op.GT: Op.LT, Op.LE: Op.GE, Op.GE: Op.LE, Op.EQ: Op.EQ, Op.NE: Op.NE}
 
 
 def _one_trip(loop: Instr) -> bool:

@@ -335,3 +335,40 @@ def test_canonicalize_preserves_side_effect_order_and_names():
     canonicalize(k)
     stores = [i for i in k.body.instrs if i.op.value == "store"]
     assert [s.operands[1] for s in stores] == [by_name(k, "x"), by_name(k, "x")]
+
+
+@pytest.mark.parametrize("cmp, c, lb, ub, step, decided", [
+    ("ge", 0, 0, "%n", 1, True),      # fla's `if i_k >= 0:` in a loop from 0
+    ("lt", 0, 0, "%n", 1, False),
+    ("gt", 0, 0, "%n", 1, None),      # the first iteration is 0
+    ("lt", 8, 0, 8, 2, True),         # 0, 2, 4, 6
+    ("le", 5, 0, 8, 2, None),
+    ("ge", 7, 0, 8, 2, False),
+    ("eq", 3, 0, 8, 2, None),         # (a range, not a stride: odd values are not decided)
+    ("ne", 9, 0, 8, 2, True),
+    ("gt", 2, 8, 2, -2, True),        # 8, 6, 4: down to 4
+    ("lt", 4, 8, 2, -2, False),
+    ("ge", 3, "%n", 8, 1, None),      # no lower bound known
+    ("lt", 8, "%n", 8, 1, True),      # but the values stay below 8
+])
+def test_induction_variable_comparisons_decided_by_its_range(cmp, c, lb, ub, step, decided):
+    def bound(name, v):
+        return "" if isinstance(v, str) else f"%{name} = constant {{value = {v}}} : i32\n"
+    k = parse(f"""
+        kernel @k(%n: i32, %out: ptr<i1>) {{
+          {bound('lb', lb)}{bound('ub', ub)}%st = constant {{value = {step}}} : i32
+          %c = constant {{value = {c}}} : i32
+          for {lb if isinstance(lb, str) else '%lb'}, {ub if isinstance(ub, str) else '%ub'}, %st : i32, i32, i32 {{
+          ^(%i: i32):
+            %r = {cmp} %i, %c : i1
+            store %out, %r {{}}
+            yield
+          }}
+          return
+        }}""")
+    canonicalize(k)
+    verify(k)
+    loop = next(i for i in k.body.instrs if i.op.value == "for")
+    store = next(i for i in loop.regions[0].instrs if i.op.value == "store")
+    got = constant_of(store.operands[1])
+    assert (None if got is None else bool(got)) == decided
