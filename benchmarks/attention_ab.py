@@ -121,9 +121,9 @@ def backward_runs(old, new, q, k, v, causal, want, rev_env):
             kernel.configs = list(kernel.all_configs)
     new_out = new.attention(q, k, v, causal=causal)
     new_out.backward(d_out, retain_graph=True)  # tunes the working tree's kernels
-    same = lambda a, b: (a.kwargs, a.num_stages, a.num_warps) == (b.kwargs, b.num_stages, b.num_warps)  # noqa: E731
     for mine, theirs in ((new._dkdv, old._dkdv), (new._dq, old._dq)):
-        theirs.configs = [c for c in theirs.all_configs if same(c, mine.best_config)]
+        picked = (mine.best_config.kwargs, mine.best_config.num_stages, mine.best_config.num_warps)
+        theirs.configs = [c for c in theirs.all_configs if (c.kwargs, c.num_stages, c.num_warps) == picked]
     with environment(rev_env):
         old_out = old.attention(q, k, v, causal=causal)
     sdpa_out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)

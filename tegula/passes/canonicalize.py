@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Optional
 
-from ..ir.accessors import FOR_INITS, for_bounds, for_inits
+from ..ir.accessors import FOR_INITS, for_inits
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import Op
 from ..ir.types import ScalarType
-from .const_fold import canonical_literal
-from .ir_utils import constant_of, resolve, taken_region
+from .ir_utils import constant_bounds, constant_of, resolve, static_trip_count, taken_region
 from .rewrite_rules import constant_instr, simplify
 
 # Each round is linear in the IR; rules only shrink or simplify it, so a handful of
@@ -107,12 +106,16 @@ class _Round:
                         self.replace(old, new)
                     self.changed = True
                     return []
-        elif ins.op is Op.FOR and _zero_trip(ins):
+        elif ins.op is Op.FOR and static_trip_count(ins) == 0:
             for old, new in zip(ins.results, for_inits(ins)):
                 self.replace(old, new)
             self.changed = True
             return []
-        elif ins.op is Op.FOR and _one_trip(ins):
+        elif ins.op is Op.FOR and static_trip_count(ins) == 1:
+            # inlined, as MLIR's canonicalization does for Triton: fla's loops over
+            # `tl.cdiv(K, BK)` blocks with BK = K, whose dots are then a kernel body's
+            # (operands staged beside each other in shared memory, not read through
+            # registers as an unpipelined loop's dot)
             body = ins.regions[0]
             self.replace(body.args[0], ins.operands[0])
             for arg, init in zip(body.args[1:], for_inits(ins)):
@@ -127,23 +130,22 @@ class _Round:
     def note_induction_range(self, loop: Instr) -> None:
         """The least and greatest values a signed-integer induction variable takes, from
         constant bounds and step (either bound alone where the step is constant)."""
-        iv = loop.regions[0].args[0] if loop.regions[0].args else None
+        iv = loop.regions[0].args[0]
         t = loop.operands[0].type
-        if iv is None or not isinstance(t, ScalarType) or not t.is_signed:
+        if not isinstance(t, ScalarType) or not t.is_signed:
             return
-        lb, ub, step = (constant_of(v) for v in for_bounds(loop))
-        if not isinstance(step, int) or step == 0:
+        lb, ub, step = constant_bounds(loop)
+        if not step:
             return
-        lb = lb if isinstance(lb, int) else None
-        ub = ub if isinstance(ub, int) else None
-        last = None
-        if lb is not None and ub is not None:
-            trips = max(0, -((lb - ub) // step))
-            if trips == 0:
-                return
+        trips = static_trip_count(loop)
+        if trips == 0:
+            return
+        if trips is not None:
             last = lb + (trips - 1) * step
         elif ub is not None:
             last = ub - 1 if step > 0 else ub + 1  # a bound of the values, not the last one
+        else:
+            last = None
         self.iv_ranges[iv] = (lb, last) if step > 0 else (last, lb)
 
     def induction_compare(self, ins: Instr) -> Optional[Instr]:
@@ -205,30 +207,3 @@ def _ne(lo, hi, c):
 _DECIDE = {Op.LT: _lt, Op.GE: _ge, Op.LE: lambda lo, hi, c: _lt(lo, hi, c + 1),
            Op.GT: lambda lo, hi, c: _ge(lo, hi, c + 1), Op.EQ: _eq, Op.NE: _ne}
 _MIRROR = {Op.LT: Op.GT, Op.GT: Op.LT, Op.LE: Op.GE, Op.GE: Op.LE, Op.EQ: Op.EQ, Op.NE: Op.NE}
-
-
-def _one_trip(loop: Instr) -> bool:
-    """A `for` with constant bounds and step that runs exactly once (fla's loops over
-    `tl.cdiv(K, BK)` blocks with BK = K): its body takes its place, the induction
-    variable its lower bound, the carried values their initial ones, as MLIR's
-    canonicalization does for Triton (the loop's dots are then a kernel body's dots:
-    a lone dot's operands are staged beside each other in shared memory, not read
-    through registers as a loop's unpipelined dot)."""
-    lits = [constant_of(v) for v in for_bounds(loop)]
-    if any(lit is None for lit in lits) or not loop.regions[0].args:
-        return False
-    t = loop.operands[0].type
-    lb, ub, step = (canonical_literal(lit, t) for lit in lits)
-    if step > 0:
-        return lb < ub <= lb + step
-    return step < 0 and lb + step <= ub < lb
-
-
-def _zero_trip(loop: Instr) -> bool:
-    """A `for` with constant bounds and a positive constant step that never iterates."""
-    lits = [constant_of(v) for v in for_bounds(loop)]
-    if any(lit is None for lit in lits):
-        return False
-    t = loop.operands[0].type
-    lb, ub, step = (canonical_literal(lit, t) for lit in lits)
-    return step > 0 and lb >= ub

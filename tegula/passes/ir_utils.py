@@ -16,6 +16,7 @@ from ..ir.accessors import for_inits, for_yields, while_condition
 from ..ir.core import Block, Instr, Kernel, Value
 from ..ir.ops import OP_INFO, Kind, Op
 from ..ir.types import is_pointer
+from .const_fold import canonical_literal
 
 # Ops with effects the table's `pure` flag does not capture by itself: a `while` may not
 # terminate, so removing an unused one could change behaviour.
@@ -30,11 +31,19 @@ def constant_of(v: Value) -> Optional[Any]:
     return None
 
 
+def constant_bounds(loop: Instr) -> tuple[Optional[int], Optional[int], Optional[int]]:
+    """A `for`'s lower bound, upper bound and step, each as its type wraps it where it
+    is a constant, else None."""
+    t = loop.operands[0].type
+    return tuple(None if (lit := constant_of(v)) is None else canonical_literal(lit, t)  # type: ignore[return-value]
+                 for v in loop.operands[:3])
+
+
 def static_trip_count(loop: Instr) -> Optional[int]:
     """How many iterations a `for` runs when its bounds and step are constants (a loop
     over `tl.cdiv(V, BV)` blocks with both constexpr), else None."""
-    lb, ub, step = (constant_of(v) for v in loop.operands[:3])
-    if not all(isinstance(c, int) and not isinstance(c, bool) for c in (lb, ub, step)) or step == 0:
+    lb, ub, step = constant_bounds(loop)
+    if lb is None or ub is None or not step:
         return None
     return max(0, -((lb - ub) // step))  # ceil((ub - lb) / step), either sign of step
 

@@ -29,6 +29,7 @@ from ...config import knobs
 from ...ir.core import Instr, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of, shape_of
+from ...passes.ir_utils import users_of
 from . import layouts as LY
 from .convert import conversion_kind_of
 from .dot_chains import chained_dots
@@ -198,14 +199,10 @@ class AnchorRules:
         16 bytes a thread four rows to a warp, the scan ran across lanes (384 shuffles)
         and warps; now each thread scans one column in registers, loaded and stored 4
         bytes a lane along rows (Triton's layout for it)."""
-        defined = {r: ins for ins in instrs for r in ins.results}
-        users: dict[Value, list[Instr]] = {}
-        for ins in instrs:
-            for v in ins.operands:
-                users.setdefault(v, []).append(ins)
+        users = users_of(self.kernel.body)
 
-        def elementwise(ins: Instr) -> bool:
-            return OP_INFO[ins.op].kind is Kind.ELEMENTWISE and len(ins.results) == 1
+        def elementwise(ins: object) -> bool:
+            return isinstance(ins, Instr) and OP_INFO[ins.op].kind is Kind.ELEMENTWISE and len(ins.results) == 1
 
         for scan in instrs:
             if scan.op is not Op.SCAN or len(shape_of(scan.operands[0].type)) < 2:
@@ -213,10 +210,10 @@ class AnchorRules:
             shape, axis = shape_of(scan.operands[0].type), scan.attrs.axis
             accesses = []
             for v in scan.operands:  # back through elementwise producers to loads
-                ins = defined.get(v)
-                while ins is not None and elementwise(ins) and sum(is_tile(o) for o in ins.operands) == 1:
-                    ins = defined.get(next(o for o in ins.operands if is_tile(o)))
-                if ins is not None and ins.op is Op.LOAD:
+                ins = v.owner
+                while elementwise(ins) and sum(is_tile(o) for o in ins.operands) == 1:
+                    ins = next(o for o in ins.operands if is_tile(o)).owner
+                if isinstance(ins, Instr) and ins.op is Op.LOAD:
                     accesses.append(ins)
             todo = list(scan.results)  # on through elementwise users to stores
             while todo:
