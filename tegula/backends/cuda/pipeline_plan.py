@@ -22,6 +22,7 @@ from .copy_bounds import CopyBound, split_bound
 from .index_loads import is_index_load
 from .pipeline_candidates import is_candidate, prefetchable, transposed_by, writes_what_it_prefetches
 from .pipeline_memo import CoarseMemo, find_memo
+from .scalar_loads import tile_scalar_loads
 
 # bytes of shared memory a CTA may use, by compute capability (cudaDevAttrMax-
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
@@ -91,8 +92,15 @@ def plan_loop(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capabili
     gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
     if without_dot:
         return _plan(kernel, loop, stages, num_warps, capability, without_dot=True)
-    return (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
-            or _plan(kernel, loop, stages, num_warps, capability))
+    # its scalar loads as one-element tiles first (`scalar_loads`): prefetched with the
+    # vectors; put back when the loop cannot be pipelined so (a scalar in its address code)
+    undo = tile_scalar_loads(loop.regions[0])
+    plan = _plan(kernel, loop, stages, num_warps, capability, vectors=True)
+    if plan is None:
+        undo()
+        plan = (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
+                or _plan(kernel, loop, stages, num_warps, capability))
+    return plan
 
 
 def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
