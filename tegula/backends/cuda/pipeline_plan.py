@@ -92,15 +92,24 @@ def plan_loop(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capabili
     gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
     if without_dot:
         return _plan(kernel, loop, stages, num_warps, capability, without_dot=True)
-    # its scalar loads as one-element tiles first (`scalar_loads`): prefetched with the
-    # vectors; put back when the loop cannot be pipelined so (a scalar in its address code)
-    undo = tile_scalar_loads(loop.regions[0])
+    # its scalar loads as one-element tiles first (`scalar_loads`), prefetched with the
+    # vectors; those the plan does not take go back to scalar loads and the loop is
+    # planned again with the others (all of them, where it failed with them)
+    body = loop.regions[0]
+    tiles, undo = tile_scalar_loads(body)
     plan = _plan(kernel, loop, stages, num_warps, capability, vectors=True)
-    if plan is None:
+    taken = [scalar for tile, scalar in tiles.items() if plan is not None and tile in plan.loads]
+    if len(taken) == len(tiles):
+        return plan or _plan(kernel, loop, stages, num_warps, capability)
+    undo()
+    if taken:
+        _tiles, undo = tile_scalar_loads(body, only=taken)
+        plan = _plan(kernel, loop, stages, num_warps, capability, vectors=True)
+        if plan is not None:
+            return plan
         undo()
-        plan = (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
-                or _plan(kernel, loop, stages, num_warps, capability))
-    return plan
+    return (_plan(kernel, loop, stages, num_warps, capability, vectors=True)
+            or _plan(kernel, loop, stages, num_warps, capability))
 
 
 def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,

@@ -13,12 +13,13 @@ hold tiles, so `tile_scalar_loads` rewrites such a load into
 
 and the loop's planner (`pipeline_plan`) prefetches `t` as any 1-D load its rings can
 take (`_with_vector_loads`). A scalar narrower than 4 bytes is left alone (cp.async
-moves 4, 8 or 16 bytes), as is any load the plan then cannot take: the planner undoes
-the rewrite when the loop is not pipelined with it.
+moves 4, 8 or 16 bytes); the planner puts back every scalar load its plan does not
+prefetch (one the loop also writes, one in a tile's address code), so a rewrite stays
+only where a ring copies it.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Collection, Optional
 
 from ...ir import attrs as A
 from ...ir.accessors import memory_operands
@@ -54,20 +55,26 @@ def _as_tile_load(ins: Instr) -> list[Instr]:
     return [*splats, load, reduce]
 
 
-def tile_scalar_loads(body: Block) -> Callable[[], None]:
-    """Rewrite the scalar global loads at the top level of the loop body `body` (in
-    place); returns the function that puts the body back as it was."""
+def tile_scalar_loads(body: Block, only: Optional[Collection[Instr]] = None
+                      ) -> tuple[dict[Instr, Instr], Callable[[], None]]:
+    """Rewrite the scalar global loads at the top level of the loop body `body` (those
+    of `only`, if given) in place. Returns each new one-element load's scalar load and
+    the function that puts the body back as it was."""
     before = list(body.instrs)
-    rewritten = [ins for ins in before if _is_scalar_global_load(ins)]
-    if not rewritten:
-        return lambda: None
+    rewritten = [ins for ins in before if _is_scalar_global_load(ins) and (only is None or ins in only)]
+    tiles: dict[Instr, Instr] = {}
     instrs: list[Instr] = []
     for ins in before:
-        instrs.extend(_as_tile_load(ins) if ins in rewritten else [ins])
+        if ins in rewritten:
+            new = _as_tile_load(ins)
+            tiles[new[-2]] = ins  # (the load, before the reduction)
+            instrs.extend(new)
+        else:
+            instrs.append(ins)
     body.instrs = instrs
 
     def undo() -> None:
         body.instrs = before
         for ins in rewritten:
             ins.results[0].owner = ins
-    return undo
+    return tiles, undo

@@ -86,6 +86,43 @@ def test_a_scalar_narrower_than_a_copy_keeps_its_load():
 
 
 @tegula.jit
+def decayed_state_writing_back(a_ptr, b_ptr, g_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                               BK: tl.constexpr):
+    """decayed_state that also writes each gate it reads, doubled, into the same array
+    (its second half: no thread reads what another writes)."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        g_last = tl.load(g_ptr + k + BK - 1)
+        tl.store(g_ptr + K + k + BK - 1, g_last * 2.0)
+        acc = acc * g_last + tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_a_scalar_the_loop_writes_keeps_its_load():
+    """A ring may not read ahead what the loop writes (`writes_what_it_prefetches`):
+    the scalar goes back to a plain load, not a one-element tile left unprefetched,
+    and the loop's tiles are still pipelined."""
+    kernel = tir_opt(decayed_state_writing_back, SIG, BLOCKS, attrs=dict(ALIGNED, K=16))
+    ek = EmulatedKernel(kernel, 4, capability=90, num_stages=3)
+    loop = next(i for i in ek.lowering.kernel.walk() if i.op is Op.FOR)
+    assert len(_scalar_loads(loop.regions[0])) == 1 and Op.REDUCE not in ops(loop)
+    assert ops(loop).count(Op.ASYNC_COPY) == 2
+    K = 96
+    rng = np.random.default_rng(2)
+    a = rng.integers(-2, 3, (64, K)).astype(np.float16)
+    b = rng.integers(-2, 3, (K, 64)).astype(np.float16)
+    g = rng.choice([0.5, 2.0, -1.0], 2 * K).astype(np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    g_run = g.copy()
+    ek.run((1, 1, 1), [a, b, g_run, c, K])
+    np.testing.assert_array_equal(c, _want(a, b, g, K, 32))
+    np.testing.assert_array_equal(g_run[K + 31::32], 2 * g[31:K:32])
+
+
+@tegula.jit
 def gathered_rows(a_ptr, idx_ptr, b_ptr, c_ptr, n_blocks, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """Each K step reads the A block whose row-block index a scalar load gives."""
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
