@@ -4,6 +4,7 @@ eager for correctness; the compiled step time and the first-compile wall time.
 
     python benchmarks/inductor_gpu.py            # both modes, prints ratios
     python benchmarks/inductor_gpu.py --child    # one mode, whichever `triton` imports
+    python benchmarks/inductor_gpu.py --profile  # also each kernel's time per step, side by side
 
 Graphs:
 - `pointwise_reduction`: layer norm, GELU, softmax over the last dimension, a residual
@@ -26,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def child() -> dict:
+def child(profile: bool = False) -> dict:
     import torch
     import torch.nn.functional as F
     import triton
@@ -104,22 +105,42 @@ def child() -> dict:
             times.append(s.elapsed_time(e))
         times.sort()
         out[name] = {"first_compile_s": first, "step_ms": times[len(times) // 2], "rel_err": err, "grad_rel_err": gerr}
+        if profile:
+            out[name]["kernels_us"] = _kernel_times(step)
     return out
+
+
+def _kernel_times(step, steps: int = 10) -> dict[str, float]:
+    """GPU microseconds per step of each kernel the step launches (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = {}
+    for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            totals[ev.name] = totals.get(ev.name, 0.0) + ev.device_time / steps
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time each kernel of a step (torch.profiler) and print them side by side")
     ap.add_argument("--out", default=os.environ.get("OUT", tempfile.gettempdir()))
     a = ap.parse_args()
     if a.child:
-        print("RESULT " + json.dumps(child()), flush=True)
+        print("RESULT " + json.dumps(child(a.profile)), flush=True)
         return 0
     results = {}
     for who in ("triton", "tegula"):
         env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(),
                    TRITON_CACHE_DIR=tempfile.mkdtemp(), TEGULA_CACHE_DIR=tempfile.mkdtemp())
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child"]
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child"] + (["--profile"] if a.profile else [])
         if who == "tegula":
             env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
             cmd = [sys.executable, "-m", "tegula.compat"] + cmd[1:]
@@ -136,7 +157,18 @@ def main() -> int:
                   f"tegula/triton speed {tr[name]['step_ms'] / tg[name]['step_ms']:.3f}; first compile "
                   f"{tg[name]['first_compile_s']:.1f} s vs {tr[name]['first_compile_s']:.1f} s; "
                   f"rel err {tg[name]['rel_err']:.1e} / grad {tg[name]['grad_rel_err']:.1e}")
+            if a.profile:
+                _print_kernels(name, tr[name]["kernels_us"], tg[name]["kernels_us"])
     return 0
+
+
+def _print_kernels(graph: str, triton_us: dict[str, float], tegula_us: dict[str, float]) -> None:
+    """Each kernel's µs per step under both compilers, costliest first (Inductor names a
+    graph's kernels the same way whichever compiler builds them)."""
+    print(f"  {graph}: kernel µs per step, tegula / Triton")
+    for k in sorted(set(triton_us) | set(tegula_us), key=lambda k: -max(triton_us.get(k, 0), tegula_us.get(k, 0))):
+        tg, tr = tegula_us.get(k, 0.0), triton_us.get(k, 0.0)
+        print(f"    {tg:9.1f} {tr:9.1f}  {tr / tg if tg else float('nan'):5.2f}  {k[:100]}")
 
 
 if __name__ == "__main__":

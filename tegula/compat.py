@@ -25,6 +25,7 @@ import os
 import re
 import runpy
 import sys
+import weakref
 from types import ModuleType
 from typing import Iterator, Optional, Sequence
 
@@ -100,7 +101,12 @@ class TritonModule(ModuleType):
     eyes. Every attribute is tegula's (`triton.jit is tegula.jit`; assignments reach
     tegula too), except `__version__`, which is the Triton release tegula is compatible
     with (`tegula.__triton_version__`): libraries branch on it (`>= "3.0.0"`), and
-    tegula's own version (`tegula.__version__`) would send them down Triton-2 paths."""
+    tegula's own version (`tegula.__version__`) would send them down Triton-2 paths.
+
+    An attribute read once is kept in the facade's own namespace, so later reads are
+    plain attribute hits: PyTorch Inductor reads `triton.set_allocator` on every kernel
+    launch, and a module `__getattr__` costs about a microsecond a read. tegula's module
+    is then a `_WatchedModule`, whose assignments and deletions update those copies."""
 
     def __init__(self, tegula: ModuleType) -> None:
         super().__init__("triton", tegula.__doc__)
@@ -108,6 +114,9 @@ class TritonModule(ModuleType):
         object.__setattr__(self, "__version__", tegula.__triton_version__)
         object.__setattr__(self, "__path__", list(tegula.__path__))
         object.__setattr__(self, "__file__", tegula.__file__)
+        if type(tegula) is ModuleType:
+            tegula.__class__ = _WatchedModule
+        _FACADES.add(self)
 
     def __getattr__(self, name: str):
         package = _PACKAGE_RENAMES.get("triton." + name)
@@ -115,7 +124,11 @@ class TritonModule(ModuleType):
             module = importlib.import_module(package)
             object.__setattr__(self, name, module)
             return module
-        return getattr(object.__getattribute__(self, "_tegula"), name)
+        tegula = object.__getattribute__(self, "_tegula")
+        value = getattr(tegula, name)
+        if isinstance(tegula, _WatchedModule) and name in tegula.__dict__:
+            object.__setattr__(self, name, value)
+        return value
 
     def __setattr__(self, name: str, value) -> None:
         if name.startswith("__") and name.endswith("__"):
@@ -127,8 +140,40 @@ class TritonModule(ModuleType):
         else:
             setattr(object.__getattribute__(self, "_tegula"), name, value)
 
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            object.__delattr__(self, name)
+        else:  # tegula's attribute; its watcher drops this facade's copy
+            delattr(object.__getattribute__(self, "_tegula"), name)
+            self.__dict__.pop(name, None)
+
     def __dir__(self):
         return sorted(set(dir(object.__getattribute__(self, "_tegula"))) | {"__version__"})
+
+
+# the live `triton` facades, whose copies of tegula's attributes `_WatchedModule` updates
+_FACADES: "weakref.WeakSet[TritonModule]" = weakref.WeakSet()
+# the names a facade holds as its own, never copies of tegula's
+_FACADE_OWN = frozenset({"__version__", "__path__", "__file__", "__spec__", "__loader__", "__name__", "__doc__",
+                         "__package__", "_tegula"})
+
+
+class _WatchedModule(ModuleType):
+    """The class of tegula's top-level module once a `triton` facade exists: setting or
+    deleting one of its attributes also updates the copy a facade keeps of it."""
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if name not in _FACADE_OWN:
+            for facade in list(_FACADES):
+                if name in facade.__dict__ and "triton." + name not in _PACKAGE_RENAMES:
+                    object.__setattr__(facade, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        super().__delattr__(name)
+        for facade in list(_FACADES):
+            if name not in _FACADE_OWN and name in facade.__dict__:
+                object.__delattr__(facade, name)
 
 
 _FINDER = TritonAliasFinder()

@@ -11,6 +11,7 @@ of their members, exactly as Triton lays them out. tegula's own compiled kernels
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -28,6 +29,12 @@ def triton_key() -> str:
     from .. import __triton_version__, __version__
 
     return f"{__triton_version__}-tegula-{__version__}-{compiler_source_hash()}"
+
+
+def _base32(key: str) -> str:
+    """Triton's folder name for a hex digest (its caches keep a kernel's files under
+    it; PyTorch's `triton_hash_to_path_key` imports this to find a kernel's cubin)."""
+    return base64.b32encode(bytes.fromhex(key)).decode("utf-8").rstrip("=")
 
 
 class CacheManager(ABC):

@@ -34,6 +34,7 @@ from .cache import Content, FileCache, compile_key
 from .kernel import CompiledKernel, KernelMetadata
 from .options import CompileOptions
 from .source import ASTSource, IRSource
+from .static_launch import leave_cubin
 from .tracebacks import strip_internal_frames
 
 __all__ = ["ASTSource", "CompiledKernel", "IRSource", "StageIO", "compile"]
@@ -161,7 +162,9 @@ def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
     if cache is not None:
         files = cache.get_group(src.name)
         if files is not None:
-            return _from_files(src, files, backend, device)
+            compiled = _from_files(src, files, backend, device)
+            leave_cubin(compiled)
+            return compiled
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -186,7 +189,9 @@ def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
     metadata = _metadata(src, key, target, backend.name, options, kernel, backend_md, timings)
     if cache is not None:
         _store(cache, src.name, asm, metadata)
-    return CompiledKernel(src, asm, metadata, ir=kernel, backend=backend, device=device)
+    compiled = CompiledKernel(src, asm, metadata, ir=kernel, backend=backend, device=device)
+    leave_cubin(compiled)  # where PyTorch Inductor's static launcher looks for it
+    return compiled
 
 
 def optimized_ir(src: Union[ASTSource, IRSource],

@@ -156,6 +156,19 @@ class ASTSource:
             raise KernelArgumentError(f"ASTSource for '{self.name}' lacks the type of: {', '.join(missing)}")
         self.name = _kernel_name(fn, raw_sig, self.signature, self.constexprs)
 
+    @property
+    def constants(self) -> dict[tuple, Any]:
+        """The constexpr values as Triton's ASTSource keeps them: keyed by index path,
+        `(i,)` for parameter i, `(i, 1, 0)` for a leaf of a tuple parameter. PyTorch's
+        static launcher leaves these out of the arguments it passes to the cubin."""
+        names = list(self.fn.arg_names)
+        out: dict[tuple, Any] = {}
+        for n, v in self.constexprs.items():
+            root, *path = n.split(".")
+            if root in names and all(p.isdigit() for p in path):
+                out[(names.index(root), *map(int, path))] = v
+        return out
+
     def fn_key(self) -> str:
         key = self.fn.cache_key
         if self.arg_trees:
