@@ -121,6 +121,10 @@ _knob("tma_release_by_arrival", "TEGULA_TMA_RELEASE_BY_ARRIVAL", None, _bool_or_
       "iteration, so warpgroups may drift apart (1: every such loop; 0: none; unset or "
       "auto: loops of two or more warpgroups that compute on their dots' results within "
       "the iteration, as attention's softmax does).")
+_knob("pipeline_lagged", "TEGULA_PIPELINE_LAGGED", None, _bool, True,
+      "A pipelined loop whose body also reads a carried value its copies run ahead with (a "
+      "block offset read from a table that also positions the block's mask) carries that "
+      "value S-1 iterations behind too (0: such loops are not pipelined).")
 _knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
       "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
       "results within the iteration (attention) take turns issuing their dots, so one's softmax "

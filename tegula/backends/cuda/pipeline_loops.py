@@ -142,7 +142,7 @@ def pipeline_loops(kernel: Kernel, num_stages: int, num_warps: int, capability: 
             plan = plan_loop(kernel, loop, stages, num_warps, capability)
         if plan is not None:
             parent = _block_of(kernel.body, loop)  # a warp-specialized split moves the loops after it
-            if wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
+            if not plan.lagged and wants_specialization(kernel, parent, loop, plan.loads, capability, num_warps):
                 plan.consumer_warps = num_warps
             elif _releases_by_arrival(plan, num_warps):
                 plan.release_warps = num_warps
@@ -336,7 +336,10 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
 
     # prologue: iterations 0 .. D-1
     current = {iters[k]: inits[k] for k in plan.ahead}
+    lag_inits: dict[int, list[Value]] = {k: [] for k in plan.lagged}  # iteration i's value, i < D
     for i in range(D):
+        for k in plan.lagged:
+            lag_inits[k].append(current[iters[k]])
         it = lb if i == 0 else b.op1(Op.ADD, lb, b.op1(Op.MUL, b.constant(i, iv_type), step))
         mapping: dict[Value, Value] = {iv: it, **current}
         if ring_state is None:
@@ -355,6 +358,9 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     empty_phase = new_body.add_arg(I32) if empty is not None else None  # ... and of the write slot's empty one
     memo_state = [new_body.add_arg(t) for t in state_types(plan.memo)] if plan.memo is not None else None
     turn = new_body.add_arg(I32) if turned else None  # which transposed buffer this iteration writes
+    # each lagged carried value's values of this iteration and the D-1 after it (the
+    # carried value itself is iteration + D's)
+    lags = {k: [new_body.add_arg(iters[k].type, iters[k].name) for _ in range(D)] for k in plan.lagged}
     nb = Builder(new_body)
     nb.loc = loop.loc
     M: dict[Value, Value] = {iv: n_iv, **dict(zip(iters, n_iters))}
@@ -379,6 +385,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     ahead_iv = nb.op1(Op.ADD, n_iv, nb.op1(Op.MUL, nb.constant(D, iv_type), step))
     ahead_map = dict(M)
     ahead_map[iv] = ahead_iv
+    for k, line in lags.items():  # the body computes with this iteration's value
+        M[iters[k]] = line[0]
     # The write slot was read by the dots of the previous iteration. Synchronous dots
     # finished before this iteration's barrier, so the copies go first. A dot left in
     # flight (wgmma) is only known finished after this iteration's dot_wait(1), in
@@ -442,7 +450,8 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
     if empty_phase is not None:
         slots.append(flip(empty_phase, next_write, nb.constant(D, I32)))
     turns = [nb.op1(Op.XOR, turn, one)] if turn is not None else []
-    nb.yield_(yields + slots + stepped + turns)
+    lag_yields = [v for k, line in lags.items() for v in line[1:] + [n_iters[k]]]
+    nb.yield_(yields + slots + stepped + turns + lag_yields)
     new_inits = [current[iters[k]] if k in plan.ahead else v for k, v in enumerate(inits)]
     turn_init = [b.constant(0, I32)] if turn is not None else []
     if ring_state is None:
@@ -450,12 +459,17 @@ def _rewrite(kernel: Kernel, parent: Block, plan: LoopPlan, nest: Optional[Instr
                                                                  if p is not None]
     else:  # the copies of iteration g + D wait with iteration g's full parity
         slot_inits = [ring_state[0], ring_position(b, *ring_state, D, S, D)[0], ring_state[1], ring_state[1]]
-    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init, *turn_init],
+    lag_init = [v for k in plan.lagged for v in lag_inits[k]]
+    new_loop = Instr(Op.FOR, [lb, ub, step, *new_inits, *slot_inits, *memo_init, *turn_init, *lag_init],
                      [Value(r.type, r.name) for r in loop.results] + [Value(I32) for _ in slot_inits]
-                     + [Value(v.type) for v in memo_init] + [Value(I32) for _ in turn_init],
+                     + [Value(v.type) for v in memo_init] + [Value(I32) for _ in turn_init]
+                     + [Value(v.type) for v in lag_init],
                      loop.attrs, [new_body], loop.loc)
     b.insert(new_loop)
     results = dict(zip(loop.results, new_loop.results))
+    first_lag = len(new_loop.results) - len(lag_init)
+    for j, k in enumerate(plan.lagged):  # after the last iteration, its first lagged value is the loop's
+        results[loop.results[k]] = new_loop.results[first_lag + j * D]
     for k in sorted(plan.async_dots):
         results[loop.results[k]] = b.op1(Op.DOT_WAIT, new_loop.results[k], attrs=A.AsyncWaitAttrs(pending=0))
     if copies:

@@ -1,7 +1,8 @@
 """The software pipeliner's plan of one loop (`pipeline_loops`): which loads go
 through rings, their address code (the loads' operands' backward slice in the body:
 pure, but for the index loads of a gather, see `index_loads`), the loop-carried values
-it advances S-1 iterations ahead, the slice ops the rest of the body also needs, the
+it advances S-1 iterations ahead (and those it keeps S-1 iterations behind as well, for
+the body's math), the slice ops the rest of the body also needs, the
 transposes, hints and mask bounds that travel with the copies, the wgmma dots left in
 flight, and a flattened loop's coarse address code (`pipeline_memo`, pure ops only).
 Loops that do not fit get no plan."""
@@ -28,6 +29,11 @@ from .scalar_loads import tile_scalar_loads
 # SharedMemoryPerBlockOptin): the rings of one loop must fit in it
 SHARED_BYTES = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448}
 DEFAULT_SHARED_BYTES = 49152
+
+
+# the elements per thread a loop's lagged carried tiles may take, all their copies together
+# (FlexAttention's backward lags its [64] query offsets, 2 x 64 over 256 threads)
+LAGGED_ELEMENTS_PER_THREAD = 4
 
 
 def shared_capacity(capability: int) -> int:
@@ -67,6 +73,11 @@ class LoopPlan:
     # loads in the address code (a gather's row indices, `index_loads`): issued with the
     # copies of their iteration, masked off where that iteration does not exist
     index_loads: set[Instr] = field(default_factory=set)
+    # advanced carried values (scalars) whose current iteration's value the body, or the
+    # code after the loop, also reads: the loop carries each S-1 iterations behind too
+    # (a shift line of S-1 values: FlexAttention's block offset, a jump read from a
+    # table each iteration, also positions the block's mask)
+    lagged: list[int] = field(default_factory=list)
 
     @property
     def distance(self) -> int:
@@ -87,9 +98,8 @@ def _free_values(ins: Instr) -> list[Value]:
 def plan_loop(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: int,
                        without_dot: bool = False) -> Optional[LoopPlan]:
     """A dot loop's plan with its 1-D loads prefetched too (`_with_vector_loads`), or
-    without them where they keep the loop from being pipelined (their index also feeds
-    the body's own math, which the carried value advanced S-1 iterations no longer
-    gives: the causal diagonal loop of tutorial 06's backward masks with it)."""
+    without them where they keep the loop from being pipelined (a carried index they
+    need that cannot be lagged, see `LoopPlan.lagged`)."""
     if without_dot:
         return _plan(kernel, loop, stages, num_warps, capability, without_dot=True)
     # its scalar loads as one-element tiles first (`scalar_loads`), prefetched with the
@@ -160,11 +170,16 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
     if index_loads and writes_what_it_prefetches(kernel, body, sorted(index_loads, key=position.get)):
         return None  # an index read S-1 iterations early could miss the loop's own write
     load_set = set(loads)
-    # values computed from the advanced carried values, which hold iteration k+S-1's
-    depends_ahead: set[Value] = {iters[k] for k in ahead}
+    # values computed from the advanced carried values, which hold iteration k+S-1's,
+    # with the carried values each depends on
+    depends_ahead: dict[Value, frozenset[int]] = {iters[k]: frozenset((k,)) for k in ahead}
     for ins in body.instrs:
-        if ins in members and any(o in depends_ahead for o in ins.operands):
-            depends_ahead.update(ins.results)
+        if ins in members:
+            deps = frozenset().union(*(depends_ahead.get(o, frozenset()) for o in ins.operands))
+            if deps:
+                depends_ahead.update((r, deps) for r in ins.results)
+    # carried values whose current iteration's value the body also needs (`lagged`)
+    lagged: set[int] = set()
     # A hint whose result is unused speaks of its operand in place (tl.multiple_of(a_ptrs,
     # 16) at the top of the body): it follows the address code to each iteration's copy.
     annotated = {iters[k] for k in ahead} | {r for ins in members for r in ins.results}
@@ -178,8 +193,9 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
         if ins is term:
             reads = [v for k, v in enumerate(term.operands) if k not in ahead]
         for v in reads:
-            if v in depends_ahead:
-                return None  # the current iteration's value is no longer computed
+            # the current iteration's value, no longer carried: its carried values are
+            # also kept S-1 iterations behind, and it is recomputed from them
+            lagged.update(depends_ahead.get(v, ()))
             if isinstance(v.owner, Instr) and v.owner in members:
                 keep.add(v.owner)
     # the cone of a kept op is kept too (it is recomputed for the current iteration)
@@ -189,14 +205,19 @@ def _plan(kernel: Kernel, loop: Instr, stages: int, num_warps: int, capability: 
             if isinstance(o.owner, Instr) and o.owner in members and o.owner not in keep:
                 keep.add(o.owner)
                 stack.append(o.owner)
-    if any(uses.get(loop.results[k]) for k in ahead):
-        return None  # code after the loop reads a value the pipelined loop runs ahead
+    # code after the loop reads a value the pipelined loop runs ahead: its lagged copy
+    lagged.update(k for k in ahead if uses.get(loop.results[k]))
+    if lagged and not knobs.pipeline_lagged:
+        return None
+    if sum(iters[k].type.numel for k in lagged if isinstance(iters[k].type, TileType)) * (stages - 1) > \
+            LAGGED_ELEMENTS_PER_THREAD * 32 * num_warps:
+        return None  # (a tile kept S-1 times over costs its registers S-1 times: index vectors only)
     for k in ahead:
         if term.operands[k] in iters and iters.index(term.operands[k]) not in ahead:
             return None
     order = [ins for ins in body.instrs if ins in members]
     plan = LoopPlan(loop, stages, loads, order, ahead, keep, transposes=transposes, hints=hints,
-                     bounds=_copy_bounds(kernel, loads), index_loads=index_loads)
+                     bounds=_copy_bounds(kernel, loads), index_loads=index_loads, lagged=sorted(lagged))
     bound_values = [v for cb in plan.bounds.values() for v in (*cb.terms, cb.index, cb.bound)]
     plan.memo = find_memo(loop, order, loads + hints, bound_values)
     # a dot in flight across the back edge needs its copies S-2 iterations ahead (its

@@ -5,6 +5,7 @@ ptxas assembles with cp.async in it."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -485,7 +486,7 @@ def scaled_rows_loop(a_ptr, b_ptr, s_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.con
                      MASK_BY_INDEX: tl.constexpr):
     """Each K block's dot scaled per column by a 1-D load (attention backward's row
     maxima and deltas have this shape); with MASK_BY_INDEX the index of that load also
-    feeds the math, which keeps the vector out of the rings."""
+    feeds the math: the loop then carries it S-1 iterations behind too (`lagged`)."""
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     col = 0
@@ -511,7 +512,11 @@ def test_vector_loads_of_dot_loops_are_prefetched(capability, mask_by_index):
                 attrs={"a_ptr": 16, "b_ptr": 16, "s_ptr": 16, "c_ptr": 16, "K": 16})
     tgir = compile_kernel(k, {"num_warps": 4, "num_stages": 3}, capability)[0]["tgir"]
     assert "smem<3x64x32xf16>" in tgir and "smem<3x32x32xf16>" in tgir  # the dot operands' rings
-    assert ("smem<3x32xf32>" in tgir) is (not mask_by_index)            # the vector's, where it may
+    assert "smem<3x32xf32>" in tgir                                      # the vector's ring
+    # with the mask, the column its copies run two iterations ahead with is also carried
+    # as this iteration's and the next one's, for the math: two operands more
+    operands = re.search(r"= for ([^:]*) :", tgir).group(1).split(", ")
+    assert len(operands) == (9 if mask_by_index else 7), operands  # bounds, acc, col, slots
     rng = np.random.default_rng(5)
     a = rng.integers(-2, 3, (BM, K)).astype(np.float16)
     b = rng.integers(-2, 3, (K, BN)).astype(np.float16)
