@@ -86,22 +86,15 @@ STATIC = textwrap.dedent('''
     import sys
     from pathlib import Path
     import triton
-    import triton.language as tl
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from torch._inductor.runtime.runtime_utils import triton_hash_to_path_key
     from torch._inductor.runtime.static_triton_launcher import StaticallyLaunchedCudaKernel
 
-    @triton.jit
-    def scale_rows(in_ptr, unused_ptr, out_ptr, xnumel, stride: tl.constexpr, scale, flag, XBLOCK: tl.constexpr):
-        offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
-        mask = offs < xnumel
-        x = tl.load(in_ptr + offs * stride, mask)
-        tl.store(out_ptr + offs, tl.where(flag, x * scale, x), mask)
+    sys.path.insert(0, sys.argv[2])
+    from test_static_launch import SIGNATURE, scale_rows  # this file's kernel, under compat
 
-    sig = {"in_ptr": "*fp32", "unused_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "stride": "constexpr",
-           "scale": "fp32", "flag": "i1", "XBLOCK": "constexpr"}
-    src = ASTSource(scale_rows, sig, {"stride": 1, "XBLOCK": 128})
+    src = ASTSource(scale_rows, SIGNATURE, {"stride": 1, "XBLOCK": 128})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     # where Inductor looks (its can_statically_launch), then what it builds from the kernel
     path = Path(sys.argv[1], triton_hash_to_path_key(kernel.hash), "scale_rows.cubin")
@@ -121,7 +114,7 @@ def test_static_launcher_reads_the_kernel_as_triton_s(tmp_path):
     pytest.importorskip("torch._inductor.runtime.static_triton_launcher")
     script = tmp_path / "static.py"
     script.write_text(STATIC)
-    result = _run_compat(script, tmp_path / "cache", TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    result = _run_compat(script, tmp_path / "cache", Path(__file__).parent, TRITON_CACHE_DIR=str(tmp_path / "cache"))
     assert result.returncode == 0 and result.stdout.strip().endswith("OK"), result.stderr[-3000:]
 
 
