@@ -164,16 +164,20 @@ class _WatchedModule(ModuleType):
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
-        if name not in _FACADE_OWN:
-            for facade in list(_FACADES):
-                if name in facade.__dict__ and "triton." + name not in _PACKAGE_RENAMES:
-                    object.__setattr__(facade, name, value)
+        for facade in _copies_of(name):
+            object.__setattr__(facade, name, value)
 
     def __delattr__(self, name: str) -> None:
         super().__delattr__(name)
-        for facade in list(_FACADES):
-            if name not in _FACADE_OWN and name in facade.__dict__:
-                object.__delattr__(facade, name)
+        for facade in _copies_of(name):
+            object.__delattr__(facade, name)
+
+
+def _copies_of(name: str) -> list[TritonModule]:
+    """The facades holding a copy of tegula's attribute `name`."""
+    if name in _FACADE_OWN or "triton." + name in _PACKAGE_RENAMES:
+        return []
+    return [f for f in list(_FACADES) if name in f.__dict__]
 
 
 _FINDER = TritonAliasFinder()

@@ -10,7 +10,8 @@ signature's non-constexpr arguments in order (plus Triton's scratch pointers whe
 metadata has `global_scratch_size` / `profile_scratch_size`). Where the file is missing
 it falls back to `CompiledKernel.run`, which for a graph of many small kernels costs
 several microseconds of Python a launch more (a transformer block's step under
-`torch.compile`: 1.38 ms with Triton, 2.21 ms with tegula, on an H200).
+`torch.compile` on an H200, cProfile over 50 steps: Triton's 1200 launches 12 ms,
+tegula's through `run` 37 ms).
 
 tegula writes that file for the kernels whose parameters are exactly what the static
 launcher passes: every non-constexpr signature argument, in order, each a pointer, an

@@ -73,8 +73,9 @@ class LoopPlan:
     # loads in the address code (a gather's row indices, `index_loads`): issued with the
     # copies of their iteration, masked off where that iteration does not exist
     index_loads: set[Instr] = field(default_factory=set)
-    # advanced carried values (scalars) whose current iteration's value the body, or the
-    # code after the loop, also reads: the loop carries each S-1 iterations behind too
+    # advanced carried values (scalars, small index vectors) whose current iteration's
+    # value the body, or the code after the loop, also reads: the loop carries each S-1
+    # iterations behind too
     # (a shift line of S-1 values: FlexAttention's block offset, a jump read from a
     # table each iteration, also positions the block's mask)
     lagged: list[int] = field(default_factory=list)
