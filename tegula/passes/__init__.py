@@ -2,7 +2,8 @@
 
 Transformations are plain functions `pass_fn(kernel, ctx) -> kernel` run by
 `run_pipeline` from named pipelines (`PIPELINES`): `canonicalize`, `cse`, `dce`,
-`licm`, `descriptors_to_pointers` (tensor-descriptor ops as pointer code, for
+`licm`, `carried_ranges` (index tiles a loop only shifts by a scalar carried as
+that scalar), `descriptors_to_pointers` (tensor-descriptor ops as pointer code, for
 backends without a native lowering; `lower_descriptors` runs it with the cleanup) and
 `block_pointers_to_pointers` (block pointers as their parts and pointer code, for every
 compiled backend; `lower_block_pointers` runs it with the cleanup).

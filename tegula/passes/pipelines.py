@@ -12,6 +12,7 @@ from typing import Sequence
 
 from .block_pointers_to_pointers import block_pointers_to_pointers
 from .canonicalize import canonicalize
+from .carried_ranges import carried_ranges
 from .combine_dot_add import combine_dot_add
 from .cse import cse
 from .dce import dce
@@ -25,6 +26,7 @@ register_pass("combine_dot_add", combine_dot_add)
 register_pass("cse", cse)
 register_pass("dce", dce)
 register_pass("licm", licm)
+register_pass("carried_ranges", carried_ranges)
 register_pass("flatten_loops", flatten_loops)
 register_pass("descriptors_to_pointers", descriptors_to_pointers)
 register_pass("block_pointers_to_pointers", block_pointers_to_pointers)
@@ -32,8 +34,9 @@ register_pass("block_pointers_to_pointers", block_pointers_to_pointers)
 PIPELINES: dict[str, list[str]] = {
     # canonicalize first so CSE sees folded constants (and combine_dot_add the zero
     # accumulators); once more after LICM, which exposes invariant operands to the
-    # folding rules; DCE last sweeps what they left
-    "tir_opt": ["canonicalize", "combine_dot_add", "cse", "licm", "canonicalize", "dce"],
+    # folding rules; carried_ranges after LICM, which would hoist the patterns it
+    # rebuilds in loops back out; DCE last sweeps what they left (the tiles' old slots)
+    "tir_opt": ["canonicalize", "combine_dot_add", "cse", "licm", "carried_ranges", "canonicalize", "dce"],
 }
 
 
