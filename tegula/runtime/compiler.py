@@ -155,7 +155,10 @@ def _compile(src: Union[ASTSource, IRSource, str], target: Optional[GPUTarget],
     if not isinstance(options, CompileOptions):
         options = CompileOptions.from_dict(options, strict=False)
     options = _target_defaults(options, target)
-    key, storable = compile_key(src.fn_key(), src.signature, src.constexprs, src.attrs, options, target)
+    fn_key = src.fn_key()
+    if options.checked and isinstance(src, ASTSource):
+        fn_key = f"{fn_key}|file:{src.source_file}"  # checked accesses report their file
+    key, storable = compile_key(fn_key, src.signature, src.constexprs, src.attrs, options, target)
     io = StageIO(src.name, key, knobs.dump_dir, knobs.override_dir, options.ir_override)
     use_disk = (backend.disk_cacheable and storable and not io.active and not knobs.always_compile)
     cache = FileCache(key) if use_disk else None

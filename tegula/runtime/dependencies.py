@@ -1,4 +1,4 @@
-"""A @jit function's source-level cache key: its own source (and where it is), the keys
+"""A @jit function's source-level cache key: its own source (and its first line), the keys
 of the @jit functions it calls (transitively) and the values of the constexpr globals
 it reads.
 
@@ -123,9 +123,12 @@ def compute_cache_key(jitfn: Any) -> tuple[str, list[UsedGlobal]]:
     """(hex digest, used globals) of a JITFunction; see the module docstring."""
     src = jitfn.src
     hasher = hashlib.sha256(src.encode("utf-8"))
-    # The file and line are in the key: compiled code carries them (line info, the
-    # messages of device assertions and checked accesses).
-    where = f"|file:{jitfn.fn.__code__.co_filename}|line:{jitfn.starting_line_number}"
+    # The line is in the key, the file is not (as in Triton): the same source written
+    # to another path compiles to the same kernel. PyTorch Inductor's compile workers
+    # load a kernel from one copy of its module and the parent from another; with the
+    # path in the key the parent compiled every kernel again. Checked mode, whose
+    # accesses report their file, keys on the file too (`ASTSource.source_file`).
+    where = f"|line:{jitfn.starting_line_number}"
     hasher.update(f"{where}|noinline:{bool(jitfn.noinline)}".encode("utf-8", errors="backslashreplace"))
     tree = python_ast.parse(src)
     collector = _NameCollector()

@@ -169,6 +169,12 @@ class ASTSource:
                 out[(names.index(root), *map(int, path))] = v
         return out
 
+    @property
+    def source_file(self) -> str:
+        """The file the kernel's source was read from: part of the compile key in
+        checked mode only, whose accesses report it (the source key has no path)."""
+        return self.fn.fn.__code__.co_filename
+
     def fn_key(self) -> str:
         key = self.fn.cache_key
         if self.arg_trees:

@@ -116,15 +116,34 @@ def test_cache_key_depends_on_callees_and_constexpr_globals(tmp_path, monkeypatc
     assert ck_mod.k.cache_key != key                          # a callee's source changed
 
 
-def test_cache_key_includes_the_file(tmp_path, monkeypatch):
-    text = "import tegula\n@tegula.jit\ndef k(x_ptr):\n    pass\n"
+def test_the_same_source_in_another_file_is_the_same_kernel_except_when_checked(tmp_path, monkeypatch):
+    # PyTorch Inductor's compile workers load a kernel from one copy of its module and
+    # the parent process from another: the parent must find the workers' binaries (as
+    # with Triton, whose keys have no path). Checked accesses report their file, so
+    # checked mode keys on it.
+    from tegula.backends.compiler import GPUTarget
+    from tegula.runtime.compiler import compile as compile_source
+    from tegula.runtime.source import ASTSource
+
+    text = "import tegula\nimport tegula.language as tl\n@tegula.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n"
     (tmp_path / "file_a.py").write_text(text)
     (tmp_path / "file_b.py").write_text(text)
+    (tmp_path / "file_c.py").write_text("\n" + text)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
     import file_a
     import file_b
+    import file_c
 
-    assert file_a.k.cache_key != file_b.k.cache_key
+    assert file_a.k.cache_key == file_b.k.cache_key
+    assert file_a.k.cache_key != file_c.k.cache_key  # the line is in the key
+
+    def key(mod, checked):
+        src = ASTSource(mod.k, {"x_ptr": "*fp32"})
+        return compile_source(src, target=GPUTarget("cuda", 90, 32), options={"checked": checked}).hash
+
+    assert key(file_a, False) == key(file_b, False)
+    assert key(file_a, True) != key(file_b, True)
 
 
 def test_changed_global_is_reported(fake, tmp_path, monkeypatch):
