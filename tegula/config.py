@@ -125,6 +125,11 @@ _knob("pipeline_lagged", "TEGULA_PIPELINE_LAGGED", None, _bool, True,
       "A pipelined loop whose body also reads a carried value its copies run ahead with (a "
       "block offset read from a table that also positions the block's mask) carries that "
       "value S-1 iterations behind too (0: such loops are not pipelined).")
+_knob("register_offsets", "TEGULA_REGISTER_OFFSETS", None, _bool, True,
+      "Integer registers that are a shared part plus a constant (an arange's) keep the "
+      "constant outermost through adds, subtracts and products with constants, so a "
+      "thread's addresses share one base and LLVM folds the constants into address "
+      "immediates (backends/cuda/register_offsets.py).")
 _knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
       "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
       "results within the iteration (attention) take turns issuing their dots, so one's softmax "

@@ -98,7 +98,7 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
              f"|occ:{knobs.occupancy_registers}|ws:{knobs.warp_specialize}|wsreg:{knobs.warp_specialize_registers}"
              f"|tmarel:{knobs.tma_release_by_arrival}|waituse:{knobs.wgmma_wait_at_use}"
              f"|pingpong:{knobs.warpgroup_pingpong}|storebuf:{knobs.loop_store_buffers}|cpl1:{knobs.cp_async_l1}"
-             f"|lagged:{knobs.pipeline_lagged}"
+             f"|lagged:{knobs.pipeline_lagged}|regoff:{knobs.register_offsets}"
              f"|f32:{knobs.f32_default}"
              .encode())
     return h.hexdigest(), storable

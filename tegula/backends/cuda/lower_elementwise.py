@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 _AXES = "xyz"
+# integer ops whose registers keep a `base + constant` operand's constant outermost
+_REASSOCIATED = frozenset({Op.ADD, Op.SUB, Op.MUL})
 
 
 @handles(Op.CONSTANT)
@@ -53,6 +55,14 @@ def lower_globaltimer(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def arange_regs(lw: "KernelLowering", lay: LinearLayout, start: int) -> list[ir.Value]:
+    """The registers of `arange(start, ...)` in `lay`. Where the register's bits and the
+    thread's are disjoint, each is the thread's coordinate plus a constant, remembered
+    as such (`register_offsets`) so index arithmetic keeps the constant outermost."""
+    if lay.is_disjoint():
+        (s, n), = dim_fields(lay.shape)
+        tc = lw.thread_coords(lay)[0]
+        return [lw.register_offsets.offset(lw.b, tc, ((lay.reg_element(r) >> s) & ((1 << n) - 1)) + start)
+                for r in range(lay.n_regs)]
     out = []
     for r in range(lay.n_regs):
         c = lw.element_coords(lay, r)[0]
@@ -113,7 +123,8 @@ def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequen
             paired = r + 1
             continue
         args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
-        out.append(lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
+        split = lw.register_offsets.lower(lw.b, ins.op, args) if ins.op in _REASSOCIATED else None
+        out.append(split if split is not None else lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
     return out
 
 

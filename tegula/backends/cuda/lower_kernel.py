@@ -47,6 +47,7 @@ from .line_info import LineInfo
 from .linear_layout import LinearLayout, dim_fields
 from .nvptx_target import NVPTXTarget
 from .nvvm import NVPTXDevice
+from .register_offsets import RegisterOffsets
 from .registry import HANDLERS
 from .tma import tensormap_params
 from .warp_partitions import Partition, producer_warps
@@ -81,6 +82,7 @@ class KernelLowering:
         self.conv_cache: list[dict[tuple[Value, LinearLayout], list[ir.Value]]] = [{}]
         self.thread_cache: dict[LinearLayout, tuple[ir.Value, list[ir.Value]]] = {}
         self.dup_cache: dict[LinearLayout, ir.Value] = {}
+        self.register_offsets = RegisterOffsets()
         self.loop_depth = 0
         # the start of the current op's scratch (`scratch`); scratch offsets are
         # relative to it
