@@ -34,6 +34,7 @@ class RegisterOffsets:
 
     def __init__(self) -> None:
         self._split: dict[int, tuple[ir.Value, ir.Value, int]] = {}  # id(value) -> (value, base, c)
+        self.enabled = bool(knobs.register_offsets)  # read once per kernel lowered
 
     def remember(self, value: ir.Value, base: ir.Value, c: int) -> None:
         self._split[id(value)] = (value, base, c)
@@ -43,10 +44,6 @@ class RegisterOffsets:
         if entry is None or entry[0] is not value:
             return None
         return entry[1], entry[2]
-
-    @property
-    def enabled(self) -> bool:
-        return bool(knobs.register_offsets)
 
     def offset(self, b: ir.IRBuilder, base: ir.Value, c: int) -> ir.Value:
         """`base + c`, remembered as such (the base itself when c wraps to 0)."""
