@@ -18,7 +18,7 @@ from ...ir.core import Instr
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of
 from ..llvm.scalar_ops import lower_op
-from ..llvm.types import I32, constant
+from ..llvm.types import constant
 from .linear_layout import LinearLayout, dim_fields
 from .registry import handles
 
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from .lower_kernel import KernelLowering
 
 _AXES = "xyz"
-# integer ops whose registers keep a `base + constant` operand's constant outermost
-_REASSOCIATED = frozenset({Op.ADD, Op.SUB, Op.MUL})
 
 
 @handles(Op.CONSTANT)
@@ -55,19 +53,9 @@ def lower_globaltimer(lw: "KernelLowering", ins: Instr) -> None:
 
 
 def arange_regs(lw: "KernelLowering", lay: LinearLayout, start: int) -> list[ir.Value]:
-    """The registers of `arange(start, ...)` in `lay`. Where the register's bits and the
-    thread's are disjoint, each is the thread's coordinate plus a constant, remembered
-    as such (`register_offsets`) so index arithmetic keeps the constant outermost."""
-    if lay.is_disjoint():
-        (s, n), = dim_fields(lay.shape)
-        tc = lw.thread_coords(lay)[0]
-        return [lw.register_offsets.offset(lw.b, tc, ((lay.reg_element(r) >> s) & ((1 << n) - 1)) + start)
-                for r in range(lay.n_regs)]
-    out = []
-    for r in range(lay.n_regs):
-        c = lw.element_coords(lay, r)[0]
-        out.append(lw.b.add(c, ir.Constant(I32, start)) if start else c)
-    return out
+    """The registers of `arange(start, ...)` in `lay`: each element's coordinate plus
+    `start`, the constant kept outermost (`register_offsets`)."""
+    return [lw.register_offsets.shifted(lw.b, lw.element_coords(lay, r)[0], start) for r in range(lay.n_regs)]
 
 
 @handles(Op.ARANGE)
@@ -123,7 +111,7 @@ def elementwise_regs(lw: "KernelLowering", ins: Instr, operands: Sequence[Sequen
             paired = r + 1
             continue
         args = [regs[r] if len(regs) > 1 else regs[0] for regs in operands]
-        split = lw.register_offsets.lower(lw.b, ins.op, args) if ins.op in _REASSOCIATED else None
+        split = lw.register_offsets.lower(lw.b, ins.op, args)
         out.append(split if split is not None else lower_op(lw.b, lw.target, ins.op, ins.attrs, args, types, rtype))
     return out
 

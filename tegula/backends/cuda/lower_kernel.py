@@ -266,14 +266,13 @@ class KernelLowering:
         return part, coords
 
     def element_coords(self, lay: LinearLayout, r: int) -> list[ir.Value]:
-        """The coordinates (i32 per dimension) of the element register r holds."""
+        """The coordinates (i32 per dimension) of the element register r holds. Where the
+        register's bits and the thread's are disjoint, each is the thread's coordinate
+        plus a constant, remembered as such (`register_offsets`)."""
         reg = lay.reg_element(r)
         if lay.is_disjoint():
-            out = []
-            for (s, n), tc in zip(dim_fields(lay.shape), self.thread_coords(lay)):
-                c = (reg >> s) & ((1 << n) - 1)
-                out.append(self.b.add(tc, ir.Constant(I32, c)) if c else tc)
-            return out
+            return [self.register_offsets.offset(self.b, tc, (reg >> s) & ((1 << n) - 1))
+                    for (s, n), tc in zip(dim_fields(lay.shape), self.thread_coords(lay))]
         flat = self.b.xor(self.thread_part(lay), ir.Constant(I32, reg))
         return [self.b.and_(self.b.lshr(flat, ir.Constant(I32, s)), ir.Constant(I32, (1 << n) - 1))
                 for s, n in dim_fields(lay.shape)]

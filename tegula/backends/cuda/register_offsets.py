@@ -28,6 +28,9 @@ import llvmlite.ir as ir
 from ...config import knobs
 from ...ir.ops import Op
 
+# the integer ops `RegisterOffsets.lower` reassociates (every other op lowers plainly)
+REASSOCIATED_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL})
+
 
 class RegisterOffsets:
     """The `value == base + constant` facts of the lowering's integer registers."""
@@ -56,11 +59,21 @@ class RegisterOffsets:
             self.remember(value, base, c)
         return value
 
+    def shifted(self, b: ir.IRBuilder, value: ir.Value, k: int) -> ir.Value:
+        """`value + k` for a constant `k`, with the constant folded into value's own."""
+        split = self.split(value)
+        if split is None:
+            return self.offset(b, value, k)
+        base, c = split
+        return self.offset(b, base, c + k)
+
     def lower(self, b: ir.IRBuilder, op: Op, args: list[ir.Value]) -> Optional[ir.Value]:
         """The reassociated lowering of integer `op` over `args`, or None where no
         operand is a remembered `base + c` (or the op is not add, subtract or a product
         with a constant)."""
-        if len(args) != 2 or not all(isinstance(a.type, ir.IntType) and a.type.width > 1 for a in args):
+        if op not in REASSOCIATED_OPS or len(args) != 2:
+            return None
+        if not all(isinstance(a.type, ir.IntType) and a.type.width > 1 for a in args):
             return None
         x, y = args
         sx, sy = self.split(x), self.split(y)
