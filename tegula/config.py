@@ -130,6 +130,11 @@ _knob("register_offsets", "TEGULA_REGISTER_OFFSETS", None, _bool, True,
       "constant outermost through adds, subtracts and products with constants, so a "
       "thread's addresses share one base and LLVM folds the constants into address "
       "immediates (backends/cuda/register_offsets.py).")
+_knob("alignment_versions", "TEGULA_ALIGNMENT_VERSIONS", None, _bool, True,
+      "A kernel whose loops would access memory in wider vectors if integer arguments with no "
+      "known divisibility (Inductor's dynamic sizes, do_not_specialize) were multiples of a "
+      "power of two is compiled twice, chosen per launch by a test of those arguments "
+      "(backends/cuda/alignment_versions.py; 0: one version).")
 _knob("warpgroup_pingpong", "TEGULA_WARPGROUP_PINGPONG", None, _bool, True,
       "On sm_90a, the consumer warpgroups of a warp-specialized loop that computes on its dots' "
       "results within the iteration (attention) take turns issuing their dots, so one's softmax "

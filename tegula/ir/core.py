@@ -133,9 +133,16 @@ class ArgAttrs:
 
     `divisibility`: the largest power of two (up to 16) known to divide an integer value
     or a pointer's byte address; 1 when nothing is known. Arguments equal to 1 or
-    declared constexpr never become kernel arguments: the frontend folds them."""
+    declared constexpr never become kernel arguments: the frontend folds them.
+
+    `exact_divisibility`: an integer's `divisibility` is its own largest power-of-two
+    divisor (up to 16), measured by the launch the kernel is compiled for (the JIT's
+    specialization), not only what a caller promised (Triton's `tt.divisibility`
+    attributes of an `ASTSource`, a `do_not_specialize` parameter). Only where it is a
+    promise may the alignment be better at run time (`alignment_versions`)."""
 
     divisibility: int = 1
+    exact_divisibility: bool = False
 
 
 @dataclass(eq=False)

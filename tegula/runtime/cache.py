@@ -90,7 +90,9 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
         text, stable = stable_repr(v)
         storable = storable and stable
         h.update(f"|cx:{k}={text}".encode("utf-8", errors="backslashreplace"))
+    # an exact divisor (the JIT measured it) is marked `=`: a promised one may be versioned
     h.update(("|attrs:" + ",".join(f"{k}:{getattr(v, 'divisibility', v)}"
+                                    f"{'=' if getattr(v, 'exact_divisibility', False) else ''}"
                                     for k, v in attrs.items())).encode())
     h.update(f"|opts:{options!r}|target:{target!r}".encode())
     # knobs that change the generated code
@@ -98,7 +100,7 @@ def compile_key(fn_key: str, signature: Mapping[str, str], constexprs: Mapping[s
              f"|occ:{knobs.occupancy_registers}|ws:{knobs.warp_specialize}|wsreg:{knobs.warp_specialize_registers}"
              f"|tmarel:{knobs.tma_release_by_arrival}|waituse:{knobs.wgmma_wait_at_use}"
              f"|pingpong:{knobs.warpgroup_pingpong}|storebuf:{knobs.loop_store_buffers}|cpl1:{knobs.cp_async_l1}"
-             f"|lagged:{knobs.pipeline_lagged}|regoff:{knobs.register_offsets}"
+             f"|lagged:{knobs.pipeline_lagged}|regoff:{knobs.register_offsets}|alignver:{knobs.alignment_versions}"
              f"|f32:{knobs.f32_default}"
              .encode())
     return h.hexdigest(), storable

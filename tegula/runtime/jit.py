@@ -416,7 +416,8 @@ class JITFunction(KernelInterface):
         interpret, knob_debug, knob_checked = (tuple(key[-2]) + (False, False, False))[:3]
         specs = compute_specs(self.params, values)
         spec = S.describe_specs(self.arg_names, [p.is_constexpr for p in self.params],
-                                specs, values, self.__name__)
+                                specs, values, self.__name__,
+                                [not (p.do_not_specialize or p.do_not_specialize_on_alignment) for p in self.params])
         debug = opts.get("debug")
         debug = bool((self.debug if debug is None else debug) or knob_debug)
         what = f"the launch of kernel '{self.__name__}' ({self.definition_site()})"

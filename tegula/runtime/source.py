@@ -203,7 +203,7 @@ class ASTSource:
         h = hashlib.sha256(self.fn_key().encode())
         h.update(repr(sorted(self.signature.items())).encode())
         h.update(repr([(k, stable_repr(v)[0]) for k, v in self.constexprs.items()]).encode())
-        h.update(repr([(k, a.divisibility) for k, a in self.attrs.items()]).encode())
+        h.update(repr([(k, a.divisibility, a.exact_divisibility) for k, a in self.attrs.items()]).encode())
         return h.hexdigest()
 
     def __repr__(self) -> str:

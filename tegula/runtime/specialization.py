@@ -131,7 +131,8 @@ def pow2_divisor(x: int) -> int:
     return 16 if low == 0 else low & -low
 
 
-_INT_SPECS = {sig: {d: (sig, d, None) for d in (1, 2, 4, 8, 16)} for sig in ("i32", "i64", "u64")}
+_INT_KINDS = ("i32", "i64", "u64")
+_INT_SPECS = {sig: {d: (sig, d, None) for d in (1, 2, 4, 8, 16)} for sig in _INT_KINDS}
 SPEC_I32 = _INT_SPECS["i32"][1]
 SPEC_I32_16 = _INT_SPECS["i32"][16]
 # the spec of an int32 by its low four bits (what the generated launcher indexes)
@@ -366,14 +367,18 @@ class Specialization:
 
 
 def describe_specs(names: Sequence[str], is_constexpr: Sequence[bool], specs: Sequence[tuple],
-                   values: Sequence[Any], kernel: str) -> Specialization:
+                   values: Sequence[Any], kernel: str,
+                   aligned: Optional[Sequence[bool]] = None) -> Specialization:
     """Turn specs into signature/constexprs/attrs and decide the device (all array
-    arguments must live on one device)."""
+    arguments must live on one device). `aligned[i]`: parameter i's ints were
+    specialized on their divisibility (not `do_not_specialize[_on_alignment]`), so
+    their attrs say it is exact (`ArgAttrs.exact_divisibility`)."""
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     attrs: dict[str, ArgAttrs] = {}
     devices: dict[int, str] = {}
-    for name, cx, spec, value in zip(names, is_constexpr, specs, values):
+    aligned = list(aligned) if aligned is not None else [False] * len(names)
+    for name, cx, spec, value, exact in zip(names, is_constexpr, specs, values, aligned):
         if is_tree_spec(spec):  # a tuple or descriptor: one entry per leaf (see arg_trees)
             signature[name] = signature_of(spec)
             leaves = zip(leaf_specs(name, spec), leaf_values(value))
@@ -385,7 +390,7 @@ def describe_specs(names: Sequence[str], is_constexpr: Sequence[bool], specs: Se
             if kind == "constexpr":
                 constexprs[leaf] = _constexpr_value(cx, spec, value)
                 continue
-            attrs[leaf] = ArgAttrs(divisibility=spec[1])
+            attrs[leaf] = ArgAttrs(divisibility=spec[1], exact_divisibility=exact and kind in _INT_KINDS)
             if kind[0] == "*" and spec[2] != NEUTRAL_DEVICE:
                 devices.setdefault(spec[2], leaf)
     if len(devices) > 1:

@@ -170,7 +170,7 @@ def test_compile_key_is_sensitive_to_every_input():
 
 
 @pytest.mark.parametrize("knob", ["wgmma", "wgmma_register_b", "mma_register_operands", "tma", "dot_tensor_cores",
-                                  "pipeline_lagged", "register_offsets"])
+                                  "pipeline_lagged", "register_offsets", "alignment_versions"])
 def test_compile_key_follows_code_changing_knobs(knob, monkeypatch):
     from tegula.backends.compiler import GPUTarget
     from tegula.config import knobs

@@ -36,6 +36,7 @@ from ...passes.descriptors_to_pointers import lower_descriptors
 from ...passes.manager import PassContext, register_pass, run_pipeline
 from ...passes.pipelines import register_pipeline
 from . import codegen, occupancy, ptxas
+from .alignment_versions import alignment_versions
 from .arch import lowering_capability
 from .assign_layouts import assign_layouts
 from .encode_layouts import encode_layouts, plan_from_types
@@ -120,6 +121,15 @@ def _leftover_descriptors(kernel: Kernel, ctx: PassContext) -> Kernel:
                              copy=False)
 
 
+def _alignment_versions(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """The kernel twice, on whether promised-only integer arguments are multiples of the
+    powers of two its loops' vectors want (`alignment_versions`)."""
+    o: TgirOptions = ctx.options
+    if not knobs.alignment_versions:
+        return kernel
+    return alignment_versions(kernel, o.num_warps, o.checked)
+
+
 def _split_tf32x3(kernel: Kernel, ctx: PassContext) -> Kernel:
     """tf32x3 dots as three tf32 tensor-core dots (`split_tf32x3`)."""
     return split_tf32x3_dots(kernel, ctx.options.capability)
@@ -185,6 +195,7 @@ def _insert_barriers(kernel: Kernel, ctx: PassContext) -> Kernel:
 register_pass("cuda.split_tf32x3", _split_tf32x3)
 register_pass("cuda.lower_block_pointers", _lower_block_pointers)
 register_pass("cuda.lower_descriptors", _lower_descriptors)
+register_pass("cuda.alignment_versions", _alignment_versions)
 register_pass("cuda.pipeline_loops", _pipeline_loops)
 register_pass("cuda.leftover_descriptors", _leftover_descriptors)
 register_pass("cuda.stage_operands", _stage_operands)
@@ -195,11 +206,14 @@ register_pass("cuda.allocate_shared_memory", _allocate_shared_memory)
 register_pass("cuda.insert_barriers", _insert_barriers)
 # split_tf32x3 first, so every later pass sees ordinary tf32 dots; flatten_loops before
 # the pipeliner: the flat loop of a `tl.range(..., flatten=True)` nest is what
-# pipeline_loops then pipelines across the outer iterations
+# pipeline_loops then pipelines across the outer iterations; alignment_versions once
+# block pointers and descriptors are pointer code (their accesses widen too, and TMA's
+# choice reads the arguments as they are), before the pipeliner plans each version
 register_pipeline("cuda_tgir", ["cuda.split_tf32x3", "flatten_loops", "cuda.lower_block_pointers",
-                                "cuda.lower_descriptors", "cuda.pipeline_loops", "cuda.leftover_descriptors",
-                                "cuda.stage_operands", "cuda.buffer_stores", "cuda.encode_layouts",
-                                "cuda.stage_registers", "cuda.allocate_shared_memory", "cuda.insert_barriers"])
+                                "cuda.lower_descriptors", "cuda.alignment_versions", "cuda.pipeline_loops",
+                                "cuda.leftover_descriptors", "cuda.stage_operands", "cuda.buffer_stores",
+                                "cuda.encode_layouts", "cuda.stage_registers", "cuda.allocate_shared_memory",
+                                "cuda.insert_barriers"])
 
 
 def to_tgir(kernel: Kernel, num_warps: int, num_stages: int, capability: int,

@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Optional
 
 from ...config import knobs
-from ...ir.core import Instr, Value
+from ...ir.core import Instr, Kernel, Value
 from ...ir.ops import OP_INFO, Kind, Op
 from ...ir.types import element_of, shape_of
 from ...passes.ir_utils import users_of
@@ -46,6 +46,19 @@ from .slot_views import slot_read
 _FEW_REPLICATED_REGISTERS = 4
 # a warp access at least this many contiguous bytes wide uses whole sectors
 _SECTOR_BYTES = 32
+
+
+def exclusive_branches(kernel: Kernel) -> dict[Instr, int]:
+    """Which branch (0: then, 1: else) of the `if` that ends `kernel`'s body (just before
+    its `return`) each instruction under it is in, when every memory access of the kernel
+    is under it (an alignment-versioned kernel); else empty: accesses before the `if`
+    share their layouts with those in either branch (a load, then `if EVEN: store`)."""
+    body = kernel.body.instrs
+    if len(body) < 2 or body[-1].op is not Op.RETURN or body[-2].op is not Op.IF:
+        return {}
+    if any(ins.op in ACCESS_OPS for top in body[:-2] for ins in top.walk()):
+        return {}
+    return {sub: i for i, region in enumerate(body[-2].regions) for sub in region.walk()}
 
 
 class AnchorRules:
@@ -80,6 +93,11 @@ class AnchorRules:
         # Memory ops of one shape and dimension order share one layout, as wide per
         # thread as the widest of them: each op then moves as many elements per access as
         # its own alignment allows, and values flow between them without conversions.
+        # The two branches of an `if` that ends the kernel never exchange a value, so
+        # their accesses are grouped apart: an alignment version's 16-byte rows
+        # (`alignment_versions`) must not widen the layout of the other version's 2-byte
+        # ones (8 separate loads a thread, where 1 was coalesced: a layer norm 1.6x slower).
+        branch = exclusive_branches(self.kernel)
         groups: dict[tuple, list[tuple[Instr, int]]] = {}
         for ins in instrs:
             if ins.op in ACCESS_OPS and is_tile(access_operands(ins)[0]):
@@ -90,8 +108,10 @@ class AnchorRules:
                 if transposing is not None:
                     self.anchors[ins] = transposing
                     continue
-                groups.setdefault((shape, tuple(order)), []).append((ins, vec))
-        for (shape, order), members in groups.items():
+                staged = self.staged_through_registers(ins, vec, shape)
+                groups.setdefault((shape, tuple(order), branch.get(ins), staged is not None),
+                                  []).append((ins, vec if staged is None else staged))
+        for (shape, order, _branch, _staged), members in groups.items():
             lay = LY.default_blocked(shape, self.nw, max(v for _i, v in members), order)
             for ins, _vec in members:
                 self.anchors[ins] = lay
@@ -107,6 +127,28 @@ class AnchorRules:
                     and not self.stored_where_computed(ins)):
                 for v in ins.operands + ins.results:
                     self.hint(v, self.anchors[ins], soft=ins.op is Op.STORE)
+
+    def staged_through_registers(self, ins: Instr, vec: int, shape: tuple) -> Optional[int]:
+        """For an async_copy whose global runs are too narrow for cp.async (under 4 bytes:
+        a row stride not known to be aligned), which the lowering copies through
+        registers, element loads then slot stores (`lower_shared._copy_through_registers`):
+        the elements a thread should hold along the fastest dimension, 16 bytes' worth
+        (as every thread stays busy), so each thread's stores into the slot are 16-byte
+        vectors where the narrow access width gave one 2-byte store per element; the
+        loads are one element each either way, and a warp's next loads hit the lines its
+        first ones brought into L1. Inductor's mm template with its sizes unknown (its
+        unaligned alignment version) on an H200: 27 → 55 TFLOP/s at 128x128x64, 10 → 81
+        at 64x128x128. None for every other access (a plain load's layout is its global
+        access: wide runs of narrow loads would break its coalescing)."""
+        if ins.op is not Op.ASYNC_COPY or ins.attrs.through_registers:
+            return None
+        elem_bytes = element_of(access_operands(ins)[0].type).pointee.bytes
+        if vec * elem_bytes >= 4:
+            return None
+        numel = 1
+        for d in shape:
+            numel *= d
+        return max(vec, min(16 // elem_bytes, numel // (32 * self.nw)))
 
     def slots_read_back(self, instrs: list[Instr]) -> None:
         """A ring slot read back into registers (a prefetched load no dot reads in place:

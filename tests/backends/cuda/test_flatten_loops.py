@@ -16,6 +16,7 @@ from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.pipeline_candidates import zeroed_when
 from tegula.backends.interpreter import execute
 from tegula.compiler import ASTSource
+from tegula.ir.core import ArgAttrs
 from tegula.ir.ops import Op
 from tegula.ir.verifier import verify
 from tegula.passes.flatten_loops import flatten_loops
@@ -73,10 +74,12 @@ def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: t
 
 def _ir(fn, dtype, flat, bm, bn, bk, programs, k_div=1, c_dtype="fp32", **extra):
     """The tile IR of `fn`; `k_div` 8 lets A's and B's rows be copied 16 bytes at a
-    time (TMA needs it of a descriptor's strides)."""
+    time (TMA needs it of a descriptor's strides). The sizes' divisors are exact, as a
+    launch measures them (no alignment version)."""
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{c_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "PROGRAMS": "constexpr", "FLAT": "constexpr"}
-    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **({"K": k_div, "N": k_div} if k_div > 1 else {})}
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": ArgAttrs(1, exact_divisibility=True),
+             **{n: ArgAttrs(k_div, exact_divisibility=True) for n in ("N", "K")}}
     cx = {"BM": bm, "BN": bn, "BK": bk, "PROGRAMS": programs, "FLAT": flat, **extra}
     sig.update({k: "constexpr" for k in extra})
     return optimized_ir(ASTSource(fn, signature=sig, constexprs=cx, attrs=attrs))

@@ -15,6 +15,7 @@ from tegula.backends.cuda.compiler import to_tgir
 from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.compiler import ASTSource
+from tegula.ir.core import ArgAttrs
 from tegula.ir.ops import Op
 from tegula.runtime.compiler import optimized_ir
 
@@ -34,7 +35,7 @@ def _kernel(precision: str, bm: int = 64, bn: int = 64, bk: int = 32):
     sig = {"A": "*fp32", "B": "*fp32", "C": "*fp32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "P": "constexpr"}
     return optimized_ir(ASTSource(_matmul, signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk, "P": precision},
-                                  attrs={"A": 16, "B": 16, "C": 16}))
+                                  attrs={"A": 16, "B": 16, "C": 16, "K": ArgAttrs(1, exact_divisibility=True)}))
 
 
 def _dots(kernel, cap: int) -> list[str]:

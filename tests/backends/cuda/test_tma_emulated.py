@@ -18,6 +18,7 @@ from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.backends.interpreter import execute
 from tegula.compiler import ASTSource
+from tegula.ir.core import ArgAttrs
 from tegula.ir.numpy_ops import bf16_bits_to_f32, f32_to_bf16_bits
 from tegula.ir.ops import Op
 from tegula.runtime.compiler import optimized_ir
@@ -76,7 +77,9 @@ def _ir(fn, sig, cx, attrs):
 
 def _device_kernel(dtype, bm, bn, bk, b_nk, pad="zero", k_div=8):
     sig = {k: v.format(t=dtype) for k, v in SIG.items()}
-    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, "M": 8, "N": 8, "K": k_div}
+    # the sizes' divisors exact, as a launch measures them (no alignment version)
+    attrs = {"a_ptr": 16, "b_ptr": 16, "c_ptr": 16, **{n: ArgAttrs(d, exact_divisibility=True)
+                                                        for n, d in (("M", 8), ("N", 8), ("K", k_div))}}
     return _ir(desc_matmul, sig, {"BM": bm, "BN": bn, "BK": bk, "B_NK": b_nk, "PAD": pad}, attrs)
 
 

@@ -23,6 +23,7 @@ from tegula.backends.cuda.emulator import EmulatedKernel
 from tegula.backends.cuda.ptxas import find_ptxas
 from tegula.compiler import ASTSource
 from tegula.config import knobs
+from tegula.ir.core import ArgAttrs
 from tegula.ir.ops import Op
 
 
@@ -50,7 +51,8 @@ def state_recurrence(q_ptr, k_ptr, v_ptr, g_ptr, o_ptr, h_ptr, T, K: tl.constexp
 
 SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "g_ptr": "*fp32", "o_ptr": "*fp32",
        "h_ptr": "*fp32", "T": "i32", "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
-ALIGNED = {n: 16 for n in SIG if SIG[n] != "constexpr" and n != "T"}
+# T's divisor exact, as a launch measures it (no alignment version)
+ALIGNED = {**{n: 16 for n in SIG if SIG[n] != "constexpr" and n != "T"}, "T": ArgAttrs(1, exact_divisibility=True)}
 
 
 def recurrence_ir(K=64, V=64, BT=64):
