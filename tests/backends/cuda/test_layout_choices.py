@@ -507,3 +507,50 @@ def test_a_tile_of_column_scans_is_loaded_scanned_and_stored_in_one_layout():
         EmulatedKernel(kernel, num_warps, capability=90).run((S // BS, 2, H), [s, o, T])
         want = np.concatenate([np.cumsum(s[:BT], axis=0), np.cumsum(s[BT:], axis=0)])
         np.testing.assert_array_equal(o, want)
+
+
+@tegula.jit
+def welford_row_stats(x_ptr, mean_ptr, var_ptr, rows, N, BLOCK: tl.constexpr):
+    """Inductor's looped layer norm statistics: a Welford mean, M2 and weight carried per
+    element of a [1, BLOCK] row block, the weight updated from itself and the mask alone."""
+    row = tl.program_id(0) + tl.arange(0, 1)[:, None]
+    row_inside = row < rows
+    mean = tl.zeros((1, BLOCK), tl.float32)
+    m2 = tl.zeros((1, BLOCK), tl.float32)
+    weight = tl.zeros((1, BLOCK), tl.float32)
+    cols0 = tl.arange(0, BLOCK)[None, :]
+    for start in range(0, N, BLOCK):
+        cols = start + cols0
+        inside = (cols < N) & row_inside
+        x = tl.load(x_ptr + row * N + cols, inside, other=0.0).to(tl.float32)
+        weight_next = weight + 1.0
+        delta = x - mean
+        mean_next = mean + delta / weight_next
+        m2_next = m2 + delta * (x - mean_next)
+        mean = tl.where(inside, mean_next, mean)
+        m2 = tl.where(inside, m2_next, m2)
+        weight = tl.where(inside, weight_next, weight)
+    n = tl.sum(weight, 1)[:, None]
+    mu = tl.sum(mean * weight, 1)[:, None] / n
+    tl.store(mean_ptr + row, mu, row_inside)
+    tl.store(var_ptr + row, tl.sum(m2 + weight * (mean - mu) * (mean - mu), 1)[:, None] / n, row_inside)
+
+
+def test_a_welford_weight_takes_the_layout_of_the_loads_it_meets():
+    # the weight's update reads only itself and the mask: it gave the weight its own
+    # first-walk layout (the default, one element a thread) while the 16-byte loads
+    # made the mean's 8 a thread, and `delta / weight` converted through shared memory
+    # every iteration
+    sig = {"x_ptr": "*fp16", "mean_ptr": "*fp32", "var_ptr": "*fp32", "rows": "i32", "N": "i32",
+           "BLOCK": "constexpr"}
+    kernel = tir_opt(welford_row_stats, sig, {"BLOCK": 1024},
+                     attrs={"x_ptr": 16, "mean_ptr": 16, "var_ptr": 16, "N": 16})
+    rows, N = 3, 1040
+    rng = np.random.default_rng()
+    x = rng.standard_normal((rows, N)).astype(np.float16)
+    for capability in (80, 90):
+        _assert_loop_converts_nothing_through_shared(kernel, capability)
+        mean, var = np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+        EmulatedKernel(kernel, 4, capability=capability, num_stages=1).run((rows, 1, 1), [x, mean, var, rows, N])
+        np.testing.assert_allclose(mean, x.astype(np.float64).mean(1), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(var, x.astype(np.float64).var(1), rtol=1e-4, atol=1e-5)
