@@ -5,19 +5,25 @@ the PATH, assembles each one too).
 
     python benchmarks/compile_sweep.py [--ops gla,gdn,delta,kda,simple_gla] [--warps 1,2,4,8]
                                        [--stages 2,3] [--capabilities 90,80]
+                                       [--save-ptx before.json | --compare-ptx before.json]
 
 An autotuner skips a config that fails to compile (tegula's warns when the compiler
 itself failed, `errors.InternalCompilerError`), so a compiler fault on a config the
 benchmarks never pick shows nowhere else: fla's prepare_wy_repr_bwd did not compile with
 4 or 8 warps for a session, and its tuning silently had only 2. Prints one line per
 failure and a count; exits 1 when any compile failed. fla comes from `.libs/`
-(`prepare_libs.sh`) or an installed copy.
+(`prepare_libs.sh`) or an installed copy. `--save-ptx` records a digest of every
+compile's PTX, `--compare-ptx` lists the compiles whose PTX differs from such a record
+(a change to the compiler's middle checked against fla's kernels, as `ptx_corpus.py`
+checks it against the benchmarks').
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -72,6 +78,8 @@ def main() -> int:
     ap.add_argument("--warps", default="1,2,4,8")
     ap.add_argument("--stages", default="2,3")
     ap.add_argument("--capabilities", default="90,80")
+    ap.add_argument("--save-ptx", help="write a digest of each compile's PTX to this JSON file")
+    ap.add_argument("--compare-ptx", help="list the compiles whose PTX differs from this --save-ptx file")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")  # the libraries' autotune-key notes
     # every specialization compiled, none loaded from the disk cache past the recording,
@@ -107,18 +115,30 @@ def main() -> int:
     grid = list(itertools.product([int(c) for c in a.capabilities.split(",")], [int(w) for w in a.warps.split(",")],
                                   [int(s) for s in a.stages.split(",")]))
     failed = 0
+    digests: dict[str, str] = {}
     t0 = time.perf_counter()
-    for (name, _sig, _cx), src in sorted(sources.items(), key=lambda kv: kv[0][0]):
+    for (name, sig, cx), src in sorted(sources.items(), key=lambda kv: kv[0][0]):
         for capability, warps, stages in grid:
             try:
-                compile_(src, target=GPUTarget("cuda", capability, 32),
-                         options={"num_warps": warps, "num_stages": stages})
+                kernel = compile_(src, target=GPUTarget("cuda", capability, 32),
+                                  options={"num_warps": warps, "num_stages": stages})
+                key = f"{name} {sig} {cx} sm_{capability} w{warps} s{stages}"
+                digests[key] = hashlib.sha256(kernel.asm["ptx"].encode()).hexdigest()[:16]
             except Exception as e:  # every failure is reported; the count decides the exit code
                 failed += 1
                 print(f"FAIL {name} sm_{capability} num_warps={warps} num_stages={stages}: "
                       f"{type(e).__name__}: {str(e)[:300]}", flush=True)
     print(f"compile_sweep: {len(sources)} specializations × {len(grid)} targets/configs: "
           f"{len(sources) * len(grid) - failed} compiled, {failed} failed ({time.perf_counter() - t0:.0f} s)")
+    if a.save_ptx:
+        Path(a.save_ptx).write_text(json.dumps(digests, indent=0, sort_keys=True))
+    if a.compare_ptx:
+        before = json.loads(Path(a.compare_ptx).read_text())
+        changed = sorted(k for k in digests if k in before and before[k] != digests[k])
+        for k in changed:
+            print(f"PTX differs: {k[:300]}")
+        print(f"compare: {len(digests) - len(changed)} the same PTX, {len(changed)} different, "
+              f"{len(set(digests) ^ set(before))} compiled on one side only")
     return 1 if failed else 0
 
 
