@@ -35,6 +35,7 @@ from typing import Iterator, Optional
 
 from ...ir import attrs as A
 from ...ir.accessors import memory_operands
+from ...ir.builder import Builder
 from ...ir.clone import clone_instr
 from ...ir.core import ArgAttrs, Block, Instr, Kernel, Value
 from ...ir.ops import Op
@@ -114,32 +115,24 @@ def version_divisors(kernel: Kernel, num_warps: int) -> dict[int, int]:
 def _versioned(kernel: Kernel, divisors: dict[int, int]) -> None:
     """`kernel`'s body as `if (every argument a multiple of its divisor) { copy } else { body }`."""
     body = kernel.body
-    loc = kernel.loc
     returns, code = body.instrs[-1], body.instrs[:-1]
-    head: list[Instr] = []
-    fast = Block()
+    head, fast = Block(), Block()
+    test, hints = Builder(head), Builder(fast)
     mapping: dict[Value, Value] = {}
     condition: Optional[Value] = None
-    for i, d in sorted(divisors.items()):
-        arg = kernel.args[i]
-        low = Instr(Op.CONSTANT, [], [Value(arg.type)], A.ConstantAttrs(d - 1), [], loc)
-        zero = Instr(Op.CONSTANT, [], [Value(arg.type)], A.ConstantAttrs(0), [], loc)
-        bits = Instr(Op.AND, [arg, low.result], [Value(arg.type)], None, [], loc)
-        test = Instr(Op.EQ, [bits.result, zero.result], [Value(I1)], None, [], loc)
-        head += [low, zero, bits, test]
-        if condition is not None:
-            both = Instr(Op.AND, [condition, test.result], [Value(I1)], None, [], loc)
-            head.append(both)
-            test = both
-        condition = test.result
-        hint = Instr(Op.HINT, [arg], [Value(arg.type)], A.HintAttrs(KNOWN_MULTIPLE_OF, (d,)), [], loc)
-        fast.instrs.append(hint)
-        mapping[arg] = hint.result
-    fast.instrs += [clone_instr(ins, mapping) for ins in code]
-    fast.instrs.append(Instr(Op.YIELD, [], [], None, [], loc))
-    slow = Block(instrs=code + [Instr(Op.YIELD, [], [], None, [], loc)])
-    branch = Instr(Op.IF, [condition], [], None, [fast, slow], loc)
-    body.instrs = head + [branch, returns]
+    with test.location(kernel.loc), hints.location(kernel.loc):
+        for i, d in sorted(divisors.items()):
+            arg = kernel.args[i]
+            low_bits = test.op1(Op.AND, arg, test.constant(d - 1, arg.type))
+            aligned = test.op1(Op.EQ, low_bits, test.constant(0, arg.type), type=I1)
+            condition = aligned if condition is None else test.op1(Op.AND, condition, aligned)
+            mapping[arg] = hints.op1(Op.HINT, arg, attrs=A.HintAttrs(KNOWN_MULTIPLE_OF, (d,)), type=arg.type)
+        fast.instrs += [clone_instr(ins, mapping) for ins in code]
+        hints.yield_([])
+        slow = Block(instrs=code)
+        Builder(slow).yield_([])
+        test.create(Op.IF, [condition], result_types=[], regions=[fast, slow])
+    body.instrs = head.instrs + [returns]
 
 
 def alignment_versions(kernel: Kernel, num_warps: int, checked: bool) -> Kernel:

@@ -22,6 +22,7 @@ slot's soft).
 """
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Optional
 
@@ -145,10 +146,7 @@ class AnchorRules:
         elem_bytes = element_of(access_operands(ins)[0].type).pointee.bytes
         if vec * elem_bytes >= 4:
             return None
-        numel = 1
-        for d in shape:
-            numel *= d
-        return max(vec, min(16 // elem_bytes, numel // (32 * self.nw)))
+        return max(vec, min(16 // elem_bytes, math.prod(shape) // (32 * self.nw)))
 
     def slots_read_back(self, instrs: list[Instr]) -> None:
         """A ring slot read back into registers (a prefetched load no dot reads in place:
